@@ -1,0 +1,88 @@
+"""Forge tools offered to the review agent: read the diff, post one review comment.
+
+The target (owner/repo/number) always comes from the work order, never from the model's
+arguments, so a confused or hostile model cannot write to another repository. Posting
+goes through the gateway; the comment carries a hidden marker with its operation key
+so a crashed attempt can be reconciled by searching the pull request's comments.
+"""
+
+from __future__ import annotations
+
+import json
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.gateway import Mutation, PermanentToolError, ToolGateway, TransientToolError
+from activities.heartbeat import heartbeating
+from activities.keys import marker_for, operation_key
+from sluicegate.forge_client import ForgeClient, ForgeError
+from workflows.contracts import ToolRequest, ToolResult
+from workflows.review_task import POST_COMMENT
+
+MAX_DIFF_CHARS = 20_000
+MAX_COMMENT_CHARS = 60_000
+
+
+def _as_tool_error(exc: ForgeError) -> Exception:
+    return TransientToolError(str(exc), exc.retry_after) if exc.retryable else PermanentToolError(str(exc))
+
+
+class ForgeTools:
+    def __init__(self, forge: ForgeClient, gateway: ToolGateway) -> None:
+        self._forge = forge
+        self._gateway = gateway
+
+    @activity.defn(name="sluicegate.tool.get_pull_request_diff")
+    async def get_pull_request_diff(self, req: ToolRequest) -> ToolResult:
+        try:
+            diff = await self._forge.get_pull_diff(req.owner, req.repo, req.number)
+        except ForgeError as exc:
+            raise ApplicationError(str(exc), type="ToolUnavailable" if exc.retryable else "ToolRequestRejected",
+                                   non_retryable=not exc.retryable) from None
+        if len(diff) > MAX_DIFF_CHARS:
+            diff = diff[:MAX_DIFF_CHARS] + f"\n... [truncated {len(diff) - MAX_DIFF_CHARS} characters]"
+        return ToolResult(content=diff)
+
+    @activity.defn(name="sluicegate.tool.post_review_comment")
+    async def post_review_comment(self, req: ToolRequest) -> ToolResult:
+        body = _comment_body(req.arguments)
+        op_key = operation_key(req.work_key, POST_COMMENT, req.input_version)
+        marker = marker_for(op_key)
+        mutation = Mutation(op_key, req.work_key, POST_COMMENT, req.input_version, req.generation)
+
+        async def perform():
+            try:
+                async with heartbeating():
+                    comment = await self._forge.post_comment(req.owner, req.repo, req.number,
+                                                             f"{body}\n\n{marker}")
+            except ForgeError as exc:
+                raise _as_tool_error(exc) from None
+            return str(comment["id"]), {"comment_id": comment["id"], "html_url": comment.get("html_url")}
+
+        async def reconcile():
+            try:
+                async for comment in self._forge.iter_comments(req.owner, req.repo, req.number):
+                    if marker in (comment.get("body") or ""):
+                        return str(comment["id"]), {"comment_id": comment["id"], "html_url": comment.get("html_url")}
+            except ForgeError as exc:
+                raise _as_tool_error(exc) from None
+            return None
+
+        done = await self._gateway.mutate(mutation, perform, reconcile)
+        how = "reconciled" if done.reconciled else ("already posted" if done.replayed else "posted")
+        return ToolResult(content=f"comment {how}: {done.result.get('html_url') or done.external_id}",
+                          operation_key=op_key, external_id=done.external_id, reconciled=done.reconciled)
+
+
+def _comment_body(arguments: str) -> str:
+    try:
+        args = json.loads(arguments or "{}")
+    except ValueError:
+        raise ApplicationError("post_review_comment arguments are not JSON", type="ToolRequestRejected",
+                               non_retryable=True) from None
+    body = args.get("body") if isinstance(args, dict) else None
+    if not isinstance(body, str) or not body.strip():
+        raise ApplicationError("post_review_comment needs a non-empty 'body'", type="ToolRequestRejected",
+                               non_retryable=True)
+    return body[:MAX_COMMENT_CHARS]

@@ -1,0 +1,103 @@
+"""The tool gateway: the only path by which a tool mutates the outside world.
+
+Every mutation runs through the idempotency ledger under its operation key:
+
+* ``done`` already → the stored result is returned; the outside is not touched again.
+* ``in_flight`` (an earlier attempt died or timed out after sending) → ``reconcile``
+  asks the external system whether the effect exists; only if it does not is the
+  operation performed again.
+* a permanent failure (4xx) → recorded ``failed`` and raised non-retryable.
+* a transient failure → raised retryable; the entry stays ``in_flight`` so the next
+  attempt reconciles first — a timeout on a write is never blindly retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Awaitable, Callable
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from ledger import BeginState, SideEffectLedger
+
+
+class PermanentToolError(Exception):
+    """The external system refused the operation; retrying cannot help."""
+
+
+class TransientToolError(Exception):
+    """The operation may succeed later (5xx, timeout, connection, rate limit)."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class Mutation:
+    operation_key: str
+    work_key: str
+    operation: str
+    target_version: str
+    generation: int
+
+
+@dataclass(frozen=True)
+class MutationResult:
+    external_id: str | None
+    result: dict[str, Any]
+    reconciled: bool = False
+    replayed: bool = False
+
+
+Effect = tuple[str | None, dict[str, Any]]
+
+
+class ToolGateway:
+    def __init__(self, ledger: SideEffectLedger) -> None:
+        self._ledger = ledger
+
+    async def mutate(self, m: Mutation, perform: Callable[[], Awaitable[Effect]],
+                     reconcile: Callable[[], Awaitable[Effect | None]]) -> MutationResult:
+        begin = await asyncio.to_thread(self._ledger.begin, m.operation_key, work_key=m.work_key,
+                                        operation=m.operation, target_version=m.target_version,
+                                        generation=m.generation)
+        log_extra = {"work_key": m.work_key, "operation_key": m.operation_key}
+        if begin.state == BeginState.DONE:
+            activity.logger.info("%s already done; returning stored result", m.operation_key, extra=log_extra)
+            return MutationResult(begin.external_id, begin.result or {}, replayed=True)
+        if begin.state == BeginState.FAILED:
+            raise ApplicationError(f"{m.operation} failed earlier: {begin.error}", type="SideEffectFailed",
+                                   non_retryable=True)
+        if begin.state == BeginState.IN_FLIGHT:
+            found = await self._reconcile(m, reconcile)
+            if found is not None:
+                activity.logger.warning("%s was applied by an earlier attempt; reconciled", m.operation_key,
+                                        extra=log_extra)
+                return found
+        try:
+            external_id, result = await perform()
+        except PermanentToolError as exc:
+            await asyncio.to_thread(self._ledger.fail, m.operation_key, str(exc))
+            raise ApplicationError(f"{m.operation} refused: {exc}", type="ToolRequestRejected",
+                                   non_retryable=True) from None
+        except TransientToolError as exc:
+            delay = timedelta(seconds=exc.retry_after) if exc.retry_after else None
+            raise ApplicationError(f"{m.operation} may not have completed: {exc}", type="ToolUnavailable",
+                                   next_retry_delay=delay) from None
+        await asyncio.to_thread(self._ledger.complete, m.operation_key, external_id, result)
+        return MutationResult(external_id, result)
+
+    async def _reconcile(self, m: Mutation, reconcile: Callable[[], Awaitable[Effect | None]]) -> MutationResult | None:
+        try:
+            found = await reconcile()
+        except TransientToolError as exc:
+            raise ApplicationError(f"cannot reconcile {m.operation_key}: {exc}", type="ToolUnavailable") from None
+        if found is None:
+            return None
+        external_id, result = found
+        await asyncio.to_thread(self._ledger.complete, m.operation_key, external_id, result)
+        return MutationResult(external_id, result, reconciled=True)

@@ -1,0 +1,28 @@
+"""Activity that writes a run's outcome back to the work ledger (fenced by generation)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict
+
+from temporalio import activity
+
+from ledger import WorkStore
+from workflows.contracts import RunOutcome
+
+
+class WorkLedgerActivities:
+    def __init__(self, store: WorkStore) -> None:
+        self._store = store
+
+    @activity.defn(name="sluicegate.ledger.record_run_outcome")
+    async def record_run_outcome(self, outcome: RunOutcome) -> bool:
+        recorded = await asyncio.to_thread(
+            self._store.record_outcome, work_key=outcome.work_key, input_version=outcome.input_version,
+            generation=outcome.generation, status=outcome.status, run_id=activity.info().workflow_run_id,
+            result=asdict(outcome))
+        if not recorded:
+            activity.logger.warning("outcome for %s@%s gen %s not recorded: a newer generation owns it",
+                                    outcome.work_key, outcome.input_version, outcome.generation,
+                                    extra={"work_key": outcome.work_key})
+        return recorded

@@ -1,0 +1,73 @@
+"""The intake contract: four outcomes, enumerated reasons, one decision type.
+
+Every trigger family (schedule, event, goal, manual) ends in an :class:`IntakeDecision`
+and every decision is written as a receipt. Reasons are enumerated so dashboards and
+alerts can group on them; policy rules add ``policy:<rule>`` reasons.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Outcome(StrEnum):
+    ACCEPT = "accept"
+    DEFER = "defer"
+    REJECT = "reject"
+    NO_WORK = "no-work"
+
+
+class Reason(StrEnum):
+    ADMITTED = "admitted"
+    """Fresh, permitted, not seen: a run was (or is being) admitted."""
+    DUPLICATE_DELIVERY = "duplicate-delivery"
+    """This delivery id from this source was already decided."""
+    DUPLICATE_WORK = "duplicate-work"
+    """This (work key, input version) is already admitted, running or done."""
+    STALE_VERSION = "stale-version"
+    """The event's version is not the target's current version at the source."""
+    TARGET_CLOSED = "target-closed"
+    """The target (pull request) is closed at the source."""
+    TARGET_NOT_FOUND = "target-not-found"
+    """The authoritative source does not know the target."""
+    SOURCE_UNAVAILABLE = "source-unavailable"
+    """The authoritative source could not be read; try again later (defer)."""
+    NOT_ACTIONABLE = "not-actionable"
+    """A valid event that asks for no work (e.g. a label change): no-work."""
+    BAD_SIGNATURE = "bad-signature"
+    """The delivery's signature is missing or does not verify."""
+    BAD_INPUT = "bad-input"
+    """The delivery is malformed: body, content type or required fields."""
+    UNSUPPORTED_EVENT = "unsupported-event"
+    """The source sent an event type Sluicegate does not handle."""
+    UNKNOWN_SOURCE = "unknown-source"
+    """No source of that name is configured."""
+    UNAUTHORIZED_ACTOR = "unauthorized-actor"
+    """A manual trigger without a configured actor identity."""
+    ADMISSION_FAILED = "admission-failed"
+    """Accepted and recorded, but starting the run failed; the outbox will retry."""
+
+
+def policy_reason(rule: str) -> str:
+    """The reason string for a rejection by policy rule ``rule``."""
+    return f"policy:{rule}"
+
+
+@dataclass(frozen=True)
+class IntakeDecision:
+    """What intake answered, with the receipt that records it."""
+
+    outcome: Outcome
+    reason: str
+    message: str
+    receipt_id: str
+    work_key: str | None = None
+    input_version: str | None = None
+    generation: int | None = None
+    workflow_id: str | None = None
+    run_id: str | None = None
+    retry_after_seconds: float | None = None
+
+    def as_json(self) -> dict[str, object]:
+        return {k: (str(v) if isinstance(v, StrEnum) else v) for k, v in self.__dict__.items()}

@@ -1,0 +1,59 @@
+"""The normalized envelope every trigger becomes, and the work candidate it names.
+
+Envelope fields follow CloudEvents attributes (id, source, type, subject, time) plus
+``received_at``, the trigger family and, for manual triggers, the actor. The candidate
+is the domain identity resolved from it: work key, target, input version (``None`` when
+the trigger does not carry one — a manual run then takes the source's current version).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+
+class TriggerKind(StrEnum):
+    EVENT = "event"
+    SCHEDULE = "schedule"
+    GOAL = "goal"
+    MANUAL = "manual"
+
+
+@dataclass(frozen=True)
+class Envelope:
+    id: str
+    """Delivery id, unique per source (``X-GitHub-Delivery`` for GitHub)."""
+    source: str
+    """Configured source name, e.g. ``github`` or ``manual``."""
+    type: str
+    """Event type, e.g. ``pull_request.synchronize``."""
+    subject: str | None
+    time: datetime | None
+    """When the source says the event happened (CloudEvents ``time``)."""
+    received_at: datetime
+    trigger_kind: TriggerKind
+    tenant: str
+    actor: str | None = None
+    data: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class PullRequestRef:
+    owner: str
+    repo: str
+    number: int
+
+    @property
+    def target_id(self) -> str:
+        return f"{self.owner}/{self.repo}#{self.number}"
+
+
+@dataclass(frozen=True)
+class WorkCandidate:
+    work_key: str
+    target: PullRequestRef
+    input_version: str | None
+    tenant: str
+    draft: bool = False

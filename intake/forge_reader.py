@@ -1,0 +1,24 @@
+"""The authoritative-source reader for pull requests: the forge, read fresh on every intake."""
+
+from __future__ import annotations
+
+from intake.envelope import PullRequestRef
+from intake.freshness import TargetSnapshot
+from intake.ports import SourceUnavailable
+from sluicegate.forge_client import ForgeClient, ForgeError
+
+
+class ForgeTargetReader:
+    def __init__(self, forge: ForgeClient) -> None:
+        self._forge = forge
+
+    async def read(self, ref: PullRequestRef) -> TargetSnapshot:
+        try:
+            pull = await self._forge.get_pull(ref.owner, ref.repo, ref.number)
+        except ForgeError as exc:
+            if exc.status == 404:
+                return TargetSnapshot(exists=False)
+            raise SourceUnavailable(str(exc), exc.retry_after) from None
+        return TargetSnapshot(exists=True, open=pull.get("state") == "open",
+                              current_version=(pull.get("head") or {}).get("sha"),
+                              draft=bool(pull.get("draft")))

@@ -1,0 +1,68 @@
+"""What intake needs from the outside world, as protocols.
+
+Intake itself imports neither Temporal nor a database: the ledger store, the
+authoritative-source reader and the admitter are injected, so the whole admission
+pipeline is tested with real adapters or swapped for another engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from intake.decision import IntakeDecision
+from intake.envelope import Envelope, PullRequestRef, WorkCandidate
+from intake.freshness import TargetSnapshot
+from intake.receipts import ReceiptDraft
+
+
+class SourceUnavailable(Exception):
+    """The authoritative source could not be read (timeout, 5xx, rate limit)."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class TargetReader(Protocol):
+    async def read(self, ref: PullRequestRef) -> TargetSnapshot:
+        """Current state of the target; raises :class:`SourceUnavailable`."""
+        ...
+
+
+class IntakeStore(Protocol):
+    """The ledger side of intake. Methods are synchronous; the service runs them in a thread."""
+
+    def record(self, draft: ReceiptDraft) -> IntakeDecision:
+        """Write a receipt only (no delivery record): bad signatures, defers."""
+        ...
+
+    def reject_if_delivery_seen(self, draft: ReceiptDraft) -> IntakeDecision | None:
+        """If the delivery id was already decided, write a duplicate-delivery receipt."""
+        ...
+
+    def decide(self, draft: ReceiptDraft) -> IntakeDecision:
+        """Record the delivery and the decision atomically; an accept also runs work dedupe
+        and bumps the work key's generation. May turn the draft into a duplicate reject."""
+        ...
+
+    def mark_admitted(self, decision: IntakeDecision, workflow_id: str, run_id: str | None) -> IntakeDecision:
+        ...
+
+    def mark_admission_failed(self, decision: IntakeDecision, error: str) -> None:
+        ...
+
+
+@dataclass(frozen=True)
+class Admission:
+    """An accepted item, ready to be started as a run."""
+
+    decision: IntakeDecision
+    envelope: Envelope
+    candidate: WorkCandidate
+
+
+class Admitter(Protocol):
+    async def admit(self, admission: Admission) -> tuple[str, str | None]:
+        """Start or signal the run for the work key; returns (workflow id, run id)."""
+        ...

@@ -1,0 +1,50 @@
+"""Receipt drafts: what intake asks the ledger to record for one decision."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from intake.decision import Outcome
+from intake.envelope import Envelope, TriggerKind, WorkCandidate
+from intake.policy import POLICY_VERSION
+
+
+@dataclass(frozen=True)
+class ReceiptDraft:
+    """A decision before the ledger has stored it (the store fills in ids and generation)."""
+
+    outcome: Outcome
+    reason: str
+    message: str
+    trigger_kind: TriggerKind
+    source: str
+    received_at: datetime
+    delivery_id: str | None = None
+    event_type: str | None = None
+    subject: str | None = None
+    emitted_at: datetime | None = None
+    actor: str | None = None
+    tenant: str | None = None
+    work_key: str | None = None
+    target_id: str | None = None
+    input_version: str | None = None
+    policy_version: str | None = POLICY_VERSION
+    retry_after_seconds: float | None = None
+
+    def with_outcome(self, outcome: Outcome, reason: str, message: str) -> "ReceiptDraft":
+        return replace(self, outcome=outcome, reason=reason, message=message)
+
+
+def draft_for(envelope: Envelope, candidate: WorkCandidate | None, outcome: Outcome, reason: str,
+              message: str, input_version: str | None = None) -> ReceiptDraft:
+    """A draft carrying the envelope's delivery identity and the candidate's domain identity."""
+    return ReceiptDraft(
+        outcome=outcome, reason=reason, message=message,
+        trigger_kind=envelope.trigger_kind, source=envelope.source, received_at=envelope.received_at,
+        delivery_id=envelope.id, event_type=envelope.type, subject=envelope.subject,
+        emitted_at=envelope.time, actor=envelope.actor, tenant=envelope.tenant,
+        work_key=candidate.work_key if candidate else None,
+        target_id=candidate.target.target_id if candidate else None,
+        input_version=input_version or (candidate.input_version if candidate else None),
+    )

@@ -1,0 +1,14 @@
+"""The ledger: receipts, deliveries, work items, side effects (SQLModel; SQLite or PostgreSQL)."""
+
+from ledger._engine import make_engine, normalize_url
+from ledger._intake_store import SqlIntakeStore
+from ledger._migrate import LedgerSchemaError, current_revision, head_revision, require_current, upgrade
+from ledger._side_effects import BeginResult, BeginState, SideEffectLedger
+from ledger._work_store import WorkStore
+from ledger._models import Delivery, Receipt, SideEffect, WorkItem, WorkVersion
+
+__all__ = [
+    "BeginResult", "BeginState", "SideEffectLedger", "WorkStore",
+    "Delivery", "LedgerSchemaError", "Receipt", "SideEffect", "SqlIntakeStore", "WorkItem", "WorkVersion",
+    "current_revision", "head_revision", "make_engine", "normalize_url", "require_current", "upgrade",
+]

@@ -1,0 +1,144 @@
+"""The ledger side of intake: receipts, delivery dedupe, work dedupe and generations.
+
+Concurrency: two deliveries for one (work key, version) can race through freshness at
+the same time. The delivery insert is ``ON CONFLICT DO NOTHING``; the work-version
+insert relies on its primary key, and the loser's transaction fails with an integrity
+error and is decided again, when it sees the winner's row and becomes
+``duplicate-work``. Generations are bumped with an atomic upsert, so every admission of
+a work key gets a distinct, increasing fencing token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sqlalchemy import update
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
+
+from intake.decision import IntakeDecision, Outcome, Reason
+from intake.receipts import ReceiptDraft
+from ledger._models import Delivery, Receipt, WorkItem, WorkVersion
+from ledger._sql import dialect_insert, new_id, utcnow
+
+# A version in one of these states blocks another admission of the same version.
+BLOCKING_STATUSES = frozenset({"accepted", "admitted", "running", "done"})
+_MAX_RACE_RETRIES = 3
+
+
+def _decision(r: Receipt) -> IntakeDecision:
+    return IntakeDecision(outcome=Outcome(r.outcome), reason=r.reason, message=r.message, receipt_id=r.id,
+                          work_key=r.work_key, input_version=r.input_version, generation=r.generation,
+                          workflow_id=r.workflow_id, run_id=r.run_id, retry_after_seconds=r.retry_after_seconds)
+
+
+def _receipt(draft: ReceiptDraft, receipt_id: str, generation: int | None = None) -> Receipt:
+    fields = {k: getattr(draft, k) for k in ReceiptDraft.__dataclass_fields__}
+    fields["outcome"] = str(draft.outcome)
+    fields["trigger_kind"] = str(draft.trigger_kind)
+    return Receipt(id=receipt_id, created_at=utcnow(), generation=generation, **fields)
+
+
+class SqlIntakeStore:
+    """:class:`intake.ports.IntakeStore` on SQLModel (SQLite or PostgreSQL)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def record(self, draft: ReceiptDraft) -> IntakeDecision:
+        receipt = _receipt(draft, new_id())
+        with Session(self._engine, expire_on_commit=False) as s, s.begin():
+            s.add(receipt)
+        return _decision(receipt)
+
+    def reject_if_delivery_seen(self, draft: ReceiptDraft) -> IntakeDecision | None:
+        if draft.delivery_id is None:
+            return None
+        with Session(self._engine, expire_on_commit=False) as s, s.begin():
+            if s.get(Delivery, (draft.source, draft.delivery_id)) is None:
+                return None
+            receipt = _receipt(draft.with_outcome(Outcome.REJECT, Reason.DUPLICATE_DELIVERY, draft.message),
+                               new_id())
+            s.add(receipt)
+        return _decision(receipt)
+
+    def decide(self, draft: ReceiptDraft) -> IntakeDecision:
+        for attempt in range(_MAX_RACE_RETRIES):
+            try:
+                return self._decide_once(draft)
+            except IntegrityError:
+                if attempt == _MAX_RACE_RETRIES - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _decide_once(self, draft: ReceiptDraft) -> IntakeDecision:
+        receipt_id = new_id()
+        generation = None
+        with Session(self._engine, expire_on_commit=False) as s, s.begin():
+            if draft.delivery_id is not None and not self._claim_delivery(s, draft, receipt_id):
+                draft = draft.with_outcome(Outcome.REJECT, Reason.DUPLICATE_DELIVERY,
+                                           f"delivery {draft.delivery_id} from {draft.source} was already decided")
+            elif draft.outcome == Outcome.ACCEPT:
+                existing = s.get(WorkVersion, (draft.work_key, draft.input_version))
+                if existing is not None and existing.status in BLOCKING_STATUSES:
+                    draft = draft.with_outcome(
+                        Outcome.REJECT, Reason.DUPLICATE_WORK,
+                        f"{draft.work_key}@{draft.input_version} is already {existing.status} "
+                        f"(receipt {existing.receipt_id})")
+                else:
+                    generation = self._admit_version(s, draft, receipt_id, existing)
+            receipt = _receipt(draft, receipt_id, generation)
+            s.add(receipt)
+        return _decision(receipt)
+
+    @staticmethod
+    def _claim_delivery(s: Session, draft: ReceiptDraft, receipt_id: str) -> bool:
+        stmt = dialect_insert(s, Delivery).values(
+            source=draft.source, delivery_id=draft.delivery_id, received_at=draft.received_at,
+            receipt_id=receipt_id).on_conflict_do_nothing()
+        return s.execute(stmt).rowcount == 1
+
+    @staticmethod
+    def _admit_version(s: Session, draft: ReceiptDraft, receipt_id: str, existing: WorkVersion | None) -> int:
+        now = utcnow()
+        ins = dialect_insert(s, WorkItem).values(
+            work_key=draft.work_key, tenant=draft.tenant or "", target_id=draft.target_id or "",
+            generation=1, current_version=draft.input_version, status="accepted", updated_at=now)
+        stmt = ins.on_conflict_do_update(
+            index_elements=["work_key"],
+            set_={"generation": WorkItem.generation + 1, "current_version": draft.input_version,
+                  "status": "accepted", "updated_at": now},
+        ).returning(WorkItem.generation)
+        generation = int(s.execute(stmt).scalar_one())
+        if existing is None:
+            s.add(WorkVersion(work_key=draft.work_key, input_version=draft.input_version, generation=generation,
+                              status="accepted", receipt_id=receipt_id, updated_at=now))
+        else:
+            existing.generation, existing.status, existing.receipt_id = generation, "accepted", receipt_id
+            existing.workflow_id = existing.run_id = existing.result = None
+            existing.updated_at = now
+            s.add(existing)
+        s.flush()
+        return generation
+
+    def mark_admitted(self, decision: IntakeDecision, workflow_id: str, run_id: str | None) -> IntakeDecision:
+        now = utcnow()
+        with Session(self._engine) as s, s.begin():
+            s.execute(update(Receipt).where(Receipt.id == decision.receipt_id)
+                      .values(workflow_id=workflow_id, run_id=run_id))
+            s.execute(update(WorkVersion)
+                      .where(WorkVersion.work_key == decision.work_key,
+                             WorkVersion.input_version == decision.input_version,
+                             WorkVersion.generation == decision.generation,
+                             WorkVersion.status == "accepted")
+                      .values(status="admitted", workflow_id=workflow_id, run_id=run_id, updated_at=now))
+            s.execute(update(WorkItem)
+                      .where(WorkItem.work_key == decision.work_key, WorkItem.generation == decision.generation)
+                      .values(status="admitted", workflow_id=workflow_id, updated_at=now))
+        return replace(decision, workflow_id=workflow_id, run_id=run_id)
+
+    def mark_admission_failed(self, decision: IntakeDecision, error: str) -> None:
+        with Session(self._engine) as s, s.begin():
+            s.execute(update(Receipt).where(Receipt.id == decision.receipt_id)
+                      .values(message=f"{decision.message}; admission pending (start failed: {error[:300]})"))

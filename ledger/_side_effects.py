@@ -1,0 +1,79 @@
+"""The idempotency ledger for external mutations.
+
+Keyed by operation key (work key + operation + target version, never the attempt), an
+entry moves ``in_flight`` → ``done`` | ``failed``. The dangerous window is a crash after
+the external system committed and before ``done`` was written: the next attempt finds
+``in_flight`` and must reconcile with the external system before calling it again.
+:meth:`SideEffectLedger.begin` tells the caller which case it is in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import update
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from ledger._models import SideEffect
+from ledger._sql import dialect_insert, utcnow
+
+
+class BeginState(StrEnum):
+    NEW = "new"
+    """First attempt: the caller may perform the operation."""
+    IN_FLIGHT = "in_flight"
+    """An earlier attempt started and never finished: reconcile before acting."""
+    DONE = "done"
+    """Already performed: return the stored result, do not act."""
+    FAILED = "failed"
+    """Failed for good earlier: do not act."""
+
+
+@dataclass(frozen=True)
+class BeginResult:
+    state: BeginState
+    attempts: int
+    external_id: str | None = None
+    result: dict[str, Any] | None = None
+    error: str | None = None
+
+
+class SideEffectLedger:
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def begin(self, operation_key: str, *, work_key: str, operation: str, target_version: str,
+              generation: int) -> BeginResult:
+        now = utcnow()
+        with Session(self._engine, expire_on_commit=False) as s, s.begin():
+            stmt = dialect_insert(s, SideEffect).values(
+                operation_key=operation_key, work_key=work_key, operation=operation,
+                target_version=target_version, generation=generation, status="in_flight", attempts=1,
+                created_at=now, updated_at=now).on_conflict_do_nothing()
+            if s.execute(stmt).rowcount == 1:
+                return BeginResult(BeginState.NEW, 1)
+            row = s.get(SideEffect, operation_key, with_for_update=True)
+            if row.status == "in_flight":
+                row.attempts += 1
+                row.updated_at = now
+                s.add(row)
+            return BeginResult(BeginState(row.status), row.attempts, row.external_id, row.result, row.error)
+
+    def complete(self, operation_key: str, external_id: str | None, result: dict[str, Any]) -> None:
+        self._finish(operation_key, status="done", external_id=external_id, result=result, error=None)
+
+    def fail(self, operation_key: str, error: str) -> None:
+        self._finish(operation_key, status="failed", error=error[:2000])
+
+    def get(self, operation_key: str) -> SideEffect | None:
+        with Session(self._engine, expire_on_commit=False) as s:
+            return s.get(SideEffect, operation_key)
+
+    def _finish(self, operation_key: str, **values: Any) -> None:
+        with Session(self._engine) as s, s.begin():
+            s.execute(update(SideEffect).where(SideEffect.operation_key == operation_key,
+                                               SideEffect.status == "in_flight")
+                      .values(updated_at=utcnow(), **values))

@@ -1,0 +1,30 @@
+"""Small SQL helpers shared by the ledger stores: portable upserts and the clock."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlmodel import Session
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def as_utc(value: datetime | None) -> datetime | None:
+    """SQLite hands timestamps back naive; they were written as UTC."""
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
+
+
+def dialect_insert(session: Session, model):
+    """``INSERT`` supporting ``on_conflict_*`` for the session's dialect (SQLite or PostgreSQL)."""
+    name = session.get_bind().dialect.name
+    return (postgresql.insert if name == "postgresql" else sqlite.insert)(model)

@@ -1,0 +1,102 @@
+"""Control API of the forge simulator (``/_sim/``; never requires auth).
+
+* ``GET /_sim/health`` -- liveness for launchers.
+* ``GET /_sim/stats`` -- ``{"total", "requests": {"METHOD /route": n}, "comments_posted"}``.
+* ``POST /_sim/reset`` -- re-seed from fixtures, zero counters, clear faults.
+* ``POST /_sim/pulls/{owner}/{repo}/{number}`` -- upsert a pull with any of
+  ``head_sha, base_sha, state, diff, title, head_ref, base_ref, body, user,
+  merged``; bumps ``updated_at``. Creates the repository/pull if needed.
+* ``GET /_sim/comments`` -- every stored comment with owner/repo/number.
+* ``POST|GET|DELETE /_sim/faults`` -- add / list / clear faults (``_gate``).
+
+Bad control input answers 400 ``{"message": ...}``; a fixture reload
+failure on reset answers 500 and keeps the previous data.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+
+from simulators._faults import FaultSpecError
+from simulators.forge._gate import parse_fault
+from simulators.forge._records import FixtureError
+from simulators.forge._render import comment_json, pull_json
+from simulators.forge._state import ForgeState
+
+__all__ = ["build_control_router"]
+
+
+def _bad(message: str, status: int = 400) -> Response:
+    return JSONResponse({"message": message}, status_code=status)
+
+
+async def _json_object(request: Request) -> dict[str, Any] | None:
+    try:
+        payload = json.loads(await request.body() or b"{}")
+    except ValueError:
+        return None
+    return payload if isinstance(payload, dict) else None
+
+
+def build_control_router(state: ForgeState) -> APIRouter:
+    router = APIRouter(prefix="/_sim")
+
+    @router.get("/health")
+    async def health() -> dict[str, Any]:
+        return {"simulator": "forge", "ok": True}
+
+    @router.get("/stats")
+    async def stats() -> dict[str, Any]:
+        return state.stats()
+
+    @router.post("/reset")
+    async def reset() -> Response:
+        try:
+            state.reset()
+        except FixtureError as exc:
+            return _bad(str(exc), 500)
+        return JSONResponse({"reset": True})
+
+    @router.post("/pulls/{owner}/{repo}/{number}")
+    async def upsert_pull(owner: str, repo: str, number: int, request: Request) -> Response:
+        changes = await _json_object(request)
+        if changes is None:
+            return _bad("body must be a JSON object")
+        if number < 1:
+            return _bad("number must be positive")
+        try:
+            pull = state.upsert_pull(owner, repo, number, changes)
+        except ValueError as exc:
+            return _bad(str(exc))
+        return JSONResponse(pull_json(pull, str(request.base_url).rstrip("/")))
+
+    @router.get("/comments")
+    async def comments(request: Request) -> list[dict[str, Any]]:
+        base = str(request.base_url).rstrip("/")
+        return [
+            {"owner": c.owner, "repo": c.repo, "number": c.number, **comment_json(c, base)}
+            for c in state.all_comments()
+        ]
+
+    @router.post("/faults", status_code=201)
+    async def add_fault(request: Request) -> Response:
+        spec = await _json_object(request)
+        try:
+            fault = state.faults.add(parse_fault(spec))
+        except FaultSpecError as exc:
+            return _bad(str(exc))
+        return JSONResponse(fault, status_code=201)
+
+    @router.get("/faults")
+    async def list_faults() -> list[dict[str, Any]]:
+        return state.faults.list()
+
+    @router.delete("/faults")
+    async def clear_faults() -> dict[str, int]:
+        return {"cleared": state.faults.clear()}
+
+    return router

@@ -1,0 +1,253 @@
+"""One typed config object, loaded from ``temporal-dev.yaml`` with environment overrides.
+
+Failure modes this module is written against:
+
+* A ``${VAR}`` in the YAML whose variable is undefined raises :class:`ConfigError`
+  naming the variable, instead of silently becoming an empty string.
+* An unknown key or a wrong type fails validation at start-up with the dotted path,
+  not at the first request that happens to read it.
+* Production settings (Temporal address, TLS/API key, Postgres URL, model and forge
+  credentials) come from well-known environment variables listed in ``ENV_OVERRIDES``;
+  any other value can be set with ``SLUICEGATE__SECTION__KEY``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CONFIG_FILE = PROJECT_ROOT / "temporal-dev.yaml"
+
+
+class ConfigError(Exception):
+    """The configuration file or an environment override is invalid."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TemporalConfig(_Section):
+    address: str = "127.0.0.1:7233"
+    namespace: str = "default"
+    task_queue: str = "sluicegate-agents"
+    tls: bool = False
+    tls_client_cert: Path | None = None
+    """PEM client certificate for mTLS (Temporal Cloud or a self-hosted cluster)."""
+    tls_client_key: Path | None = None
+    api_key: str | None = None
+
+
+class DevServerConfig(_Section):
+    ip: str = "127.0.0.1"
+    port: int = 7233
+    ui_port: int = 8233
+    db_filename: Path = Path("var/temporal-dev.sqlite")
+    log_level: str = "error"
+    search_attributes: dict[str, str] = Field(default_factory=dict)
+    dynamic_config: dict[str, Any] = Field(default_factory=dict)
+
+
+class LedgerConfig(_Section):
+    url: str = "sqlite:///var/ledger.sqlite"
+
+
+class WebhookApiConfig(_Section):
+    host: str = "127.0.0.1"
+    port: int = 8300
+    max_body_bytes: int = 1024 * 1024
+
+
+class SourceConfig(_Section):
+    kind: Literal["github"]
+    tenant: str
+    secret: str
+
+
+class ActorConfig(_Section):
+    token: str
+    role: Literal["operator", "admin"] = "operator"
+
+
+class ForgeConfig(_Section):
+    base_url: str = "https://api.github.com"
+    token: str | None = None
+    timeout_seconds: float = 10.0
+
+
+class Price(_Section):
+    """USD per million tokens."""
+
+    input: float
+    cached_input: float
+    output: float
+    reasoning: float
+
+
+class ModelConfig(_Section):
+    base_url: str
+    api_key: str
+    name: str
+    timeout_seconds: float = 60.0
+    prices: dict[str, Price]
+
+
+class TaskBudget(_Section):
+    max_steps: int = 6
+    max_total_tokens: int = 60_000
+    max_usd: float = 0.25
+
+
+class BudgetsConfig(_Section):
+    per_task: TaskBudget = Field(default_factory=TaskBudget)
+
+
+class ActivitiesConfig(_Section):
+    model_start_to_close_seconds: float = 60
+    model_max_attempts: int = 5
+    tool_start_to_close_seconds: float = 30
+    tool_heartbeat_seconds: float = 10
+    tool_max_attempts: int = 5
+
+
+class SimulatorAddress(_Section):
+    host: str = "127.0.0.1"
+    port: int
+    fixtures: Path | None = None
+
+
+class SimulatorsConfig(_Section):
+    forge: SimulatorAddress
+    model: SimulatorAddress
+
+
+class TelemetryConfig(_Section):
+    service_name: str = "sluicegate"
+    exporter: Literal["none", "console", "file", "otlp"] = "none"
+    file: Path = Path("var/traces.jsonl")
+    otlp_endpoint: str | None = None
+    log_level: str = "INFO"
+
+
+class Settings(_Section):
+    """Everything a Sluicegate process needs to know about its environment."""
+
+    temporal: TemporalConfig = Field(default_factory=TemporalConfig)
+    dev_server: DevServerConfig = Field(default_factory=DevServerConfig)
+    ledger: LedgerConfig = Field(default_factory=LedgerConfig)
+    webhook_api: WebhookApiConfig = Field(default_factory=WebhookApiConfig)
+    sources: dict[str, SourceConfig] = Field(default_factory=dict)
+    actors: dict[str, ActorConfig] = Field(default_factory=dict)
+    forge: ForgeConfig = Field(default_factory=ForgeConfig)
+    model: ModelConfig
+    budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)
+    activities: ActivitiesConfig = Field(default_factory=ActivitiesConfig)
+    simulators: SimulatorsConfig
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    base_dir: Path = PROJECT_ROOT
+    """Directory relative paths are resolved against (the config file's directory)."""
+
+    def path(self, p: Path) -> Path:
+        """Resolve a configured path against the config file's directory."""
+        return p if p.is_absolute() else self.base_dir / p
+
+    def ledger_url(self) -> str:
+        """The ledger URL with a relative SQLite file made absolute."""
+        url = self.ledger.url
+        prefix = "sqlite:///"
+        if url.startswith(prefix) and not url.startswith(prefix + "/") and url != prefix + ":memory:":
+            return prefix + str(self.path(Path(url[len(prefix):])))
+        return url
+
+
+# Well-known production variables -> dotted config path.
+ENV_OVERRIDES: dict[str, str] = {
+    "TEMPORAL_ADDRESS": "temporal.address",
+    "TEMPORAL_NAMESPACE": "temporal.namespace",
+    "TEMPORAL_TASK_QUEUE": "temporal.task_queue",
+    "TEMPORAL_API_KEY": "temporal.api_key",
+    "TEMPORAL_TLS": "temporal.tls",
+    "TEMPORAL_TLS_CLIENT_CERT_PATH": "temporal.tls_client_cert",
+    "TEMPORAL_TLS_CLIENT_KEY_PATH": "temporal.tls_client_key",
+    "SLUICEGATE_LEDGER_URL": "ledger.url",
+    "OPENAI_BASE_URL": "model.base_url",
+    "OPENAI_API_KEY": "model.api_key",
+    "SLUICEGATE_MODEL": "model.name",
+    "FORGE_BASE_URL": "forge.base_url",
+    "FORGE_TOKEN": "forge.token",
+    "SLUICEGATE_GITHUB_WEBHOOK_SECRET": "sources.github.secret",
+    "OTEL_EXPORTER_OTLP_ENDPOINT": "telemetry.otlp_endpoint",
+    "SLUICEGATE_TELEMETRY_EXPORTER": "telemetry.exporter",
+}
+GENERIC_PREFIX = "SLUICEGATE__"
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def substitute_env(text: str, env: Mapping[str, str]) -> str:
+    """Replace ``${VAR}`` / ``${VAR:-default}``; an undefined VAR without default is an error."""
+
+    def repl(m: re.Match[str]) -> str:
+        name, default = m.group(1), m.group(2)
+        if name in env:
+            return env[name]
+        if default is not None:
+            return default
+        raise ConfigError(f"config refers to ${{{name}}} but the environment variable {name} is not set")
+
+    return _VAR.sub(repl, text)
+
+
+def _set_path(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    node = tree
+    *parents, leaf = dotted.split(".")
+    for part in parents:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[leaf] = value
+
+
+def apply_env_overrides(tree: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    """Apply well-known and ``SLUICEGATE__A__B`` overrides onto the parsed YAML tree."""
+    for var, dotted in ENV_OVERRIDES.items():
+        if env.get(var):
+            _set_path(tree, dotted, yaml.safe_load(env[var]) if var == "TEMPORAL_TLS" else env[var])
+    for var, raw in env.items():
+        if var.startswith(GENERIC_PREFIX) and raw != "":
+            dotted = var[len(GENERIC_PREFIX):].lower().replace("__", ".")
+            _set_path(tree, dotted, yaml.safe_load(raw))
+    # DATABASE_URL is the conventional name on most platforms; the explicit one wins.
+    if env.get("DATABASE_URL") and not env.get("SLUICEGATE_LEDGER_URL"):
+        _set_path(tree, "ledger.url", env["DATABASE_URL"])
+    return tree
+
+
+def load_settings(path: Path | str | None = None, env: Mapping[str, str] | None = None) -> Settings:
+    """Load settings from ``path`` (default: ``$SLUICEGATE_CONFIG`` or the repo's temporal-dev.yaml)."""
+    env = os.environ if env is None else env
+    cfg_path = Path(path or env.get("SLUICEGATE_CONFIG") or DEFAULT_CONFIG_FILE).resolve()
+    try:
+        raw_text = cfg_path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {cfg_path}: {exc}") from exc
+    try:
+        tree = yaml.safe_load(substitute_env(raw_text, env)) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{cfg_path} is not valid YAML: {exc}") from exc
+    if not isinstance(tree, dict):
+        raise ConfigError(f"{cfg_path} must hold a mapping at the top level")
+    tree = apply_env_overrides(tree, env)
+    tree.setdefault("base_dir", str(cfg_path.parent))
+    try:
+        return Settings.model_validate(tree)
+    except ValidationError as exc:
+        lines = [f"  {'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+        raise ConfigError(f"invalid configuration in {cfg_path}:\n" + "\n".join(lines)) from exc

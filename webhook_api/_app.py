@@ -1,0 +1,156 @@
+"""FastAPI application: ``POST /webhooks/{source}``, ``POST /v1/triggers/manual``, ``GET /healthz``.
+
+Stateless: everything durable is in the ledger and Temporal, so any number of API
+processes can run behind a load balancer. A body over ``webhook_api.max_body_bytes`` is
+refused while streaming (413), before it is buffered whole.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import uuid
+from contextlib import AsyncExitStack, asynccontextmanager
+from datetime import UTC, datetime
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from opentelemetry import trace
+from pydantic import BaseModel, ConfigDict, Field
+from temporalio.client import Client
+
+from intake.decision import Outcome, Reason
+from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
+from intake.errors import InvalidDelivery
+from intake.forge_reader import ForgeTargetReader
+from intake.github import parse_github_delivery
+from intake.identity import review_work_key
+from intake.receipts import ReceiptDraft
+from intake.service import IntakeService
+from intake.temporal_admitter import TemporalAdmitter
+from ledger import SqlIntakeStore, make_engine, require_current
+from sluicegate.config import Settings
+from sluicegate.forge_client import ForgeClient
+from sluicegate.temporal_client import connect
+from webhook_api._responses import decision_response, invalid_response
+
+tracer = trace.get_tracer("sluicegate.webhook_api")
+
+
+class ManualTrigger(BaseModel):
+    """A manual run request; the actor comes from the bearer token, never from the body."""
+
+    model_config = ConfigDict(extra="forbid")
+    source: str = "github"
+    repository: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", max_length=200)
+    number: int = Field(gt=0)
+    input_version: str | None = Field(default=None, max_length=128)
+    request_id: str | None = Field(default=None, min_length=1, max_length=128)
+    reason: str = Field(min_length=1, max_length=500)
+
+
+async def _read_limited(request: Request, limit: int) -> bytes | None:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        return None
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def create_app(settings: Settings, client: Client | None = None, search_attributes: bool = True) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        async with AsyncExitStack() as stack:
+            url = settings.ledger_url()
+            require_current(url)
+            engine = make_engine(url)
+            stack.callback(engine.dispose)
+            forge = ForgeClient(settings.forge.base_url, settings.forge.token, settings.forge.timeout_seconds)
+            stack.push_async_callback(forge.aclose)
+            temporal = client or await connect(settings)
+            app.state.store = SqlIntakeStore(engine)
+            app.state.intake = IntakeService(app.state.store, ForgeTargetReader(forge),
+                                             TemporalAdmitter(temporal, settings, search_attributes))
+            yield
+
+    app = FastAPI(title="Sluicegate webhook API", lifespan=lifespan)
+
+    async def reject_invalid(request: Request, err: InvalidDelivery, source: str, tenant: str | None,
+                             received_at: datetime) -> JSONResponse:
+        receipt_id = None
+        if err.delivery_id is not None:
+            draft = ReceiptDraft(outcome=Outcome.REJECT, reason=str(err.reason), message=err.message,
+                                 trigger_kind=TriggerKind.EVENT, source=source, received_at=received_at,
+                                 delivery_id=err.delivery_id, event_type=err.event_type, tenant=tenant)
+            receipt_id = (await asyncio.to_thread(request.app.state.store.record, draft)).receipt_id
+        return invalid_response(err, receipt_id)
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.post("/webhooks/{source}")
+    async def webhook(source: str, request: Request) -> JSONResponse:
+        received_at = datetime.now(UTC)
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        with tracer.start_as_current_span(f"webhook {source}", kind=trace.SpanKind.SERVER) as span:
+            span.set_attribute("sluicegate.delivery_id", headers.get("x-github-delivery", ""))
+            src = settings.sources.get(source)
+            if src is None:
+                return JSONResponse({"outcome": "reject", "reason": str(Reason.UNKNOWN_SOURCE),
+                                     "message": f"no source named {source!r} is configured"}, status_code=404)
+            body = await _read_limited(request, settings.webhook_api.max_body_bytes)
+            try:
+                if body is None:
+                    raise InvalidDelivery(Reason.BAD_INPUT, f"body exceeds {settings.webhook_api.max_body_bytes} bytes",
+                                          413, headers.get("x-github-delivery"), headers.get("x-github-event"))
+                parsed = parse_github_delivery(headers, body, source=source, tenant=src.tenant,
+                                               secrets=[src.secret], received_at=received_at)
+            except InvalidDelivery as err:
+                span.set_attribute("sluicegate.reason", str(err.reason))
+                return await reject_invalid(request, err, source, src.tenant, received_at)
+            decision = await request.app.state.intake.submit(parsed.envelope, parsed.candidate)
+            span.set_attribute("sluicegate.outcome", str(decision.outcome))
+            span.set_attribute("sluicegate.reason", decision.reason)
+            if decision.work_key:
+                span.set_attribute("sluicegate.work_key", decision.work_key)
+            return decision_response(decision)
+
+    @app.post("/v1/triggers/manual")
+    async def manual(trigger: ManualTrigger, request: Request) -> JSONResponse:
+        received_at = datetime.now(UTC)
+        with tracer.start_as_current_span("manual trigger", kind=trace.SpanKind.SERVER):
+            request_id = trigger.request_id or f"manual-{uuid.uuid4()}"
+            src = settings.sources.get(trigger.source)
+            if src is None:
+                return JSONResponse({"outcome": "reject", "reason": str(Reason.UNKNOWN_SOURCE),
+                                     "message": f"no source named {trigger.source!r} is configured"}, status_code=404)
+            actor = _actor_for(request.headers.get("authorization"), settings)
+            if actor is None:
+                err = InvalidDelivery(Reason.UNAUTHORIZED_ACTOR, "a configured actor's bearer token is required",
+                                      401, request_id, "manual.review")
+                return await reject_invalid(request, err, "manual", src.tenant, received_at)
+            owner, repo = trigger.repository.split("/", 1)
+            ref = PullRequestRef(owner, repo, trigger.number)
+            envelope = Envelope(id=request_id, source="manual", type="manual.review", subject=ref.target_id,
+                                time=received_at, received_at=received_at, trigger_kind=TriggerKind.MANUAL,
+                                tenant=src.tenant, actor=actor, data={"reason": trigger.reason})
+            candidate = WorkCandidate(review_work_key(ref), ref, trigger.input_version, src.tenant)
+            return decision_response(await request.app.state.intake.submit(envelope, candidate))
+
+    return app
+
+
+def _actor_for(authorization: str | None, settings: Settings) -> str | None:
+    if not authorization or not authorization.lower().startswith("bearer "):
+        return None
+    token = authorization[7:].strip().encode()
+    for name, actor in settings.actors.items():
+        if hmac.compare_digest(token, actor.token.encode()):
+            return name
+    return None

@@ -1,0 +1,29 @@
+"""HTTP answers for intake decisions, in one place.
+
+accept → 202; no-work and reject of a valid delivery (duplicate, stale, closed, policy)
+→ 200, so the sender does not redeliver something already decided; defer → 503 with
+``Retry-After``; invalid input → the 4xx its check chose. Every body carries the
+receipt id (when one was written), outcome and reason.
+"""
+
+from __future__ import annotations
+
+from fastapi.responses import JSONResponse
+
+from intake.decision import IntakeDecision, Outcome
+from intake.errors import InvalidDelivery
+
+
+def decision_response(decision: IntakeDecision) -> JSONResponse:
+    status = {Outcome.ACCEPT: 202, Outcome.DEFER: 503}.get(decision.outcome, 200)
+    headers = {}
+    if decision.retry_after_seconds is not None:
+        headers["Retry-After"] = str(int(max(1, decision.retry_after_seconds)))
+    body = decision.as_json() | {"admitted": decision.workflow_id is not None}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def invalid_response(err: InvalidDelivery, receipt_id: str | None) -> JSONResponse:
+    return JSONResponse({"outcome": "reject", "reason": str(err.reason), "message": err.message,
+                         "receipt_id": receipt_id, "delivery_id": err.delivery_id},
+                        status_code=err.http_status)

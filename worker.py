@@ -1,0 +1,79 @@
+"""Sluicegate worker: runs the agent workflow and its activities.
+
+    python worker.py            # uses temporal-dev.yaml + environment overrides
+
+Refuses to start when the ledger schema is not at the expected revision, so a worker
+from a newer release never writes into an older schema. Stops gracefully on SIGTERM /
+SIGINT: in-flight activities get the graceful-shutdown window to finish, and anything
+cut off is retried elsewhere (side effects reconcile through the gateway).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from contextlib import AsyncExitStack
+from datetime import timedelta
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from activities.forge_tools import ForgeTools
+from activities.gateway import ToolGateway
+from activities.model import ModelActivities, make_openai_client
+from activities.work_ledger import WorkLedgerActivities
+from ledger import SideEffectLedger, WorkStore, make_engine, require_current
+from sluicegate.config import Settings, load_settings
+from sluicegate.forge_client import ForgeClient
+from sluicegate.telemetry import setup_logging, setup_tracing
+from sluicegate.temporal_client import connect
+from workflows.agent_loop import AgentLoopWorkflow
+
+log = logging.getLogger("sluicegate.worker")
+
+
+async def create_worker(client: Client, settings: Settings, stack: AsyncExitStack,
+                        task_queue: str | None = None) -> Worker:
+    """A worker with every Sluicegate workflow and activity; resources close with ``stack``."""
+    url = settings.ledger_url()
+    require_current(url)
+    engine = make_engine(url)
+    stack.callback(engine.dispose)
+    forge = ForgeClient(settings.forge.base_url, settings.forge.token, settings.forge.timeout_seconds)
+    stack.push_async_callback(forge.aclose)
+    model_client = make_openai_client(settings.model.base_url, settings.model.api_key,
+                                      settings.model.timeout_seconds)
+    stack.push_async_callback(model_client.close)
+    model = ModelActivities(model_client)
+    tools = ForgeTools(forge, ToolGateway(SideEffectLedger(engine)))
+    work = WorkLedgerActivities(WorkStore(engine))
+    return Worker(
+        client, task_queue=task_queue or settings.temporal.task_queue, workflows=[AgentLoopWorkflow],
+        activities=[model.chat_completion, tools.get_pull_request_diff, tools.post_review_comment,
+                    work.record_run_outcome],
+        graceful_shutdown_timeout=timedelta(seconds=10))
+
+
+async def main() -> None:
+    settings = load_settings()
+    setup_logging(settings, "worker")
+    provider = setup_tracing(settings, "worker")
+    client = await connect(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with AsyncExitStack() as stack:
+        worker = await create_worker(client, settings, stack)
+        async with worker:
+            log.info("worker polling %s on %s/%s", settings.temporal.task_queue, settings.temporal.address,
+                     settings.temporal.namespace)
+            await stop.wait()
+            log.info("shutting down")
+    if provider is not None:
+        provider.shutdown()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,176 @@
+"""AgentLoopWorkflow: one workflow per work key, running admitted work orders in order.
+
+Deterministic by construction: no clock, randomness or I/O here — model and tool calls
+are activities whose results live in history, so a replay after a crash never calls the
+model again. Work orders arrive by signal (signal-with-start from intake); the handler
+ignores a generation it has already seen, so a re-sent signal cannot queue work twice.
+Before every step the task budget is checked; a run stopped by it ends with status
+``budget_exhausted`` and makes no further model call. Activity failures that exhaust
+their retry policy end the order with status ``failed`` and a reason naming the cause,
+never a workflow-task failure that would retry forever.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from workflows import search_attributes as sa
+    from workflows.budget import cost_usd, exhausted
+    from workflows.contracts import (
+        AGENT_WORKFLOW, PROGRESS_QUERY, WORK_ORDER_SIGNAL, AgentLoopResult, AgentLoopStart, ModelRequest,
+        ModelResponse, RunOutcome, ToolCall, ToolRequest, ToolResult, WorkOrder,
+    )
+    from workflows.review_task import TOOL_ACTIVITIES, TOOLS, initial_messages
+
+MODEL_ACTIVITY = "sluicegate.model.chat_completion"
+RECORD_OUTCOME_ACTIVITY = "sluicegate.ledger.record_run_outcome"
+NON_RETRYABLE_MODEL_ERRORS = ["ModelRequestRejected"]
+
+
+def _failure_type(err: ActivityError) -> str:
+    cause = err.cause
+    if isinstance(cause, ApplicationError) and cause.type:
+        return cause.type
+    return type(cause).__name__ if cause else "ActivityError"
+
+
+@workflow.defn(name=AGENT_WORKFLOW)
+class AgentLoopWorkflow:
+    def __init__(self) -> None:
+        self._pending: list[WorkOrder] = []
+        self._seen_generations: set[int] = set()
+        self._current: WorkOrder | None = None
+        self._steps = 0
+        self._finished: list[RunOutcome] = []
+
+    @workflow.signal(name=WORK_ORDER_SIGNAL)
+    def work_order(self, order: WorkOrder) -> None:
+        if order.generation in self._seen_generations:
+            workflow.logger.info("ignoring re-sent work order generation %s", order.generation)
+            return
+        self._seen_generations.add(order.generation)
+        self._pending.append(order)
+
+    @workflow.query(name=PROGRESS_QUERY)
+    def progress(self) -> dict[str, Any]:
+        return {
+            "current": self._current.input_version if self._current else None,
+            "steps": self._steps,
+            "pending": [o.input_version for o in self._pending],
+            "finished": [(o.input_version, o.status) for o in self._finished],
+        }
+
+    @workflow.run
+    async def run(self, start: AgentLoopStart) -> AgentLoopResult:
+        await workflow.wait_condition(lambda: bool(self._pending), timeout=timedelta(minutes=10))
+        while self._pending:
+            order = self._pending.pop(0)
+            self._current = order
+            outcome = await self._run_order(order)
+            self._finished.append(outcome)
+            self._current = None
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return AgentLoopResult(work_key=start.work_key, orders=list(self._finished))
+
+    async def _run_order(self, order: WorkOrder) -> RunOutcome:
+        self._set_status(order, "running")
+        messages = initial_messages(order)
+        outcome = RunOutcome(order.work_key, order.input_version, order.generation, "done", "completed",
+                             run_id=workflow.info().run_id)
+        self._steps = 0
+        while True:
+            stop = exhausted(order.budget, outcome.steps, outcome.usage, outcome.cost_usd)
+            if stop is not None:
+                outcome.status, outcome.reason = "budget_exhausted", stop
+                break
+            try:
+                response = await self._call_model(order, messages)
+            except ActivityError as err:
+                outcome.status, outcome.reason = "failed", f"model-error: {_failure_type(err)}"
+                break
+            outcome.steps += 1
+            self._steps = outcome.steps
+            outcome.usage = outcome.usage.plus(response.usage)
+            outcome.cost_usd = cost_usd(outcome.usage, order.price)
+            messages.append(_assistant_message(response))
+            if not response.tool_calls:
+                break
+            failed = await self._run_tools(order, response.tool_calls, messages, outcome)
+            if failed is not None:
+                outcome.status, outcome.reason = "failed", failed
+                break
+        await workflow.execute_activity(
+            RECORD_OUTCOME_ACTIVITY, outcome, start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=RetryPolicy(maximum_attempts=10, maximum_interval=timedelta(seconds=30)))
+        self._set_status(order, outcome.status)
+        workflow.logger.info("work order %s@%s ended: %s (%s), %d steps, %d tokens, $%.5f",
+                             order.work_key, order.input_version, outcome.status, outcome.reason,
+                             outcome.steps, outcome.usage.total, outcome.cost_usd)
+        return outcome
+
+    async def _call_model(self, order: WorkOrder, messages: list[dict[str, Any]]) -> ModelResponse:
+        rt = order.runtime
+        return await workflow.execute_activity(
+            MODEL_ACTIVITY,
+            ModelRequest(order.work_key, order.input_version, order.model, list(messages), TOOLS),
+            result_type=ModelResponse,
+            start_to_close_timeout=timedelta(seconds=rt.model_start_to_close_seconds),
+            retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
+                                     maximum_interval=timedelta(seconds=30),
+                                     maximum_attempts=rt.model_max_attempts,
+                                     non_retryable_error_types=NON_RETRYABLE_MODEL_ERRORS))
+
+    async def _run_tools(self, order: WorkOrder, calls: list[ToolCall], messages: list[dict[str, Any]],
+                         outcome: RunOutcome) -> str | None:
+        """Run the step's tool calls in order; returns a failure reason or None."""
+        rt = order.runtime
+        for call in calls:
+            activity_name = TOOL_ACTIVITIES.get(call.name)
+            if activity_name is None:
+                messages.append(_tool_message(call.id, f"error: unknown tool {call.name!r}"))
+                continue
+            request = ToolRequest(order.work_key, order.tenant, order.owner, order.repo, order.number,
+                                  order.input_version, order.generation, call.id, call.arguments)
+            try:
+                result = await workflow.execute_activity(
+                    activity_name, request, result_type=ToolResult,
+                    start_to_close_timeout=timedelta(seconds=rt.tool_start_to_close_seconds),
+                    heartbeat_timeout=timedelta(seconds=rt.tool_heartbeat_seconds),
+                    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1),
+                                             maximum_interval=timedelta(seconds=30),
+                                             maximum_attempts=rt.tool_max_attempts))
+            except ActivityError as err:
+                return f"tool-error: {call.name}: {_failure_type(err)}"
+            if result.operation_key:
+                outcome.operation_keys.append(result.operation_key)
+            if result.external_id:
+                outcome.external_ids.append(result.external_id)
+            messages.append(_tool_message(call.id, result.content))
+        return None
+
+    def _set_status(self, order: WorkOrder, status: str) -> None:
+        if order.runtime.search_attributes:
+            workflow.upsert_search_attributes([sa.STATUS.value_set(status),
+                                               sa.INPUT_VERSION.value_set(order.input_version)])
+
+
+def _assistant_message(response: ModelResponse) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": response.content}
+    if response.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in response.tool_calls]
+    return message
+
+
+def _tool_message(call_id: str, content: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+__all__ = ["AgentLoopWorkflow", "MODEL_ACTIVITY", "RECORD_OUTCOME_ACTIVITY"]

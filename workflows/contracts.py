@@ -1,0 +1,170 @@
+"""Payloads exchanged between intake, the agent workflow and its activities.
+
+One dataclass per workflow/activity argument so fields can be added (with defaults)
+without breaking running histories. Pure: no Temporal or database imports, so intake
+can build a :class:`WorkOrder` without importing the workflow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+AGENT_WORKFLOW = "AgentLoop"
+WORK_ORDER_SIGNAL = "work_order"
+PROGRESS_QUERY = "progress"
+
+
+@dataclass
+class TaskBudget:
+    max_steps: int
+    """Model calls allowed for one work order."""
+    max_total_tokens: int
+    """Input + output tokens (all categories) allowed for one work order."""
+    max_usd: float
+    """Spend allowed for one work order, priced with the order's price table."""
+
+
+@dataclass
+class Price:
+    """USD per million tokens, per category."""
+
+    input: float
+    cached_input: float
+    output: float
+    reasoning: float
+
+
+@dataclass
+class TokenUsage:
+    """Tokens by billing category; ``input`` excludes cached, ``output`` excludes reasoning."""
+
+    input: int = 0
+    cached_input: int = 0
+    output: int = 0
+    reasoning: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.input + self.cached_input + self.output + self.reasoning
+
+    def plus(self, other: "TokenUsage") -> "TokenUsage":
+        return TokenUsage(self.input + other.input, self.cached_input + other.cached_input,
+                          self.output + other.output, self.reasoning + other.reasoning)
+
+
+@dataclass
+class RuntimeOptions:
+    """Activity timeouts and retry caps, snapshotted at admission (workflows read no config)."""
+
+    model_start_to_close_seconds: float = 60
+    model_max_attempts: int = 5
+    tool_start_to_close_seconds: float = 30
+    tool_heartbeat_seconds: float = 10
+    tool_max_attempts: int = 5
+    search_attributes: bool = True
+    """Upsert Sluicegate's search attributes (off only where the server lacks them)."""
+
+
+@dataclass
+class WorkOrder:
+    """An admitted work item, as signalled into the agent workflow."""
+
+    work_key: str
+    tenant: str
+    owner: str
+    repo: str
+    number: int
+    input_version: str
+    generation: int
+    """Fencing token: bumped on every admission of the work key."""
+    trigger_kind: str
+    source: str
+    receipt_id: str
+    model: str
+    price: Price
+    budget: TaskBudget
+    delivery_id: str | None = None
+    actor: str | None = None
+    policy_version: str | None = None
+    runtime: RuntimeOptions = field(default_factory=RuntimeOptions)
+
+
+@dataclass
+class AgentLoopStart:
+    work_key: str
+    tenant: str
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: str
+    """JSON text exactly as the model produced it."""
+
+
+@dataclass
+class ModelRequest:
+    work_key: str
+    input_version: str
+    model: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+
+
+@dataclass
+class ModelResponse:
+    response_id: str
+    content: str | None
+    tool_calls: list[ToolCall]
+    finish_reason: str | None
+    usage: TokenUsage
+
+
+@dataclass
+class ToolRequest:
+    """A tool call bound to its work order; the target comes from the order, never the model."""
+
+    work_key: str
+    tenant: str
+    owner: str
+    repo: str
+    number: int
+    input_version: str
+    generation: int
+    tool_call_id: str
+    arguments: str
+
+
+@dataclass
+class ToolResult:
+    content: str
+    operation_key: str | None = None
+    external_id: str | None = None
+    reconciled: bool = False
+    """True when the effect was found already applied (after a crash) instead of performed."""
+
+
+@dataclass
+class RunOutcome:
+    """The end of one work order, recorded in the ledger and returned by the workflow."""
+
+    work_key: str
+    input_version: str
+    generation: int
+    status: str
+    """``done`` | ``failed`` | ``budget_exhausted``."""
+    reason: str
+    steps: int = 0
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    cost_usd: float = 0.0
+    operation_keys: list[str] = field(default_factory=list)
+    external_ids: list[str] = field(default_factory=list)
+    run_id: str | None = None
+
+
+@dataclass
+class AgentLoopResult:
+    work_key: str
+    orders: list[RunOutcome] = field(default_factory=list)
