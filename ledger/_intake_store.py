@@ -96,8 +96,8 @@ class SqlIntakeStore:
     def _claim_delivery(s: Session, draft: ReceiptDraft, receipt_id: str) -> bool:
         stmt = dialect_insert(s, Delivery).values(
             source=draft.source, delivery_id=draft.delivery_id, received_at=draft.received_at,
-            receipt_id=receipt_id).on_conflict_do_nothing()
-        return s.execute(stmt).rowcount == 1
+            receipt_id=receipt_id).on_conflict_do_nothing().returning(Delivery.delivery_id)
+        return s.execute(stmt).scalar_one_or_none() is not None
 
     @staticmethod
     def _admit_version(s: Session, draft: ReceiptDraft, receipt_id: str, existing: WorkVersion | None) -> int:

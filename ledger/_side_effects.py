@@ -52,8 +52,8 @@ class SideEffectLedger:
             stmt = dialect_insert(s, SideEffect).values(
                 operation_key=operation_key, work_key=work_key, operation=operation,
                 target_version=target_version, generation=generation, status="in_flight", attempts=1,
-                created_at=now, updated_at=now).on_conflict_do_nothing()
-            if s.execute(stmt).rowcount == 1:
+                created_at=now, updated_at=now).on_conflict_do_nothing().returning(SideEffect.operation_key)
+            if s.execute(stmt).scalar_one_or_none() is not None:
                 return BeginResult(BeginState.NEW, 1)
             row = s.get(SideEffect, operation_key, with_for_update=True)
             if row.status == "in_flight":

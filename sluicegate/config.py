@@ -203,6 +203,17 @@ def substitute_env(text: str, env: Mapping[str, str]) -> str:
     return _VAR.sub(repl, text)
 
 
+def _substitute_tree(node: Any, env: Mapping[str, str]) -> Any:
+    """Substitute in string values only, so comments never need escaping."""
+    if isinstance(node, str):
+        return substitute_env(node, env)
+    if isinstance(node, dict):
+        return {k: _substitute_tree(v, env) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_substitute_tree(v, env) for v in node]
+    return node
+
+
 def _set_path(tree: dict[str, Any], dotted: str, value: Any) -> None:
     node = tree
     *parents, leaf = dotted.split(".")
@@ -239,7 +250,7 @@ def load_settings(path: Path | str | None = None, env: Mapping[str, str] | None 
     except OSError as exc:
         raise ConfigError(f"cannot read config file {cfg_path}: {exc}") from exc
     try:
-        tree = yaml.safe_load(substitute_env(raw_text, env)) or {}
+        tree = _substitute_tree(yaml.safe_load(raw_text) or {}, env)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{cfg_path} is not valid YAML: {exc}") from exc
     if not isinstance(tree, dict):

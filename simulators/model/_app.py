@@ -1,0 +1,141 @@
+"""FastAPI app for the model simulator (OpenAI Chat Completions subset).
+
+``POST /v1/chat/completions`` -- per request, in order: count the call
+(``X-Sluicegate-Work-Key`` / ``X-Sluicegate-Input-Version`` headers, absent
+-> ``unknown``), check the API key (401 ``invalid_api_key``), take one
+fault (sleep ``delay_seconds``; answer ``status`` with ``retry-after`` /
+``retry-after-ms`` if set), parse JSON (400), validate (400, see
+``_validate``), run the reviewer policy (``_policy``), account usage
+(``_usage``). Every answer carries ``x-request-id`` and
+``openai-processing-ms``. Any model name is accepted and echoed back.
+
+``GET /v1/models`` lists the configured model names. Unknown paths answer
+404 ``Invalid URL (METHOD /path)`` like the real API. Control API:
+``_control``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import time
+from collections.abc import Sequence
+
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from simulators.model._control import build_control_router
+from simulators.model._errors import InvalidRequest, fault_error, openai_error
+from simulators.model._policy import decide
+from simulators.model._state import DEFAULT_MODELS, ModelState
+from simulators.model._usage import build_usage, completion_tokens, prompt_tokens
+from simulators.model._validate import ChatRequest, validate_chat_request
+
+__all__ = ["create_model_app"]
+
+WORK_KEY_HEADER = "x-sluicegate-work-key"
+INPUT_VERSION_HEADER = "x-sluicegate-input-version"
+_MODELS_CREATED = 1_700_000_000
+
+
+def _auth_error(header: str | None, api_key: str) -> Response | None:
+    scheme, _, value = (header or "").partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        message = (
+            "You didn't provide an API key. You need to provide your API key in an Authorization header "
+            "using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."
+        )
+        return openai_error(401, message)
+    if not hmac.compare_digest(value.strip().encode(), api_key.encode()):
+        shown = value.strip()
+        masked = f"{shown[:3]}*****{shown[-4:]}" if len(shown) > 8 else "*****"
+        return openai_error(401, f"Incorrect API key provided: {masked}.", code="invalid_api_key")
+    return None
+
+
+def _completion(request: ChatRequest, state: ModelState, seq: int, created: int) -> dict:
+    reply = decide(request.messages, request.tools, request.tool_choice)
+    message: dict = {"role": "assistant", "content": reply.content, "refusal": None, "annotations": []}
+    if reply.tool_calls:
+        message["tool_calls"] = reply.tool_calls
+    prompt = prompt_tokens(request.messages, request.tools)
+    cached = state.lookup_and_remember(request.messages, prompt)
+    completion = completion_tokens(message, reply.reasoning_tokens)
+    digest = hashlib.sha256(f"{seq}|{json.dumps(request.messages, sort_keys=True)}".encode()).hexdigest()
+    return {
+        "id": f"chatcmpl-{digest[:29]}",
+        "object": "chat.completion",
+        "created": created,
+        "model": request.model,
+        "system_fingerprint": "fp_sim",
+        "service_tier": "default",
+        "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason, "logprobs": None}],
+        "usage": build_usage(prompt, cached, completion, reply.reasoning_tokens),
+    }
+
+
+def create_model_app(
+    state: ModelState | None = None,
+    *,
+    api_key: str | None = None,
+    models: Sequence[str] | None = None,
+) -> FastAPI:
+    """Build the app. ``api_key`` set -> ``Authorization: Bearer`` required."""
+    if state is None:
+        state = ModelState(models or DEFAULT_MODELS)
+    app = FastAPI(title="Model simulator (OpenAI Chat Completions subset)", docs_url=None, redoc_url=None,
+                  openapi_url=None)  # fmt: skip
+    app.state.model_sim = state
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _on_http(request: Request, exc: StarletteHTTPException) -> Response:
+        return openai_error(exc.status_code, f"Invalid URL ({request.method} {request.url.path})")
+
+    @app.get("/v1/models")
+    async def list_models(request: Request) -> Response:
+        if api_key is not None and (denied := _auth_error(request.headers.get("authorization"), api_key)):
+            return denied
+        data = [{"id": m, "object": "model", "created": _MODELS_CREATED, "owned_by": "sluicegate-simulator"}
+                for m in state.models]  # fmt: skip
+        return JSONResponse({"object": "list", "data": data})
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request) -> Response:
+        started = time.monotonic()
+        seq = state.next_seq()
+        headers = request.headers
+        state.record_arrival(f"{headers.get(WORK_KEY_HEADER, 'unknown')}@{headers.get(INPUT_VERSION_HEADER, 'unknown')}")
+
+        def finish(response: Response, usage: dict | None = None) -> Response:
+            state.record_outcome(response.status_code, usage)
+            response.headers["x-request-id"] = f"req_{hashlib.sha256(f'req:{seq}'.encode()).hexdigest()[:32]}"
+            response.headers["openai-processing-ms"] = str(int((time.monotonic() - started) * 1000))
+            return response
+
+        if api_key is not None and (denied := _auth_error(headers.get("authorization"), api_key)):
+            return finish(denied)
+        fault = state.faults.take(lambda _: True)
+        if fault is not None:
+            if fault["delay_seconds"]:
+                await asyncio.sleep(fault["delay_seconds"])
+            if fault["status"] is not None:
+                return finish(fault_error(fault))
+        try:
+            try:
+                body = json.loads(await request.body())
+            except ValueError:
+                raise InvalidRequest(
+                    "We could not parse the JSON body of your request. (HINT: This likely means you aren't using "
+                    "your HTTP library correctly. The OpenAI API expects a JSON payload.)"
+                ) from None
+            chat = validate_chat_request(body)
+        except InvalidRequest as exc:
+            return finish(openai_error(400, exc.message, param=exc.param, code=exc.code))
+        payload = _completion(chat, state, seq, int(time.time()))
+        return finish(JSONResponse(payload), payload["usage"])
+
+    app.include_router(build_control_router(state))
+    return app

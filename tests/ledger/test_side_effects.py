@@ -1,0 +1,30 @@
+"""The idempotency ledger's state machine on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import uuid
+
+from ledger import BeginState, SideEffectLedger
+
+
+def _begin(ledger: SideEffectLedger, key: str):
+    return ledger.begin(key, work_key="wk", operation="post", target_version="v1", generation=1)
+
+
+def test_first_begin_is_new_then_in_flight_until_done(engine):
+    ledger, key = SideEffectLedger(engine), f"op_{uuid.uuid4().hex}"
+    assert _begin(ledger, key).state == BeginState.NEW
+    again = _begin(ledger, key)
+    assert (again.state, again.attempts) == (BeginState.IN_FLIGHT, 2)
+    ledger.complete(key, "c-1", {"comment_id": 1})
+    done = _begin(ledger, key)
+    assert (done.state, done.external_id, done.result) == (BeginState.DONE, "c-1", {"comment_id": 1})
+
+
+def test_failed_stays_failed_and_done_is_not_overwritten(engine):
+    ledger, key = SideEffectLedger(engine), f"op_{uuid.uuid4().hex}"
+    _begin(ledger, key)
+    ledger.fail(key, "422 validation failed")
+    ledger.complete(key, "late", {})  # only an in_flight entry can finish
+    state = _begin(ledger, key)
+    assert (state.state, state.error, state.external_id) == (BeginState.FAILED, "422 validation failed", None)

@@ -1,0 +1,48 @@
+"""Build GitHub ``pull_request`` deliveries the way GitHub sends them (shape, headers, signature)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import uuid
+from typing import Any
+
+
+def pull_request_payload(owner: str, repo: str, number: int, head_sha: str, action: str = "opened",
+                         state: str = "open", draft: bool = False) -> dict[str, Any]:
+    full = f"{owner}/{repo}"
+    return {
+        "action": action,
+        "number": number,
+        "pull_request": {
+            "url": f"https://api.github.com/repos/{full}/pulls/{number}",
+            "id": 1000 + number, "node_id": f"PR_{number}", "number": number, "state": state,
+            "locked": False, "title": f"Change #{number}", "user": {"login": "octocat", "id": 1},
+            "body": "", "draft": draft, "merged": False,
+            "created_at": "2026-11-29T10:00:00Z", "updated_at": "2026-11-29T10:05:00Z",
+            "head": {"label": f"{owner}:feature", "ref": "feature", "sha": head_sha,
+                     "repo": {"full_name": full}},
+            "base": {"label": f"{owner}:main", "ref": "main", "sha": "0" * 40, "repo": {"full_name": full}},
+        },
+        "repository": {"id": 42, "name": repo, "full_name": full, "private": False,
+                       "owner": {"login": owner, "id": 7}},
+        "sender": {"login": "octocat", "id": 1},
+    }
+
+
+def sign(secret: str, body: bytes) -> str:
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def delivery_headers(secret: str | None, body: bytes, event: str = "pull_request",
+                     delivery_id: str | None = None) -> dict[str, str]:
+    headers = {"content-type": "application/json", "x-github-event": event,
+               "x-github-delivery": delivery_id or str(uuid.uuid4()), "user-agent": "GitHub-Hookshot/test"}
+    if secret is not None:
+        headers["x-hub-signature-256"] = sign(secret, body)
+    return headers
+
+
+def encode(payload: dict[str, Any]) -> bytes:
+    return json.dumps(payload).encode()
