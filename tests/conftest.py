@@ -111,3 +111,6 @@ def engine(ledger_url: str):
     eng = ledger.make_engine(ledger_url)
     yield eng
     eng.dispose()
+
+
+from tests.support.sims import sims  # noqa: E402,F401  (fixture re-export)

@@ -125,7 +125,9 @@ class ForgeState:
             if updated.state == "closed" and pull.state != "closed":
                 updated.closed_at = now
             elif updated.state == "open":
-                updated.closed_at, updated.merged, updated.merged_at = None, False, None
+                updated.closed_at, updated.merged = None, False
+            if not updated.merged:
+                updated.merged_at = None
             self._repos.setdefault(key[:2], (owner, repo))
             self._pulls[key] = updated
             return dataclasses.replace(updated)

@@ -107,7 +107,8 @@ def create_model_app(
         started = time.monotonic()
         seq = state.next_seq()
         headers = request.headers
-        state.record_arrival(f"{headers.get(WORK_KEY_HEADER, 'unknown')}@{headers.get(INPUT_VERSION_HEADER, 'unknown')}")
+        work_key = headers.get(WORK_KEY_HEADER, "unknown")
+        state.record_arrival(f"{work_key}@{headers.get(INPUT_VERSION_HEADER, 'unknown')}")
 
         def finish(response: Response, usage: dict | None = None) -> Response:
             state.record_outcome(response.status_code, usage)

@@ -1,0 +1,100 @@
+"""Forge simulator: fault injection (status, hang, after_commit, times)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+
+import httpx
+import pytest
+
+COMMENTS = "/repos/acme/api/issues/42/comments"
+
+
+def _fault(client: httpx.Client, **spec: object) -> dict:
+    response = client.post("/_sim/faults", json=spec)
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def test_status_fault_skips_the_operation(forge_http: httpx.Client) -> None:
+    _fault(forge_http, method="POST", path=r"/issues/\d+/comments$", status=503, retry_after=7)
+    failed = forge_http.post(COMMENTS, json={"body": "first"})
+    assert failed.status_code == 503
+    assert failed.headers["retry-after"] == "7"
+    assert "message" in failed.json()
+    assert forge_http.get("/_sim/comments").json() == []
+    ok = forge_http.post(COMMENTS, json={"body": "second"})  # times defaults to 1
+    assert ok.status_code == 201
+    assert [c["body"] for c in forge_http.get("/_sim/comments").json()] == ["second"]
+
+
+def test_fault_only_matches_method_and_path(forge_http: httpx.Client) -> None:
+    _fault(forge_http, method="POST", path="/pulls/", status=500)
+    assert forge_http.get("/repos/acme/api/pulls/42").status_code == 200  # wrong method
+    assert forge_http.post(COMMENTS, json={"body": "x"}).status_code == 201  # wrong path
+    assert len(forge_http.get("/_sim/faults").json()) == 1
+
+
+def test_times_counts_down_and_null_is_forever(forge_http: httpx.Client) -> None:
+    _fault(forge_http, method="GET", path="/pulls/42$", status=502, times=2)
+    codes = [forge_http.get("/repos/acme/api/pulls/42").status_code for _ in range(3)]
+    assert codes == [502, 502, 200]
+    _fault(forge_http, path="/pulls/44$", status=500, times=None)
+    assert {forge_http.get("/repos/acme/api/pulls/44").status_code for _ in range(4)} == {500}
+
+
+def test_after_commit_hang_stores_comment_but_client_times_out(forge_http: httpx.Client) -> None:
+    _fault(forge_http, method="POST", path="/comments$", hang_seconds=1.5, after_commit=True)
+    started = time.monotonic()
+    with pytest.raises(httpx.ReadTimeout):
+        forge_http.post(COMMENTS, json={"body": "did it land?"}, timeout=0.3)
+    assert time.monotonic() - started < 1.5
+    assert [c["body"] for c in forge_http.get("/_sim/comments").json()] == ["did it land?"]
+    assert forge_http.get("/_sim/stats").json()["comments_posted"] == 1
+
+
+def test_after_commit_status_stores_comment_then_fails(forge_http: httpx.Client) -> None:
+    _fault(forge_http, method="POST", path="/comments$", status=500, after_commit=True)
+    response = forge_http.post(COMMENTS, json={"body": "stored anyway"})
+    assert response.status_code == 500
+    assert [c["body"] for c in forge_http.get(COMMENTS).json()] == ["stored anyway"]
+
+
+def test_hang_before_commit_delays_then_fails_without_storing(forge_http: httpx.Client) -> None:
+    _fault(forge_http, method="POST", path="/comments$", status=504, hang_seconds=0.3)
+    started = time.monotonic()
+    response = forge_http.post(COMMENTS, json={"body": "never stored"})
+    assert response.status_code == 504
+    assert time.monotonic() - started >= 0.3
+    assert forge_http.get(COMMENTS).json() == []
+
+
+def test_single_use_fault_is_consumed_once_under_concurrency(forge_http: httpx.Client) -> None:
+    _fault(forge_http, method="GET", path="/pulls/7$", status=500, times=1)
+
+    def fetch(_: int) -> int:
+        return forge_http.get("/repos/acme/web/pulls/7").status_code
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        codes = list(pool.map(fetch, range(16)))
+    assert sorted(codes).count(500) == 1 and codes.count(200) == 15
+
+
+def test_list_and_clear_faults(forge_http: httpx.Client) -> None:
+    first = _fault(forge_http, status=500, times=None)
+    second = _fault(forge_http, hang_seconds=0.1)
+    assert [f["id"] for f in forge_http.get("/_sim/faults").json()] == [first["id"], second["id"]]
+    assert forge_http.delete("/_sim/faults").json() == {"cleared": 2}
+    assert forge_http.get("/repos/acme/api/pulls/42").status_code == 200
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [{}, {"status": 200}, {"status": 500, "times": 0}, {"path": "(", "status": 500}, {"status": 500, "hang": 1},
+     {"hang_seconds": -1}, {"status": 500, "after_commit": "yes"}],
+)  # fmt: skip
+def test_bad_fault_specs_are_rejected(forge_http: httpx.Client, spec: dict) -> None:
+    response = forge_http.post("/_sim/faults", json=spec)
+    assert response.status_code == 400
+    assert forge_http.get("/_sim/faults").json() == []

@@ -1,0 +1,108 @@
+"""Model simulator: injected faults surface as the openai client's typed errors; stats."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import openai
+import pytest
+
+MESSAGES = [{"role": "user", "content": "Review acme/api#42."}]
+
+
+def _fault(client: httpx.Client, **spec: object) -> None:
+    response = client.post("/_sim/faults", json=spec)
+    assert response.status_code == 201, response.text
+
+
+async def _ask(client: openai.AsyncOpenAI, **kwargs: object):
+    return await client.chat.completions.create(model="sim-reviewer-1", messages=MESSAGES, **kwargs)
+
+
+async def test_429_with_retry_after(model_client: openai.AsyncOpenAI, model_http: httpx.Client) -> None:
+    _fault(model_http, status=429, retry_after=3, retry_after_ms=2500)
+    with pytest.raises(openai.RateLimitError) as caught:
+        await _ask(model_client)
+    assert caught.value.response.headers["retry-after"] == "3"
+    assert caught.value.response.headers["retry-after-ms"] == "2500"
+    assert caught.value.code == "rate_limit_exceeded"
+    assert "simulated fault" in caught.value.message
+    assert (await _ask(model_client)).choices[0].finish_reason == "stop"  # times defaults to 1
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [(500, openai.InternalServerError), (503, openai.InternalServerError), (400, openai.BadRequestError),
+     (401, openai.AuthenticationError), (403, openai.PermissionDeniedError)],
+)  # fmt: skip
+async def test_status_faults_map_to_client_errors(
+    model_client: openai.AsyncOpenAI, model_http: httpx.Client, status: int, error: type
+) -> None:
+    _fault(model_http, status=status)
+    with pytest.raises(error) as caught:
+        await _ask(model_client)
+    assert caught.value.status_code == status
+    assert "retry-after" not in caught.value.response.headers
+
+
+async def test_times_and_forever(model_client: openai.AsyncOpenAI, model_http: httpx.Client) -> None:
+    _fault(model_http, status=500, times=2)
+    outcomes = []
+    for _ in range(3):
+        try:
+            await _ask(model_client)
+            outcomes.append(200)
+        except openai.InternalServerError:
+            outcomes.append(500)
+    assert outcomes == [500, 500, 200]
+    _fault(model_http, status=503, times=None)
+    for _ in range(3):
+        with pytest.raises(openai.InternalServerError):
+            await _ask(model_client)
+    assert model_http.delete("/_sim/faults").json() == {"cleared": 1}
+
+
+async def test_delay_only_makes_answers_slow(model_client: openai.AsyncOpenAI, model_http: httpx.Client) -> None:
+    _fault(model_http, delay_seconds=1.0)
+    started = time.monotonic()
+    with pytest.raises(openai.APITimeoutError):
+        await _ask(model_client, timeout=0.3)
+    assert time.monotonic() - started < 1.0
+    _fault(model_http, delay_seconds=0.3)
+    started = time.monotonic()
+    assert (await _ask(model_client)).choices[0].message.content
+    assert time.monotonic() - started >= 0.3
+
+
+async def test_stats_count_calls_statuses_and_work(model_client: openai.AsyncOpenAI, model_http: httpx.Client) -> None:
+    work = {"X-Sluicegate-Work-Key": "acme/api#42", "X-Sluicegate-Input-Version": "ef9d10e"}
+    _fault(model_http, status=429)
+    with pytest.raises(openai.RateLimitError):
+        await _ask(model_client, extra_headers=work)
+    await _ask(model_client, extra_headers=work)
+    await _ask(model_client, extra_headers={"X-Sluicegate-Work-Key": "acme/web#7"})
+    await _ask(model_client)
+    stats = model_http.get("/_sim/stats").json()
+    assert stats["calls"] == 4 and stats["completed"] == 3
+    assert stats["by_status"] == {"200": 3, "429": 1}
+    assert stats["by_work"] == {"acme/api#42@ef9d10e": 2, "acme/web#7@unknown": 1, "unknown@unknown": 1}
+    assert stats["tokens"]["prompt_tokens"] > 0
+
+
+@pytest.mark.parametrize(
+    "spec", [{}, {"status": 200}, {"status": 429, "times": -1}, {"status": 429, "retry": 1}, {"delay_seconds": "x"}]
+)
+def test_bad_fault_specs_are_rejected(model_http: httpx.Client, spec: dict) -> None:
+    assert model_http.post("/_sim/faults", json=spec).status_code == 400
+    assert model_http.get("/_sim/faults").json() == []
+
+
+def test_reset_clears_counters_and_faults(model_http: httpx.Client) -> None:
+    _fault(model_http, status=500, times=None)
+    model_http.post("/v1/chat/completions", json={"model": "m", "messages": MESSAGES})
+    assert model_http.get("/_sim/stats").json()["calls"] == 1
+    model_http.post("/_sim/reset")
+    assert model_http.get("/_sim/faults").json() == []
+    assert model_http.get("/_sim/stats").json()["calls"] == 0
+    assert model_http.post("/v1/chat/completions", json={"model": "m", "messages": MESSAGES}).status_code == 200

@@ -1,0 +1,58 @@
+"""Simulator fixtures: the forge and model simulators as real HTTP servers in this process."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import httpx
+import pytest
+
+from simulators import ServerThread
+from simulators.forge import create_forge_app
+from simulators.model import create_model_app
+from sluicegate.config import DEFAULT_CONFIG_FILE, Settings, load_settings
+
+FORGE_TOKEN = "test-forge-token"
+MODEL_KEY = "test-model-key"
+
+
+@dataclass
+class Sims:
+    forge: ServerThread
+    model: ServerThread
+
+    def forge_ctl(self, method: str, path: str, **kw) -> httpx.Response:
+        r = httpx.request(method, f"{self.forge.base_url}/_sim{path}", timeout=10, **kw)
+        r.raise_for_status()
+        return r
+
+    def model_ctl(self, method: str, path: str, **kw) -> httpx.Response:
+        r = httpx.request(method, f"{self.model.base_url}/_sim{path}", timeout=10, **kw)
+        r.raise_for_status()
+        return r
+
+    def reset(self) -> None:
+        self.forge_ctl("POST", "/reset")
+        self.model_ctl("POST", "/reset")
+
+    def comments(self) -> list[dict]:
+        return self.forge_ctl("GET", "/comments").json()
+
+    def model_stats(self) -> dict:
+        return self.model_ctl("GET", "/stats").json()
+
+
+@pytest.fixture(scope="session")
+def sims():
+    forge = ServerThread(create_forge_app(token=FORGE_TOKEN)).start()
+    model = ServerThread(create_model_app(api_key=MODEL_KEY)).start()
+    yield Sims(forge, model)
+    forge.stop()
+    model.stop()
+
+
+def settings_for(sims: Sims, ledger_url: str, **extra: str) -> Settings:
+    env = {"FORGE_BASE_URL": sims.forge.base_url, "FORGE_TOKEN": FORGE_TOKEN,
+           "OPENAI_BASE_URL": f"{sims.model.base_url}/v1", "OPENAI_API_KEY": MODEL_KEY,
+           "SLUICEGATE_LEDGER_URL": ledger_url, "SLUICEGATE_TELEMETRY_EXPORTER": "none", **extra}
+    return load_settings(DEFAULT_CONFIG_FILE, env=env)

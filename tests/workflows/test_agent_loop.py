@@ -1,0 +1,98 @@
+"""The agent workflow on a real Temporal server with the real activities and simulators."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+import ledger
+
+from activities.keys import marker_for, operation_key
+from ledger import BeginState, SideEffectLedger, make_engine
+from tests.support.agent_runs import PR42_HEAD, run_orders, work_order
+from tests.support.sims import settings_for
+from workflows.budget import cost_usd
+from workflows.contracts import TaskBudget
+
+
+@pytest.fixture
+def settings(sims, tmp_path):
+    """Fresh simulators and a fresh ledger per test: operation keys repeat across tests."""
+    sims.reset()
+    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+    ledger.upgrade(url)
+    return settings_for(sims, url, SLUICEGATE__ACTIVITIES__MODEL_MAX_ATTEMPTS="3")
+
+
+async def test_review_run_posts_one_comment_and_accounts_tokens(temporal_env, settings, sims, task_queue):
+    # The time-skipping server has no custom search attributes; the dev server does.
+    order = work_order(settings, search_attributes=not temporal_env.supports_time_skipping)
+    result = await run_orders(temporal_env.client, settings, task_queue, order)
+    [outcome] = result.orders
+    assert (outcome.status, outcome.steps) == ("done", 3)
+    comments = sims.comments()
+    assert len(comments) == 1
+    op = operation_key(order.work_key, "post_review_comment", PR42_HEAD)
+    assert marker_for(op) in comments[0]["body"] and outcome.operation_keys == [op]
+    assert outcome.external_ids == [str(comments[0]["id"])]
+    assert outcome.usage.input > 0 and outcome.usage.output > 0 and outcome.usage.reasoning > 0
+    assert outcome.usage.cached_input > 0  # later steps resend the earlier conversation
+    assert outcome.cost_usd == pytest.approx(cost_usd(outcome.usage, order.price))
+    assert sims.model_stats()["by_work"] == {f"{order.work_key}@{PR42_HEAD}": 3}
+
+
+async def test_rate_limited_model_call_is_retried(temporal_env, settings, sims, task_queue):
+    sims.model_ctl("POST", "/faults", json={"status": 429, "times": 2, "retry_after": 1})
+    result = await run_orders(temporal_env.client, settings, task_queue, work_order(settings))
+    assert result.orders[0].status == "done"
+    assert sims.model_stats()["by_status"] == {"429": 2, "200": 3}
+
+
+async def test_server_errors_are_retried_up_to_the_cap(temporal_env, settings, sims, task_queue):
+    sims.model_ctl("POST", "/faults", json={"status": 503, "times": None})
+    result = await run_orders(temporal_env.client, settings, task_queue, work_order(settings))
+    [outcome] = result.orders
+    assert (outcome.status, outcome.reason) == ("failed", "model-error: ModelUnavailable")
+    assert sims.model_stats()["calls"] == settings.activities.model_max_attempts == 3
+    assert sims.comments() == []
+
+
+@pytest.mark.parametrize("status", [400, 401, 403])
+async def test_client_errors_are_not_retried(temporal_env, settings, sims, task_queue, status):
+    sims.model_ctl("POST", "/faults", json={"status": status, "times": None})
+    result = await run_orders(temporal_env.client, settings, task_queue, work_order(settings))
+    [outcome] = result.orders
+    assert (outcome.status, outcome.reason) == ("failed", "model-error: ModelRequestRejected")
+    assert sims.model_stats()["calls"] == 1
+
+
+async def test_budget_stops_before_the_next_model_call(temporal_env, settings, sims, task_queue):
+    order = work_order(settings, budget=TaskBudget(max_steps=1, max_total_tokens=10**6, max_usd=10.0))
+    [outcome] = (await run_orders(temporal_env.client, settings, task_queue, order)).orders
+    assert outcome.status == "budget_exhausted" and outcome.reason.startswith("max-steps")
+    assert sims.model_stats()["calls"] == 1 and sims.comments() == []
+
+
+async def test_in_flight_comment_is_reconciled_not_posted_again(temporal_env, settings, sims, task_queue):
+    order = work_order(settings)
+    op = operation_key(order.work_key, "post_review_comment", PR42_HEAD)
+    # A previous attempt got as far as the forge, then died before recording "done".
+    engine = make_engine(settings.ledger_url())
+    ledger = SideEffectLedger(engine)
+    ledger.begin(op, work_key=order.work_key, operation="post_review_comment", target_version=PR42_HEAD,
+                 generation=order.generation)
+    httpx.post(f"{sims.forge.base_url}/repos/acme/api/issues/42/comments", json={"body": f"earlier\n{marker_for(op)}"},
+               headers={"Authorization": "Bearer test-forge-token"}).raise_for_status()
+    [outcome] = (await run_orders(temporal_env.client, settings, task_queue, order)).orders
+    comments = sims.comments()
+    assert outcome.status == "done" and len(comments) == 1
+    entry = ledger.begin(op, work_key=order.work_key, operation="post_review_comment", target_version=PR42_HEAD,
+                         generation=order.generation)
+    assert (entry.state, entry.external_id) == (BeginState.DONE, str(comments[0]["id"]))
+    engine.dispose()
+
+
+async def test_resent_work_order_is_processed_once(temporal_env, settings, sims, task_queue):
+    order = work_order(settings)
+    result = await run_orders(temporal_env.client, settings, task_queue, order, order)
+    assert len(result.orders) == 1 and len(sims.comments()) == 1
