@@ -19,7 +19,7 @@ import httpx
 import ledger
 from sluicegate.config import Settings, load_settings
 from sluicegate.devstack._dev_server import dev_server_argv
-from sluicegate.devstack._processes import ManagedProcess, StackError, port_in_use
+from sluicegate.devstack._processes import ManagedProcess, StackError, free_port, port_in_use
 
 
 def _http_ok(url: str) -> bool:
@@ -45,13 +45,13 @@ async def _temporal_ready(settings: Settings) -> bool:
 
 class DevStack:
     def __init__(self, env_overrides: dict[str, str] | None = None, *, headless: bool = False,
-                 with_api: bool = True, with_worker: bool = True) -> None:
+                 with_api: bool = True, with_worker: bool = True, log_dir: Path | None = None) -> None:
         self.env = {**os.environ, **(env_overrides or {})}
         self.settings = load_settings(env=self.env)
         self.headless = headless
         self.with_api = with_api
         self.with_worker = with_worker
-        self.log_dir = self.settings.path(Path("var/logs"))
+        self.log_dir = log_dir or self.settings.path(Path("var/logs"))
         self.processes: dict[str, ManagedProcess] = {}
 
     def _process(self, name: str, argv: list[str]) -> ManagedProcess:
@@ -135,6 +135,25 @@ class DevStack:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def isolated_overrides(run_dir: Path) -> dict[str, str]:
+    """Environment overrides for a stack on free ports with all state under ``run_dir``
+    (tests and benchmarks run beside a developer's ``make up`` without clashing)."""
+    temporal, ui, api, forge, model = (free_port() for _ in range(5))
+    return {
+        "TEMPORAL_ADDRESS": f"127.0.0.1:{temporal}",
+        "SLUICEGATE__DEV_SERVER__PORT": str(temporal),
+        "SLUICEGATE__DEV_SERVER__UI_PORT": str(ui),
+        "SLUICEGATE__DEV_SERVER__DB_FILENAME": str(run_dir / "temporal-dev.sqlite"),
+        "SLUICEGATE_LEDGER_URL": f"sqlite:///{run_dir / 'ledger.sqlite'}",
+        "SLUICEGATE__WEBHOOK_API__PORT": str(api),
+        "SLUICEGATE__SIMULATORS__FORGE__PORT": str(forge),
+        "SLUICEGATE__SIMULATORS__MODEL__PORT": str(model),
+        "FORGE_BASE_URL": f"http://127.0.0.1:{forge}",
+        "OPENAI_BASE_URL": f"http://127.0.0.1:{model}/v1",
+        "SLUICEGATE__TELEMETRY__FILE": str(run_dir / "traces.jsonl"),
+    }
 
 
 def wait_for(predicate, timeout: float, interval: float = 0.2) -> bool:

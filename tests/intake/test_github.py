@@ -9,7 +9,7 @@ import pytest
 from intake.decision import Reason
 from intake.errors import InvalidDelivery
 from intake.github import parse_github_delivery
-from tests.support.github_payloads import delivery_headers, encode, pull_request_payload
+from demo.github_payloads import delivery_headers, encode, pull_request_payload
 
 SECRET = "s3cret"
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)

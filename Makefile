@@ -1,0 +1,30 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Both create .venv first.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: venv demo up test test-dev-server bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: venv  ## start the embedded stack, play the webhook stream, check invariants, stop
+	$(PY) -m demo
+
+up: venv  ## bring the same stack up until Ctrl-C (Temporal UI on :8233)
+	$(PY) -m sluicegate.devstack
+
+test: venv  ## whole suite on the time-skipping server, then workflow tests on the dev server
+	$(PY) -m pytest
+	$(PY) -m pytest --temporal-env local tests/workflows
+
+bench: venv
+	$(PY) bench/intake_bench.py
+
+clean:
+	rm -rf var .pytest_cache .hypothesis

@@ -1,0 +1,1 @@
+"""Benchmarks for Sluicegate (not tests: speed targets live here, never in ``tests/``)."""

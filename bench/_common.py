@@ -1,0 +1,115 @@
+"""Shared pieces of the intake benchmark: results, statistics, interleaved rounds, payloads."""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Awaitable, Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # ``tests.support`` is not part of the installed package
+    sys.path.insert(0, str(ROOT))
+
+from tests.support.github_payloads import delivery_headers, encode, pull_request_payload  # noqa: E402
+
+
+class BenchError(Exception):
+    """A measurement could not be made or did not measure what it claims (verification failed)."""
+
+
+@dataclass
+class SideRound:
+    """One timed run of one side of a comparison."""
+
+    ops: int
+    seconds: float
+    latencies: list[float] = field(default_factory=list)
+
+    @property
+    def rate(self) -> float:
+        return self.ops / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass
+class Comparison:
+    """Intake vs. baseline, measured in interleaved rounds."""
+
+    name: str
+    target: float
+    unit: str
+    intake: list[SideRound] = field(default_factory=list)
+    baseline: list[SideRound] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)
+    """Human-readable verification lines (what was counted in the ledger / Temporal)."""
+    skipped: str | None = None
+    error: str | None = None
+
+    @property
+    def ratios(self) -> list[float]:
+        return [i.rate / b.rate for i, b in zip(self.intake, self.baseline) if b.rate > 0]
+
+    @property
+    def intake_rate(self) -> float:
+        return median([r.rate for r in self.intake])
+
+    @property
+    def baseline_rate(self) -> float:
+        return median([r.rate for r in self.baseline])
+
+    @property
+    def ratio(self) -> float:
+        """Median of the per-round ratios (each round's two sides ran back to back)."""
+        return median(self.ratios)
+
+    def latency(self, side: str, pct: float) -> float:
+        """Median over rounds of the per-round ``pct`` latency percentile, in seconds."""
+        rounds = self.intake if side == "intake" else self.baseline
+        return median([percentile(r.latencies, pct) for r in rounds if r.latencies])
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def percentile(values: list[float], pct: float) -> float:
+    """Nearest-rank percentile (``pct`` in 0..100)."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), round(pct / 100 * len(ordered) + 0.5)))
+    return ordered[rank - 1]
+
+
+async def interleave(rounds: int, intake: Callable[[int], Awaitable[SideRound]],
+                     baseline: Callable[[int], Awaitable[SideRound]], cmp: Comparison,
+                     log: Callable[[str], None]) -> None:
+    """Run both sides back to back per round, swapping which goes first every round."""
+    for n in range(rounds):
+        order = [("intake", intake), ("baseline", baseline)]
+        if n % 2:
+            order.reverse()
+        for side, fn in order:
+            result = await fn(n)
+            (cmp.intake if side == "intake" else cmp.baseline).append(result)
+            log(f"  {cmp.name} round {n + 1}/{rounds} {side:<8} {result.ops:>6} ops in {result.seconds:6.2f}s "
+                f"= {result.rate:9.1f} {cmp.unit}")
+
+
+def head_sha(*parts: object) -> str:
+    """A deterministic 40-hex commit id."""
+    return hashlib.sha1("/".join(map(str, parts)).encode()).hexdigest()
+
+
+def signed_pull_request(secret: str, owner: str, repo: str, number: int, sha: str,
+                        delivery_id: str | None = None) -> tuple[dict[str, str], bytes]:
+    """Headers (lower-case, signed) and body of a ``pull_request`` ``opened`` delivery, as GitHub sends it."""
+    body = encode(pull_request_payload(owner, repo, number, sha, action="opened"))
+    return delivery_headers(secret, body, delivery_id=delivery_id), body
+
+
+def now() -> float:
+    return time.perf_counter()

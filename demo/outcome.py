@@ -1,0 +1,106 @@
+"""What the demo (or the end-to-end test) observed, and the invariants it must satisfy.
+
+Facts come from the systems themselves — the ledger, the forge simulator's comments,
+the model simulator's counters — never from what the scenario expected.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from sqlmodel import Session, select
+
+from activities.keys import marker_for, operation_key
+from demo.scenario import Sent
+from ledger import Receipt, WorkVersion, make_engine
+from sluicegate.config import Settings
+
+TERMINAL = {"done", "failed", "budget_exhausted"}
+
+
+@dataclass
+class Observed:
+    receipts: list[Receipt]
+    versions: list[WorkVersion]
+    comments: list[dict[str, Any]]
+    model_stats: dict[str, Any]
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str = ""
+
+
+@dataclass
+class Verdict:
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    def add(self, name: str, ok: bool, detail: str = "") -> None:
+        self.checks.append(Check(name, ok, detail))
+
+
+def wait_for_runs(settings: Settings, timeout: float = 180.0) -> list[WorkVersion]:
+    """Wait until every admitted work version has finished; returns them."""
+    engine = make_engine(settings.ledger_url())
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            with Session(engine) as s:
+                versions = list(s.exec(select(WorkVersion)).all())
+            if all(v.status in TERMINAL for v in versions) or time.monotonic() > deadline:
+                return versions
+            time.sleep(0.5)
+    finally:
+        engine.dispose()
+
+
+def observe(settings: Settings) -> Observed:
+    engine = make_engine(settings.ledger_url())
+    with Session(engine) as s:
+        receipts = list(s.exec(select(Receipt).order_by(Receipt.created_at)).all())
+        versions = list(s.exec(select(WorkVersion)).all())
+    engine.dispose()
+    forge, model = settings.simulators.forge, settings.simulators.model
+    comments = httpx.get(f"http://{forge.host}:{forge.port}/_sim/comments", timeout=10).json()
+    stats = httpx.get(f"http://{model.host}:{model.port}/_sim/stats", timeout=10).json()
+    return Observed(receipts, versions, comments, stats)
+
+
+def judge(sent: list[Sent], seen: Observed) -> Verdict:
+    v = Verdict()
+    by_delivery = Counter(r.delivery_id for r in seen.receipts)
+    missing = [s.label for s in sent if by_delivery[s.delivery_id] == 0]
+    v.add("every delivery has a receipt", not missing, ", ".join(missing))
+    wrong = [f"{s.label}: expected {s.expect}, got {s.got}" for s in sent if s.got != s.expect]
+    v.add("every delivery decided as expected", not wrong, "; ".join(wrong))
+    accepted = {(r.work_key, r.input_version) for r in seen.receipts if r.outcome == "accept"}
+    runs = Counter((w.work_key, w.input_version) for w in seen.versions)
+    v.add("one run per (work key, version)", set(runs) == accepted and all(n == 1 for n in runs.values()),
+          f"{len(runs)} runs for {len(accepted)} accepted versions")
+    unfinished = [f"{w.work_key}@{w.input_version[:8]}={w.status}" for w in seen.versions if w.status != "done"]
+    v.add("every admitted run finished", not unfinished, ", ".join(unfinished))
+    per_op = Counter()
+    for c in seen.comments:
+        for key, version in accepted:
+            if marker_for(operation_key(key, "post_review_comment", version)) in (c.get("body") or ""):
+                per_op[(key, version)] += 1
+    bad = [f"{k}@{ver[:8]}: {per_op[(k, ver)]}" for k, ver in accepted if per_op[(k, ver)] != 1]
+    v.add("exactly one comment per admitted version", not bad and len(seen.comments) == len(accepted),
+          ", ".join(bad) or f"{len(seen.comments)} comments")
+    called = {k for k, n in seen.model_stats.get("by_work", {}).items() if n}
+    allowed = {f"{k}@{ver}" for k, ver in accepted}
+    v.add("no model call for a rejected delivery", called <= allowed, ", ".join(sorted(called - allowed)))
+    steps = sum((w.result or {}).get("steps", 0) for w in seen.versions)
+    v.add("model calls = steps recorded by the runs", seen.model_stats.get("calls") == steps,
+          f"{seen.model_stats.get('calls')} calls, {steps} steps")
+    return v

@@ -1,0 +1,103 @@
+"""The demo's delivery stream: realistic pull-request webhooks, a manual trigger, and what
+each should come to. Shared by ``make demo`` and the end-to-end test.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from demo.github_payloads import delivery_headers, encode, pull_request_payload
+from sluicegate.config import Settings
+
+
+@dataclass
+class Sent:
+    """One delivery as sent and as answered."""
+
+    label: str
+    delivery_id: str
+    work_key: str | None
+    version: str | None
+    expect: tuple[str, str]
+    status: int
+    answer: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def got(self) -> tuple[str, str]:
+        return (self.answer.get("outcome", "?"), self.answer.get("reason", "?"))
+
+
+class DemoDriver:
+    """Talks to the webhook API and to the forge simulator's control API."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        api = settings.webhook_api
+        self.api = httpx.Client(base_url=f"http://{api.host}:{api.port}", timeout=30)
+        forge = settings.simulators.forge
+        self.forge = httpx.Client(base_url=f"http://{forge.host}:{forge.port}", timeout=30,
+                                  headers={"Authorization": f"Bearer {settings.forge.token}"})
+        self.secret = settings.sources["github"].secret
+        self.sent: list[Sent] = []
+
+    def close(self) -> None:
+        self.api.close()
+        self.forge.close()
+
+    def head(self, repo: str, number: int) -> str:
+        return self.forge.get(f"/repos/{repo}/pulls/{number}").raise_for_status().json()["head"]["sha"]
+
+    def push(self, repo: str, number: int, sha: str) -> None:
+        self.forge.post(f"/_sim/pulls/{repo}/{number}", json={"head_sha": sha}).raise_for_status()
+
+    def webhook(self, label: str, repo: str, number: int, sha: str, action: str, expect: tuple[str, str], *,
+                delivery_id: str | None = None, secret: str | None = None) -> Sent:
+        owner, name = repo.split("/")
+        body = encode(pull_request_payload(owner, name, number, sha, action=action))
+        delivery_id = delivery_id or str(uuid.uuid4())
+        headers = delivery_headers(secret or self.secret, body, delivery_id=delivery_id)
+        r = self.api.post("/webhooks/github", content=body, headers=headers)
+        return self._record(label, delivery_id, f"github:{repo}#{number}:review", sha, expect, r)
+
+    def manual(self, label: str, repo: str, number: int, actor: str, expect: tuple[str, str]) -> Sent:
+        request_id = f"manual-{uuid.uuid4()}"
+        token = self.settings.actors[actor].token
+        r = self.api.post("/v1/triggers/manual", headers={"Authorization": f"Bearer {token}"},
+                          json={"repository": repo, "number": number, "request_id": request_id,
+                                "reason": "operator asked for a review of a PR whose webhook never arrived"})
+        return self._record(label, request_id, f"github:{repo}#{number}:review", r.json().get("input_version"),
+                            expect, r)
+
+    def _record(self, label, delivery_id, work_key, version, expect, r: httpx.Response) -> Sent:
+        sent = Sent(label, delivery_id, work_key, version, expect, r.status_code, r.json())
+        self.sent.append(sent)
+        return sent
+
+
+NEW_HEAD_42 = "5c1e6b2d9a8f4e3c7b0a1d2e3f405162738495a6"
+
+
+def play(driver: DemoDriver) -> list[Sent]:
+    """Send the demo stream; returns every delivery with its answer."""
+    d = driver
+    api42, web7, api43, api44 = (d.head("acme/api", 42), d.head("acme/web", 7), d.head("acme/api", 43),
+                                 d.head("acme/api", 44))
+    first = d.webhook("PR acme/api#42 opened", "acme/api", 42, api42, "opened", ("accept", "admitted"))
+    d.webhook("PR acme/web#7 opened", "acme/web", 7, web7, "opened", ("accept", "admitted"))
+    d.webhook("redelivery of the first delivery", "acme/api", 42, api42, "opened",
+              ("reject", "duplicate-delivery"), delivery_id=first.delivery_id)
+    d.webhook("second delivery, same head sha", "acme/api", 42, api42, "ready_for_review",
+              ("reject", "duplicate-work"))
+    d.push("acme/api", 42, NEW_HEAD_42)
+    d.webhook("push to acme/api#42 (synchronize)", "acme/api", 42, NEW_HEAD_42, "synchronize",
+              ("accept", "admitted"))
+    d.webhook("late delivery for the old sha", "acme/api", 42, api42, "synchronize", ("reject", "stale-version"))
+    d.webhook("event for closed PR acme/api#43", "acme/api", 43, api43, "reopened", ("reject", "target-closed"))
+    d.webhook("bad signature", "acme/api", 44, api44, "opened", ("reject", "bad-signature"),
+              secret="not-the-secret")
+    d.manual("manual trigger by alice", "acme/api", 44, "alice", ("accept", "admitted"))
+    return d.sent
