@@ -12,6 +12,7 @@ from ``extra={"work_key": ...}`` or from Temporal's own logger context.
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import sys
@@ -57,6 +58,7 @@ def setup_tracing(settings: Settings, role: str) -> TracerProvider | None:
         exporter = OTLPSpanExporter(endpoint=cfg.otlp_endpoint) if cfg.otlp_endpoint else OTLPSpanExporter()
     provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=500))
     trace.set_tracer_provider(provider)
+    atexit.register(provider.shutdown)  # flush buffered spans however the process ends normally
     return provider
 
 

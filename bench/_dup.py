@@ -1,0 +1,176 @@
+"""Measurement 1: duplicate deliveries rejected per second by intake vs. a bare ledger insert.
+
+Intake side: per delivery, ``parse_github_delivery`` (signature check, JSON, pydantic) and
+``IntakeService.submit`` with the real ``SqlIntakeStore``; the delivery id was decided
+before the run, so every call takes the duplicate-delivery path (one indexed read plus a
+receipt insert, one transaction). Baseline: one ``INSERT ... ON CONFLICT DO NOTHING`` of a
+fresh row per transaction into a deliveries-like table, through the same engine.
+
+Both sides are a single sequential caller; rounds alternate which side goes first.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Callable
+
+import psycopg
+from sqlalchemy import Column, DateTime, MetaData, String, Table, bindparam, func, select, text
+from sqlalchemy.engine import Engine
+
+import ledger
+from bench._common import BenchError, Comparison, SideRound, head_sha, interleave, now, signed_pull_request
+from intake.decision import Outcome, Reason
+from intake.freshness import TargetSnapshot
+from intake.github import parse_github_delivery
+from intake.service import IntakeService
+from ledger import Delivery, Receipt, SqlIntakeStore
+
+SOURCE, TENANT, SECRET = "github", "acme", "bench-webhook-secret"
+WARMUP_SECONDS = 0.5
+
+_meta = MetaData()
+BARE = Table("bench_bare_deliveries", _meta,
+             Column("source", String(128), primary_key=True), Column("delivery_id", String(256), primary_key=True),
+             Column("received_at", DateTime(timezone=True), nullable=False),
+             Column("receipt_id", String(40), nullable=False))
+BARE_INSERT = text(
+    "INSERT INTO bench_bare_deliveries (source, delivery_id, received_at, receipt_id) "
+    "VALUES (:source, :delivery_id, :received_at, :receipt_id) ON CONFLICT DO NOTHING"
+).bindparams(bindparam("received_at", type_=DateTime(timezone=True)))
+
+
+class MustNotBeCalled:
+    """Target reader and admitter for the duplicate path: any call is a bug in the pipeline order."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def read(self, ref):
+        self.calls += 1
+        raise AssertionError(f"target reader called for {ref} on the duplicate-delivery path")
+
+    async def admit(self, admission):
+        self.calls += 1
+        raise AssertionError("admitter called on the duplicate-delivery path")
+
+
+class _ClosedTarget:
+    """Used once, to decide the delivery before the run (a target-closed reject records it)."""
+
+    async def read(self, ref):
+        return TargetSnapshot(exists=True, open=False, current_version=None)
+
+
+async def _seed(store: SqlIntakeStore, headers: dict[str, str], body: bytes) -> None:
+    parsed = parse_github_delivery(headers, body, source=SOURCE, tenant=TENANT, secrets=[SECRET],
+                                   received_at=datetime.now(UTC))
+    first = await IntakeService(store, _ClosedTarget(), MustNotBeCalled()).submit(parsed.envelope, parsed.candidate)
+    if first.reason != Reason.TARGET_CLOSED:
+        raise BenchError(f"seeding the delivery gave {first.outcome}/{first.reason}, expected reject/target-closed")
+
+
+def _intake_loop(service: IntakeService, headers: dict[str, str], body: bytes):
+    async def run(seconds: float) -> SideRound:
+        ops, lat = 0, []
+        start = now()
+        deadline = start + seconds
+        t = start
+        while t < deadline:
+            parsed = parse_github_delivery(headers, body, source=SOURCE, tenant=TENANT, secrets=[SECRET],
+                                           received_at=datetime.now(UTC))
+            decision = await service.submit(parsed.envelope, parsed.candidate)
+            if decision.outcome != Outcome.REJECT or decision.reason != Reason.DUPLICATE_DELIVERY:
+                raise BenchError(f"expected a duplicate-delivery reject, got {decision.outcome}/{decision.reason}")
+            ops += 1
+            t2 = now()
+            lat.append(t2 - t)
+            t = t2
+        return SideRound(ops, t - start, lat)
+    return run
+
+
+def _bare_loop(engine: Engine):
+    async def run(seconds: float) -> SideRound:
+        ops, lat = 0, []
+        start = now()
+        deadline = start + seconds
+        t = start
+        while t < deadline:
+            with engine.begin() as conn:
+                conn.execute(BARE_INSERT, {"source": SOURCE, "delivery_id": uuid.uuid4().hex,
+                                           "received_at": datetime.now(UTC), "receipt_id": uuid.uuid4().hex})
+            ops += 1
+            t2 = now()
+            lat.append(t2 - t)
+            t = t2
+        return SideRound(ops, t - start, lat)
+    return run
+
+
+async def measure(name: str, url: str, rounds: int, seconds: float, log: Callable[[str], None]) -> Comparison:
+    """Run the comparison on the (empty) database at ``url``; migrates it first."""
+    cmp = Comparison(name, target=0.5, unit="rejects/s")
+    ledger.upgrade(url)
+    engine = ledger.make_engine(url)
+    try:
+        _meta.create_all(engine)
+        store = SqlIntakeStore(engine)
+        delivery_id = f"bench-dup-{uuid.uuid4()}"
+        headers, body = signed_pull_request(SECRET, "bench", "dup", 1, head_sha("dup", delivery_id),
+                                            delivery_id=delivery_id)
+        await _seed(store, headers, body)
+        guard = MustNotBeCalled()
+        service = IntakeService(store, guard, guard)
+        intake, bare = _intake_loop(service, headers, body), _bare_loop(engine)
+        warm_i, warm_b = await intake(WARMUP_SECONDS), await bare(WARMUP_SECONDS)
+        await interleave(rounds, lambda n: intake(seconds), lambda n: bare(seconds), cmp, log)
+        _verify(cmp, engine, delivery_id, guard, warm_i.ops, warm_b.ops)
+    finally:
+        engine.dispose()
+    return cmp
+
+
+def _verify(cmp: Comparison, engine: Engine, delivery_id: str, guard: MustNotBeCalled,
+            warm_intake: int, warm_bare: int) -> None:
+    expected_dups = warm_intake + sum(r.ops for r in cmp.intake)
+    expected_rows = warm_bare + sum(r.ops for r in cmp.baseline)
+    with engine.connect() as conn:
+        dups = conn.execute(select(func.count()).select_from(Receipt).where(
+            Receipt.source == SOURCE, Receipt.delivery_id == delivery_id,
+            Receipt.reason == str(Reason.DUPLICATE_DELIVERY), Receipt.outcome == str(Outcome.REJECT))).scalar_one()
+        deliveries = conn.execute(select(func.count()).select_from(Delivery).where(
+            Delivery.delivery_id == delivery_id)).scalar_one()
+        rows = conn.execute(select(func.count()).select_from(BARE)).scalar_one()
+    cmp.checks.append(f"ledger holds {dups} duplicate-delivery receipts for {delivery_id} "
+                      f"(expected {expected_dups}), {deliveries} delivery row, {rows} bare rows "
+                      f"(expected {expected_rows}); reader/admitter calls: {guard.calls}")
+    problems = []
+    if dups != expected_dups:
+        problems.append(f"{dups} duplicate receipts, expected {expected_dups}")
+    if deliveries != 1:
+        problems.append(f"{deliveries} delivery rows, expected 1")
+    if rows != expected_rows:
+        problems.append(f"{rows} bare rows, expected {expected_rows}")
+    if guard.calls:
+        problems.append(f"target reader/admitter called {guard.calls} times")
+    if problems:
+        raise BenchError("verification failed: " + "; ".join(problems))
+
+
+def postgres_database(admin_url: str) -> tuple[str, Callable[[], None]] | str:
+    """A throwaway database: ``(url, drop)``, or the reason PostgreSQL is unusable."""
+    try:
+        conn = psycopg.connect(admin_url, autocommit=True, connect_timeout=3)
+    except psycopg.Error as exc:
+        return f"PostgreSQL at {admin_url} is unreachable: {str(exc).strip().splitlines()[0]}"
+    name = f"sluicegate_bench_{uuid.uuid4().hex[:12]}"
+    with conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+    def drop() -> None:
+        with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as c:
+            c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    return admin_url.rsplit("/", 1)[0] + "/" + name, drop

@@ -1,0 +1,23 @@
+"""End-to-end fixtures: the whole stack as subprocesses on free ports, state in a temp dir."""
+
+from __future__ import annotations
+
+import pytest
+
+from sluicegate.devstack import DevStack, isolated_overrides
+
+
+@pytest.fixture
+def stack_factory(tmp_path):
+    stacks: list[DevStack] = []
+
+    def make(**overrides: str) -> DevStack:
+        env = {**isolated_overrides(tmp_path), "SLUICEGATE_TELEMETRY_EXPORTER": "file", **overrides}
+        stack = DevStack(env, headless=True, log_dir=tmp_path / "logs").start()
+        stacks.append(stack)
+        return stack
+
+    yield make
+    for stack in stacks:
+        stack.stop()
+        assert stack.leftover() == [], "processes left running after stop"
