@@ -22,7 +22,7 @@ class WorkLedgerActivities:
             generation=outcome.generation, status=outcome.status, run_id=activity.info().workflow_run_id,
             result=asdict(outcome))
         if not recorded:
-            activity.logger.warning("outcome for %s@%s gen %s not recorded: a newer generation owns it",
+            activity.logger.warning("outcome for %s@%s gen %s not recorded: no such admission in the ledger, or a newer generation owns it",
                                     outcome.work_key, outcome.input_version, outcome.generation,
                                     extra={"work_key": outcome.work_key})
         return recorded

@@ -1,0 +1,109 @@
+"""Bad input at the webhook API (real HTTP server, real intake, real ledger): a clear 4xx,
+a reject receipt whenever the delivery is identifiable, and nothing lost for the next one."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import httpx
+import pytest
+from sqlmodel import Session, select
+
+import ledger
+from demo.github_payloads import delivery_headers, encode, pull_request_payload
+from ledger import Receipt
+from simulators import ServerThread
+from tests.support.sims import settings_for
+from webhook_api import create_app
+
+SECRET = "dev-webhook-secret"
+
+
+@pytest.fixture
+def api(sims, temporal_env, tmp_path):
+    sims.reset()
+    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+    ledger.upgrade(url)
+    settings = settings_for(sims, url, SLUICEGATE__WEBHOOK_API__MAX_BODY_BYTES="65536")
+    server = ServerThread(create_app(settings, client=temporal_env.client, search_attributes=False)).start()
+    yield server, url
+    server.stop()
+
+
+def _receipts(url: str, delivery_id: str) -> list[Receipt]:
+    engine = ledger.make_engine(url)
+    with Session(engine) as s:
+        rows = list(s.exec(select(Receipt).where(Receipt.delivery_id == delivery_id)).all())
+    engine.dispose()
+    return rows
+
+
+def _valid_body() -> bytes:
+    return encode(pull_request_payload("acme", "api", 44, "f" * 40))
+
+
+CASES = {
+    "missing signature": (lambda b, h: h.pop("x-hub-signature-256"), 401, "bad-signature"),
+    "wrong signature": (lambda b, h: h.update({"x-hub-signature-256": "sha256=" + "ab" * 32}), 401, "bad-signature"),
+    "malformed json": (lambda b, h: b"{oops", 400, "bad-input"),
+    "missing fields": (lambda b, h: json.dumps({"action": "opened"}).encode(), 422, "bad-input"),
+    "unknown event": (lambda b, h: h.update({"x-github-event": "deployment"}), 422, "unsupported-event"),
+    "wrong content type": (lambda b, h: h.update({"content-type": "application/x-www-form-urlencoded"}), 415,
+                           "bad-input"),
+    "oversize body": (lambda b, h: b" " * 70_000 + b, 413, "bad-input"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_delivery_gets_4xx_and_a_receipt(api, case):
+    server, url = api
+    mutate, status, reason = CASES[case]
+    body = _valid_body()
+    delivery_id = str(uuid.uuid4())
+    headers = delivery_headers(SECRET, body, delivery_id=delivery_id)
+    new_body = mutate(body, headers)
+    if isinstance(new_body, bytes):  # a replaced body is signed properly: only its content is bad
+        body = new_body
+        headers["x-hub-signature-256"] = delivery_headers(SECRET, body)["x-hub-signature-256"]
+    r = httpx.post(f"{server.base_url}/webhooks/github", content=body, headers=headers, timeout=10)
+    assert r.status_code == status, r.text
+    assert r.json()["reason"] == reason
+    [receipt] = _receipts(url, delivery_id)
+    assert (receipt.outcome, receipt.reason, receipt.id) == ("reject", reason, r.json()["receipt_id"])
+
+
+def test_unidentifiable_delivery_gets_400_without_receipt(api):
+    server, _ = api
+    body = _valid_body()
+    headers = delivery_headers(SECRET, body)
+    del headers["x-github-delivery"]
+    r = httpx.post(f"{server.base_url}/webhooks/github", content=body, headers=headers, timeout=10)
+    assert r.status_code == 400 and r.json()["receipt_id"] is None
+
+
+def test_forged_delivery_does_not_block_the_genuine_one(api, sims):
+    server, url = api
+    head = httpx.get(f"{sims.forge.base_url}/repos/acme/api/pulls/44",
+                     headers={"Authorization": "Bearer test-forge-token"}).json()["head"]["sha"]
+    body = encode(pull_request_payload("acme", "api", 44, head))
+    delivery_id = str(uuid.uuid4())
+    forged = delivery_headers("attacker-secret", body, delivery_id=delivery_id)
+    assert httpx.post(f"{server.base_url}/webhooks/github", content=body, headers=forged).status_code == 401
+    genuine = httpx.post(f"{server.base_url}/webhooks/github", content=body,
+                         headers=delivery_headers(SECRET, body, delivery_id=delivery_id))
+    assert genuine.status_code == 202 and genuine.json()["outcome"] == "accept"
+    assert [r.reason for r in sorted(_receipts(url, delivery_id), key=lambda r: r.created_at)] == [
+        "bad-signature", "admitted"]
+
+
+def test_manual_trigger_requires_a_configured_actor(api):
+    server, url = api
+    body = {"repository": "acme/api", "number": 44, "reason": "check", "request_id": f"m-{uuid.uuid4()}"}
+    r = httpx.post(f"{server.base_url}/v1/triggers/manual", json=body, headers={"Authorization": "Bearer nope"})
+    assert r.status_code == 401 and r.json()["reason"] == "unauthorized-actor"
+    [receipt] = _receipts(url, body["request_id"])
+    assert receipt.reason == "unauthorized-actor"
+    r = httpx.post(f"{server.base_url}/v1/triggers/manual", json={**body, "number": -1},
+                   headers={"Authorization": "Bearer dev-operator-token-alice"})
+    assert r.status_code == 422

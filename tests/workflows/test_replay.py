@@ -1,0 +1,28 @@
+"""Recorded histories of the agent workflow still replay on the current code.
+
+A workflow change that is not guarded by ``workflow.patched`` fails here with a
+non-determinism error instead of failing on running work after a deploy.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.worker import Replayer
+
+from workflows.agent_loop import AgentLoopWorkflow
+
+HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
+
+
+def test_there_are_histories_to_replay():
+    assert HISTORIES, "no recorded histories under tests/workflows/histories"
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
+async def test_history_replays(path: Path):
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    result = await Replayer(workflows=[AgentLoopWorkflow]).replay_workflow(history, raise_on_replay_failure=True)
+    assert result.replay_failure is None
