@@ -34,6 +34,13 @@ class IntakeService:
 
     async def submit(self, envelope: Envelope, candidate: WorkCandidate | None) -> IntakeDecision:
         """Decide one normalized trigger and, when accepted, admit it."""
+        decision = await self._decide(envelope, candidate)
+        log.info("%s %s from %s: %s (%s)", envelope.type, envelope.id, envelope.source, decision.outcome,
+                 decision.reason, extra={"work_key": decision.work_key, "workflow_id": decision.workflow_id,
+                                         "run_id": decision.run_id})
+        return decision
+
+    async def _decide(self, envelope: Envelope, candidate: WorkCandidate | None) -> IntakeDecision:
         probe = draft_for(envelope, candidate, Outcome.REJECT, Reason.DUPLICATE_DELIVERY,
                           f"delivery {envelope.id} from {envelope.source} was already decided")
         seen = await asyncio.to_thread(self._store.reject_if_delivery_seen, probe)

@@ -52,7 +52,8 @@ class AgentLoopWorkflow:
     @workflow.signal(name=WORK_ORDER_SIGNAL)
     def work_order(self, order: WorkOrder) -> None:
         if order.generation in self._seen_generations:
-            workflow.logger.info("ignoring re-sent work order generation %s", order.generation)
+            workflow.logger.info("ignoring re-sent work order generation %s", order.generation,
+                                 extra={"work_key": order.work_key})
             return
         self._seen_generations.add(order.generation)
         self._pending.append(order)
@@ -111,7 +112,8 @@ class AgentLoopWorkflow:
         self._set_status(order, outcome.status)
         workflow.logger.info("work order %s@%s ended: %s (%s), %d steps, %d tokens, $%.5f",
                              order.work_key, order.input_version, outcome.status, outcome.reason,
-                             outcome.steps, outcome.usage.total, outcome.cost_usd)
+                             outcome.steps, outcome.usage.total, outcome.cost_usd,
+                             extra={"work_key": order.work_key})
         return outcome
 
     async def _call_model(self, order: WorkOrder, messages: list[dict[str, Any]]) -> ModelResponse:

@@ -1,0 +1,173 @@
+"""Sluicegate intake benchmark: intake vs. its bare baseline, side by side, in one run.
+
+    .venv/bin/python bench/intake_bench.py            # full run (~2-3 min on 2 cores)
+    .venv/bin/python bench/intake_bench.py --quick    # smoke run (~30 s)
+
+Measures (see bench/README.md):
+  1. duplicate deliveries rejected/s by intake vs. a bare INSERT ... ON CONFLICT DO NOTHING
+     on the same database and engine (SQLite; PostgreSQL when reachable), target >= 0.5;
+  2. admitted deliveries/s end to end (webhook API on the real dev stack) vs. bare
+     signal-with-start against the same dev server, target >= 0.8.
+Sides alternate within each round; the table shows medians of per-round figures.
+Exit status: 0 when every measurement ran and verified (whatever the ratios), 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import shutil
+import sys
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from bench import _dup, _e2e  # noqa: E402
+from bench._common import Comparison  # noqa: E402
+
+DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/postgres"
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+
+
+def _log(line: str) -> None:
+    print(line, flush=True)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="smoke run: short rounds, few deliveries (~30 s)")
+    p.add_argument("--rounds", type=int, default=None, help="interleaved rounds per comparison (default 3)")
+    p.add_argument("--dup-seconds", type=float, default=None,
+                   help="seconds per side per round for the duplicate comparison (default 4; quick 1)")
+    p.add_argument("--e2e-per-round", type=int, default=None,
+                   help="deliveries (and bare starts) per side per round (default 500; quick 80)")
+    p.add_argument("--concurrency", type=int, default=16, help="requests in flight end to end (default 16)")
+    p.add_argument("--postgres-url", default=os.environ.get("SLUICEGATE_BENCH_POSTGRES_URL", DEFAULT_PG),
+                   help="admin URL; a throwaway database is created and dropped (default %(default)s)")
+    p.add_argument("--no-postgres", action="store_true", help="skip the PostgreSQL duplicate comparison")
+    p.add_argument("--no-e2e", action="store_true", help="skip the end-to-end comparison (no dev stack)")
+    p.add_argument("--keep", action="store_true", help="keep the temp directory (ledgers, dev-server DB, logs)")
+    a = p.parse_args(argv)
+    a.rounds = a.rounds or 3
+    a.dup_seconds = a.dup_seconds or (1.0 if a.quick else 4.0)
+    a.e2e_per_round = a.e2e_per_round or (80 if a.quick else 500)
+    # A freshly started stack is slow for its first few hundred requests (both sides); warm both up.
+    a.e2e_warmup = max(a.concurrency * 2, a.e2e_per_round // 2)
+    return a
+
+
+def _dup_sqlite(a, tmp: Path) -> Comparison:
+    return asyncio.run(_dup.measure("duplicate rejects (SQLite)", f"sqlite:///{tmp / 'dup-ledger.sqlite'}",
+                                    a.rounds, a.dup_seconds, _log))
+
+
+def _dup_postgres(a) -> Comparison:
+    name = "duplicate rejects (PostgreSQL)"
+    if a.no_postgres:
+        return Comparison(name, 0.5, "rejects/s", skipped="--no-postgres")
+    db = _dup.postgres_database(a.postgres_url)
+    if isinstance(db, str):
+        return Comparison(name, 0.5, "rejects/s", skipped=db)
+    url, drop = db
+    try:
+        return asyncio.run(_dup.measure(name, url, a.rounds, a.dup_seconds, _log))
+    finally:
+        drop()
+        _log("  dropped the throwaway PostgreSQL database")
+
+
+def _e2e_run(a, tmp: Path) -> tuple[Comparison, dict | None]:
+    if a.no_e2e:
+        return Comparison("end-to-end admissions", 0.8, "admits/s", skipped="--no-e2e"), None
+    t = time.perf_counter()
+    stack = _e2e.start_stack(tmp / "stack")
+    _log(f"  dev stack up in {time.perf_counter() - t:.1f}s (no worker; logs in {stack.log_dir})")
+    try:
+        return asyncio.run(_e2e.measure(stack, a.rounds, a.e2e_per_round, a.e2e_warmup, a.concurrency, _log))
+    finally:
+        stack.stop()
+        left = stack.leftover()
+        if left:
+            raise RuntimeError(f"stack processes still running after stop: {left}")
+
+
+def _guard(name: str, fn, *args):
+    """Run one measurement; an exception becomes an errored row instead of ending the run."""
+    try:
+        return fn(*args)
+    except Exception as exc:  # noqa: BLE001 - reported in the table and the exit status
+        traceback.print_exc()
+        return Comparison(name, float("nan"), "", error=f"{type(exc).__name__}: {exc}")
+
+
+def _fmt(x: float, spec: str = ",.0f") -> str:
+    return "-" if x is None or math.isnan(x) else format(x, spec)
+
+
+def report(results: list[Comparison], cpu: dict | None) -> None:
+    for c in results:
+        for line in c.checks:
+            _log(f"  check [{c.name}] {line}")
+    t = Table(title="Sluicegate intake vs. bare baseline (median of per-round figures)")
+    for col in ("measurement", "intake rate", "baseline rate", "ratio", "target", "verdict"):
+        t.add_column(col, justify="left" if col in ("measurement", "verdict") else "right")
+    for c in results:
+        if c.skipped or c.error:
+            verdict = "[yellow]SKIPPED[/]" if c.skipped else "[red]ERROR[/]"
+            t.add_row(c.name, "-", "-", "-", _fmt(c.target, ">=.1f"), verdict)
+            continue
+        verdict = "[green]PASS[/]" if c.ratio >= c.target else "[red]BELOW[/]"
+        t.add_row(c.name, f"{_fmt(c.intake_rate)} {c.unit}", f"{_fmt(c.baseline_rate)} {c.unit}",
+                  _fmt(c.ratio, ".2f"), f">= {c.target:.1f}", verdict)
+    console.print(t)
+    lat = Table(title="Latency per operation, ms (median over rounds of each round's percentile)")
+    for col in ("measurement", "intake p50", "intake p95", "baseline p50", "baseline p95", "per-round ratios"):
+        lat.add_column(col, justify="left" if col == "measurement" else "right")
+    for c in results:
+        if c.intake and c.baseline:
+            lat.add_row(c.name, *(_fmt(c.latency(s, p) * 1000, ".2f") for s in ("intake", "baseline") for p in (50, 95)),
+                        " ".join(f"{r:.2f}" for r in c.ratios))
+    console.print(lat)
+    if cpu:
+        _log("CPU ms per operation by process, end to end (median over rounds):")
+        for side, per in cpu.items():
+            _log(f"  {side:<8} " + ", ".join(f"{k} {v:.2f}" for k, v in per.items())
+                 + f"  (total {sum(per.values()):.2f})")
+    for c in results:
+        if c.skipped:
+            console.print(f"[yellow]SKIPPED[/] {c.name}: {c.skipped}", markup=True)
+        if c.error:
+            console.print(f"[red]ERROR[/] {c.name}: {c.error}", markup=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(argv)
+    tmp = Path(_e2e.run_dir())
+    started = time.perf_counter()
+    _log(f"intake bench: rounds={a.rounds} dup-seconds={a.dup_seconds} e2e-per-round={a.e2e_per_round} "
+         f"concurrency={a.concurrency} tmp={tmp}")
+    try:
+        results = [_guard("duplicate rejects (SQLite)", _dup_sqlite, a, tmp),
+                   _guard("duplicate rejects (PostgreSQL)", _dup_postgres, a)]
+        e2e = _guard("end-to-end admissions", _e2e_run, a, tmp)
+        cmp, cpu = e2e if isinstance(e2e, tuple) else (e2e, None)
+        results.append(cmp)
+        report(results, cpu)
+    finally:
+        if a.keep:
+            _log(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    _log(f"total {time.perf_counter() - started:.0f}s")
+    return 1 if any(c.error for c in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
