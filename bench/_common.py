@@ -44,6 +44,7 @@ class Comparison:
     name: str
     target: float
     unit: str
+    base_unit: str = ""
     intake: list[SideRound] = field(default_factory=list)
     baseline: list[SideRound] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)
@@ -98,8 +99,9 @@ async def interleave(rounds: int, intake: Callable[[int], Awaitable[SideRound]],
         for side, fn in order:
             result = await fn(n)
             (cmp.intake if side == "intake" else cmp.baseline).append(result)
+            unit = cmp.unit if side == "intake" else cmp.base_unit or cmp.unit
             log(f"  {cmp.name} round {n + 1}/{rounds} {side:<8} {result.ops:>6} ops in {result.seconds:6.2f}s "
-                f"= {result.rate:9.1f} {cmp.unit}")
+                f"= {result.rate:9.1f} {unit}")
 
 
 def head_sha(*parts: object) -> str:

@@ -111,7 +111,7 @@ def _bare_loop(engine: Engine):
 
 async def measure(name: str, url: str, rounds: int, seconds: float, log: Callable[[str], None]) -> Comparison:
     """Run the comparison on the (empty) database at ``url``; migrates it first."""
-    cmp = Comparison(name, target=0.5, unit="rejects/s")
+    cmp = Comparison(name, target=0.5, unit="rejects/s", base_unit="inserts/s")
     ledger.upgrade(url)
     engine = ledger.make_engine(url)
     try:
@@ -164,7 +164,7 @@ def postgres_database(admin_url: str) -> tuple[str, Callable[[], None]] | str:
     try:
         conn = psycopg.connect(admin_url, autocommit=True, connect_timeout=3)
     except psycopg.Error as exc:
-        return f"PostgreSQL at {admin_url} is unreachable: {str(exc).strip().splitlines()[0]}"
+        return f"PostgreSQL at {admin_url} is unreachable: {' '.join(str(exc).split())[:200]}"
     name = f"sluicegate_bench_{uuid.uuid4().hex[:12]}"
     with conn:
         conn.execute(f'CREATE DATABASE "{name}"')

@@ -122,7 +122,7 @@ async def measure(stack: DevStack, rounds: int, per_round: int, warmup: int, con
     owner, repo, bare_owner = "bench", f"e2e-{run}", "bench-bare"
     secret, tenant = s.sources["github"].secret, s.sources["github"].tenant
     total = warmup + rounds * per_round
-    cmp = Comparison("end-to-end admissions", target=0.8, unit="admits/s")
+    cmp = Comparison("end-to-end admissions", target=0.8, unit="admits/s", base_unit="starts/s")
     outcomes: Counter[str] = Counter()
 
     forge = f"http://{s.simulators.forge.host}:{s.simulators.forge.port}"

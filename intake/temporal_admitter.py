@@ -8,6 +8,8 @@ activity options in force at admission, so a config change never alters a runnin
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from temporalio.client import Client
 
 from intake.identity import workflow_id_for
@@ -36,6 +38,11 @@ def work_order_for(admission: Admission, settings: Settings, search_attributes: 
         runtime=RuntimeOptions(search_attributes=search_attributes, **act.model_dump()))
 
 
+# An unreachable Temporal must not hold the webhook request open: the receipt is already
+# committed, so a failed admission is safe to leave for the outbox.
+ADMISSION_RPC_TIMEOUT = timedelta(seconds=10)
+
+
 class TemporalAdmitter:
     def __init__(self, client: Client, settings: Settings, search_attributes: bool = True) -> None:
         self._client = client
@@ -50,5 +57,5 @@ class TemporalAdmitter:
         handle = await self._client.start_workflow(
             AGENT_WORKFLOW, AgentLoopStart(order.work_key, order.tenant), id=workflow_id,
             task_queue=self._settings.temporal.task_queue, start_signal=WORK_ORDER_SIGNAL,
-            start_signal_args=[order], search_attributes=attrs)
+            start_signal_args=[order], search_attributes=attrs, rpc_timeout=ADMISSION_RPC_TIMEOUT)
         return workflow_id, handle.result_run_id

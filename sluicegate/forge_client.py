@@ -10,6 +10,7 @@ reconcile before retrying (see ``activities.gateway``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, AsyncIterator
 
 import gidgethub
@@ -57,15 +58,17 @@ class ForgeClient:
         try:
             return await coro_factory()
         except gidgethub.RateLimitExceeded as exc:
-            raise ForgeError(str(exc), 403, True, None) from None
+            reset = exc.rate_limit.reset_datetime if exc.rate_limit else None
+            wait = (reset - datetime.now(UTC)).total_seconds() if reset else None
+            raise ForgeError(str(exc), int(exc.status_code), True,
+                             _retry_after(exc.headers) or (max(wait, 1.0) if wait is not None else None)) from None
         except gidgethub.BadRequest as exc:
             status = int(exc.status_code)
             retry = status == 429
-            raise ForgeError(str(exc) or exc.status_code.phrase, status, retry,
-                             _retry_after(getattr(exc, "headers", None))) from None
+            raise ForgeError(str(exc) or exc.status_code.phrase, status, retry, _retry_after(exc.headers)) from None
         except gidgethub.GitHubBroken as exc:
-            raise ForgeError(str(exc) or "forge server error", int(exc.status_code), True, None,
-                             ambiguous=write) from None
+            raise ForgeError(str(exc) or "forge server error", int(exc.status_code), True,
+                             _retry_after(exc.headers), ambiguous=write) from None
         except gidgethub.HTTPException as exc:
             raise ForgeError(str(exc), int(exc.status_code), False) from None
         except httpx2.TimeoutException as exc:
