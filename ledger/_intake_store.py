@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sqlalchemy import update
+from sqlalchemy import bindparam, exists, insert, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
@@ -27,17 +27,32 @@ BLOCKING_STATUSES = frozenset({"accepted", "admitted", "running", "done"})
 _MAX_RACE_RETRIES = 3
 
 
-def _decision(r: Receipt) -> IntakeDecision:
-    return IntakeDecision(outcome=Outcome(r.outcome), reason=r.reason, message=r.message, receipt_id=r.id,
-                          work_key=r.work_key, input_version=r.input_version, generation=r.generation,
-                          workflow_id=r.workflow_id, run_id=r.run_id, retry_after_seconds=r.retry_after_seconds)
+def _receipt_row(draft: ReceiptDraft, receipt_id: str, generation: int | None = None) -> dict:
+    """A receipts row as a plain dict (Core insert: no ORM object per decision on the hot path)."""
+    row = {k: getattr(draft, k) for k in _DRAFT_FIELDS}
+    row.update(id=receipt_id, created_at=utcnow(), generation=generation, outcome=str(draft.outcome),
+               trigger_kind=str(draft.trigger_kind), workflow_id=None, run_id=None, operation_keys=[],
+               external_ids=[])
+    return row
 
 
-def _receipt(draft: ReceiptDraft, receipt_id: str, generation: int | None = None) -> Receipt:
-    fields = {k: getattr(draft, k) for k in ReceiptDraft.__dataclass_fields__}
-    fields["outcome"] = str(draft.outcome)
-    fields["trigger_kind"] = str(draft.trigger_kind)
-    return Receipt(id=receipt_id, created_at=utcnow(), generation=generation, **fields)
+def _decision_from_row(row: dict) -> IntakeDecision:
+    return IntakeDecision(outcome=Outcome(row["outcome"]), reason=row["reason"], message=row["message"],
+                          receipt_id=row["id"], work_key=row["work_key"], input_version=row["input_version"],
+                          generation=row["generation"], retry_after_seconds=row["retry_after_seconds"])
+
+
+_DRAFT_FIELDS = tuple(ReceiptDraft.__dataclass_fields__)
+_RECEIPTS = Receipt.__table__
+_DELIVERIES = Delivery.__table__
+# Built once: INSERT INTO receipts SELECT :p_... WHERE EXISTS (the delivery) RETURNING id.
+_RECEIPT_COLUMNS = [c.name for c in _RECEIPTS.columns]
+_INSERT_IF_SEEN = insert(_RECEIPTS).from_select(
+    _RECEIPT_COLUMNS,
+    select(*[bindparam(f"p_{c}", type_=_RECEIPTS.c[c].type).label(c) for c in _RECEIPT_COLUMNS]).where(
+        exists().where(_DELIVERIES.c.source == bindparam("w_source"),
+                       _DELIVERIES.c.delivery_id == bindparam("w_delivery"))),
+).returning(_RECEIPTS.c.id)
 
 
 class SqlIntakeStore:
@@ -47,21 +62,20 @@ class SqlIntakeStore:
         self._engine = engine
 
     def record(self, draft: ReceiptDraft) -> IntakeDecision:
-        receipt = _receipt(draft, new_id())
-        with Session(self._engine, expire_on_commit=False) as s, s.begin():
-            s.add(receipt)
-        return _decision(receipt)
+        row = _receipt_row(draft, new_id())
+        with self._engine.begin() as conn:
+            conn.execute(insert(_RECEIPTS), row)
+        return _decision_from_row(row)
 
     def reject_if_delivery_seen(self, draft: ReceiptDraft) -> IntakeDecision | None:
+        """One statement: insert the duplicate receipt only if the delivery is already recorded."""
         if draft.delivery_id is None:
             return None
-        with Session(self._engine, expire_on_commit=False) as s, s.begin():
-            if s.get(Delivery, (draft.source, draft.delivery_id)) is None:
-                return None
-            receipt = _receipt(draft.with_outcome(Outcome.REJECT, Reason.DUPLICATE_DELIVERY, draft.message),
-                               new_id())
-            s.add(receipt)
-        return _decision(receipt)
+        row = _receipt_row(draft.with_outcome(Outcome.REJECT, Reason.DUPLICATE_DELIVERY, draft.message), new_id())
+        params = {f"p_{k}": v for k, v in row.items()} | {"w_source": draft.source, "w_delivery": draft.delivery_id}
+        with self._engine.begin() as conn:
+            inserted = conn.execute(_INSERT_IF_SEEN, params).scalar_one_or_none()
+        return _decision_from_row(row) if inserted is not None else None
 
     def decide(self, draft: ReceiptDraft) -> IntakeDecision:
         for attempt in range(_MAX_RACE_RETRIES):
@@ -88,9 +102,9 @@ class SqlIntakeStore:
                         f"(receipt {existing.receipt_id})")
                 else:
                     generation = self._admit_version(s, draft, receipt_id, existing)
-            receipt = _receipt(draft, receipt_id, generation)
-            s.add(receipt)
-        return _decision(receipt)
+            row = _receipt_row(draft, receipt_id, generation)
+            s.execute(insert(_RECEIPTS), row)
+        return _decision_from_row(row)
 
     @staticmethod
     def _claim_delivery(s: Session, draft: ReceiptDraft, receipt_id: str) -> bool:
