@@ -36,7 +36,8 @@ class ForgeTools:
     @activity.defn(name="sluicegate.tool.get_pull_request_diff")
     async def get_pull_request_diff(self, req: ToolRequest) -> ToolResult:
         try:
-            diff = await self._forge.get_pull_diff(req.owner, req.repo, req.number)
+            async with heartbeating():
+                diff = await self._forge.get_pull_diff(req.owner, req.repo, req.number)
         except ForgeError as exc:
             raise ApplicationError(str(exc), type="ToolUnavailable" if exc.retryable else "ToolRequestRejected",
                                    non_retryable=not exc.retryable) from None
@@ -53,9 +54,7 @@ class ForgeTools:
 
         async def perform():
             try:
-                async with heartbeating():
-                    comment = await self._forge.post_comment(req.owner, req.repo, req.number,
-                                                             f"{body}\n\n{marker}")
+                comment = await self._forge.post_comment(req.owner, req.repo, req.number, f"{body}\n\n{marker}")
             except ForgeError as exc:
                 raise _as_tool_error(exc) from None
             return str(comment["id"]), {"comment_id": comment["id"], "html_url": comment.get("html_url")}
@@ -69,7 +68,8 @@ class ForgeTools:
                 raise _as_tool_error(exc) from None
             return None
 
-        done = await self._gateway.mutate(mutation, perform, reconcile)
+        async with heartbeating():  # covers reconcile paging and the post itself
+            done = await self._gateway.mutate(mutation, perform, reconcile)
         how = "reconciled" if done.reconciled else ("already posted" if done.replayed else "posted")
         return ToolResult(content=f"comment {how}: {done.result.get('html_url') or done.external_id}",
                           operation_key=op_key, external_id=done.external_id, reconciled=done.reconciled)

@@ -45,8 +45,6 @@ class Reason(StrEnum):
     """No source of that name is configured."""
     UNAUTHORIZED_ACTOR = "unauthorized-actor"
     """A manual trigger without a configured actor identity."""
-    ADMISSION_FAILED = "admission-failed"
-    """Accepted and recorded, but starting the run failed; the outbox will retry."""
 
 
 def policy_reason(rule: str) -> str:

@@ -49,7 +49,8 @@ class IntakeStore(Protocol):
     def mark_admitted(self, decision: IntakeDecision, workflow_id: str, run_id: str | None) -> IntakeDecision:
         ...
 
-    def mark_admission_failed(self, decision: IntakeDecision, error: str) -> None:
+    def mark_admission_failed(self, decision: IntakeDecision, error: str) -> IntakeDecision:
+        """Note on the receipt that the run is not started yet (the item stays ``accepted``)."""
         ...
 
 

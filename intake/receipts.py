@@ -39,6 +39,8 @@ class ReceiptDraft:
 def draft_for(envelope: Envelope, candidate: WorkCandidate | None, outcome: Outcome, reason: str,
               message: str, input_version: str | None = None) -> ReceiptDraft:
     """A draft carrying the envelope's delivery identity and the candidate's domain identity."""
+    if envelope.actor:
+        message = f"{message} [requested by {envelope.actor}: {envelope.data.get('reason', 'no reason given')}]"
     return ReceiptDraft(
         outcome=outcome, reason=reason, message=message,
         trigger_kind=envelope.trigger_kind, source=envelope.source, received_at=envelope.received_at,

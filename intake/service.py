@@ -4,7 +4,7 @@ Order matters. A redelivery is stopped by one indexed read before the authoritat
 source is touched. The freshness read happens outside any database transaction (it is
 network I/O). The delivery record, work dedupe, generation bump and receipt commit in
 one transaction (``IntakeStore.decide``) *before* the run is started, so a crash after
-the commit leaves an accepted-but-not-admitted receipt for the outbox to pick up
+the commit leaves an accepted-but-not-admitted item (receipt message "admission pending")
 rather than a run nobody recorded. A source that cannot be read defers the delivery
 without recording it, so a redelivery is decided afresh.
 """
@@ -81,8 +81,7 @@ class IntakeService:
         except Exception as exc:  # noqa: BLE001 - any failure leaves the item for the outbox
             log.error("admission failed for %s@%s: %r", decision.work_key, decision.input_version, exc,
                       extra={"work_key": decision.work_key})
-            await asyncio.to_thread(self._store.mark_admission_failed, decision, repr(exc))
-            return decision
+            return await asyncio.to_thread(self._store.mark_admission_failed, decision, repr(exc))
         return await asyncio.to_thread(self._store.mark_admitted, decision, workflow_id, run_id)
 
 

@@ -23,7 +23,7 @@ from ledger._models import Delivery, Receipt, WorkItem, WorkVersion
 from ledger._sql import dialect_insert, new_id, utcnow
 
 # A version in one of these states blocks another admission of the same version.
-BLOCKING_STATUSES = frozenset({"accepted", "admitted", "running", "done"})
+BLOCKING_STATUSES = frozenset({"accepted", "admitted", "done"})
 _MAX_RACE_RETRIES = 3
 
 
@@ -152,7 +152,8 @@ class SqlIntakeStore:
                       .values(status="admitted", workflow_id=workflow_id, updated_at=now))
         return replace(decision, workflow_id=workflow_id, run_id=run_id)
 
-    def mark_admission_failed(self, decision: IntakeDecision, error: str) -> None:
+    def mark_admission_failed(self, decision: IntakeDecision, error: str) -> IntakeDecision:
+        message = f"{decision.message}; admission pending (start failed: {error[:300]})"
         with Session(self._engine) as s, s.begin():
-            s.execute(update(Receipt).where(Receipt.id == decision.receipt_id)
-                      .values(message=f"{decision.message}; admission pending (start failed: {error[:300]})"))
+            s.execute(update(Receipt).where(Receipt.id == decision.receipt_id).values(message=message))
+        return replace(decision, message=message)

@@ -123,8 +123,10 @@ class SimulatorAddress(_Section):
 
 
 class SimulatorsConfig(_Section):
-    forge: SimulatorAddress
-    model: SimulatorAddress
+    """Where the dev stack runs the simulators; unused in production."""
+
+    forge: SimulatorAddress = Field(default_factory=lambda: SimulatorAddress(port=8301))
+    model: SimulatorAddress = Field(default_factory=lambda: SimulatorAddress(port=8302))
 
 
 class TelemetryConfig(_Section):
@@ -148,7 +150,7 @@ class Settings(_Section):
     model: ModelConfig
     budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)
     activities: ActivitiesConfig = Field(default_factory=ActivitiesConfig)
-    simulators: SimulatorsConfig
+    simulators: SimulatorsConfig = Field(default_factory=SimulatorsConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     base_dir: Path = PROJECT_ROOT
     """Directory relative paths are resolved against (the config file's directory)."""
@@ -227,17 +229,17 @@ def _set_path(tree: dict[str, Any], dotted: str, value: Any) -> None:
 
 
 def apply_env_overrides(tree: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
-    """Apply well-known and ``SLUICEGATE__A__B`` overrides onto the parsed YAML tree."""
-    for var, dotted in ENV_OVERRIDES.items():
-        if env.get(var):
-            _set_path(tree, dotted, yaml.safe_load(env[var]) if var == "TEMPORAL_TLS" else env[var])
+    """Apply overrides onto the parsed YAML tree; later sources win:
+    ``DATABASE_URL`` < ``SLUICEGATE__A__B`` < the well-known names in ``ENV_OVERRIDES``."""
+    if env.get("DATABASE_URL"):
+        _set_path(tree, "ledger.url", env["DATABASE_URL"])
     for var, raw in env.items():
         if var.startswith(GENERIC_PREFIX) and raw != "":
             dotted = var[len(GENERIC_PREFIX):].lower().replace("__", ".")
             _set_path(tree, dotted, yaml.safe_load(raw))
-    # DATABASE_URL is the conventional name on most platforms; the explicit one wins.
-    if env.get("DATABASE_URL") and not env.get("SLUICEGATE_LEDGER_URL"):
-        _set_path(tree, "ledger.url", env["DATABASE_URL"])
+    for var, dotted in ENV_OVERRIDES.items():
+        if env.get(var):
+            _set_path(tree, dotted, yaml.safe_load(env[var]) if var == "TEMPORAL_TLS" else env[var])
     return tree
 
 

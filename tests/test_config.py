@@ -39,3 +39,11 @@ def test_unknown_key_names_its_path(tmp_path: Path):
     cfg.write_text(DEFAULT_CONFIG_FILE.read_text().replace("  max_body_bytes:", "  max_bdy_bytes:"))
     with pytest.raises(ConfigError, match="webhook_api.max_bdy_bytes"):
         load_settings(cfg, env={})
+
+
+def test_well_known_names_beat_generic_and_database_url():
+    env = {"DATABASE_URL": "postgresql://a/x", "SLUICEGATE__LEDGER__URL": "postgresql://b/x",
+           "SLUICEGATE_LEDGER_URL": "postgresql://c/x"}
+    assert load_settings(DEFAULT_CONFIG_FILE, env=env).ledger_url() == "postgresql://c/x"
+    del env["SLUICEGATE_LEDGER_URL"]
+    assert load_settings(DEFAULT_CONFIG_FILE, env=env).ledger_url() == "postgresql://b/x"

@@ -126,20 +126,21 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
         received_at = datetime.now(UTC)
         with tracer.start_as_current_span("manual trigger", kind=trace.SpanKind.SERVER):
             request_id = trigger.request_id or f"manual-{uuid.uuid4()}"
+            actor = _actor_for(request.headers.get("authorization"), settings)
             src = settings.sources.get(trigger.source)
+            if actor is None:  # checked first: an unauthenticated caller learns nothing about sources
+                err = InvalidDelivery(Reason.UNAUTHORIZED_ACTOR, "a configured actor's bearer token is required",
+                                      401, request_id, "manual.review")
+                return await reject_invalid(request, err, "manual", src.tenant if src else None, received_at)
             if src is None:
                 return JSONResponse({"outcome": "reject", "reason": str(Reason.UNKNOWN_SOURCE),
                                      "message": f"no source named {trigger.source!r} is configured"}, status_code=404)
-            actor = _actor_for(request.headers.get("authorization"), settings)
-            if actor is None:
-                err = InvalidDelivery(Reason.UNAUTHORIZED_ACTOR, "a configured actor's bearer token is required",
-                                      401, request_id, "manual.review")
-                return await reject_invalid(request, err, "manual", src.tenant, received_at)
             owner, repo = trigger.repository.split("/", 1)
             ref = PullRequestRef(owner, repo, trigger.number)
             envelope = Envelope(id=request_id, source="manual", type="manual.review", subject=ref.target_id,
                                 time=received_at, received_at=received_at, trigger_kind=TriggerKind.MANUAL,
                                 tenant=src.tenant, actor=actor, data={"reason": trigger.reason})
+            # Who and why are part of the receipt, not only of the request log.
             candidate = WorkCandidate(review_work_key(ref), ref, trigger.input_version, src.tenant)
             return decision_response(await request.app.state.intake.submit(envelope, candidate))
 
