@@ -23,9 +23,9 @@ from activities.forge_tools import ForgeTools
 from activities.gateway import ToolGateway
 from activities.model import ModelActivities, make_openai_client
 from activities.work_ledger import WorkLedgerActivities
-from ledger import SideEffectLedger, WorkStore, make_engine, require_current
+from ledger import SideEffectLedger, WorkStore
 from sluicegate.config import Settings, load_settings
-from sluicegate.forge_client import ForgeClient
+from sluicegate.resources import open_forge, open_ledger
 from sluicegate.telemetry import setup_logging, setup_tracing
 from sluicegate.temporal_client import connect
 from workflows.agent_loop import AgentLoopWorkflow
@@ -36,12 +36,8 @@ log = logging.getLogger("sluicegate.worker")
 async def create_worker(client: Client, settings: Settings, stack: AsyncExitStack,
                         task_queue: str | None = None) -> Worker:
     """A worker with every Sluicegate workflow and activity; resources close with ``stack``."""
-    url = settings.ledger_url()
-    require_current(url)
-    engine = make_engine(url)
-    stack.callback(engine.dispose)
-    forge = ForgeClient(settings.forge.base_url, settings.forge.token, settings.forge.timeout_seconds)
-    stack.push_async_callback(forge.aclose)
+    engine = open_ledger(settings, stack)
+    forge = open_forge(settings, stack)
     model_client = make_openai_client(settings.model.base_url, settings.model.api_key,
                                       settings.model.timeout_seconds)
     stack.push_async_callback(model_client.close)

@@ -11,7 +11,6 @@ same concurrency, same dev server and task queue. Nobody runs either side's work
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 import tempfile
 import uuid
@@ -31,7 +30,7 @@ from intake.identity import workflow_id_for
 from intake.ports import Admission
 from intake.temporal_admitter import work_order_for
 from ledger import Receipt, WorkVersion
-from sluicegate.devstack import DevStack, free_port
+from sluicegate.devstack import DevStack, isolated_overrides
 from sluicegate.temporal_client import connect
 from workflows import search_attributes as sa
 from workflows.contracts import AGENT_WORKFLOW, WORK_ORDER_SIGNAL, AgentLoopStart
@@ -40,30 +39,10 @@ ROOT = Path(__file__).resolve().parents[1]
 CPU_TICK = os.sysconf("SC_CLK_TCK")
 
 
-def stack_env(run_dir: Path) -> dict[str, str]:
-    temporal, ui, api, forge, model = (free_port() for _ in range(5))
-    return {
-        "TEMPORAL_ADDRESS": f"127.0.0.1:{temporal}",
-        "SLUICEGATE__DEV_SERVER__PORT": str(temporal),
-        "SLUICEGATE__DEV_SERVER__UI_PORT": str(ui),
-        "SLUICEGATE__DEV_SERVER__DB_FILENAME": str(run_dir / "temporal-dev.sqlite"),
-        "SLUICEGATE_LEDGER_URL": f"sqlite:///{run_dir / 'ledger.sqlite'}",
-        "SLUICEGATE__WEBHOOK_API__PORT": str(api),
-        "SLUICEGATE__SIMULATORS__FORGE__PORT": str(forge),
-        "SLUICEGATE__SIMULATORS__MODEL__PORT": str(model),
-        "FORGE_BASE_URL": f"http://127.0.0.1:{forge}",
-        "OPENAI_BASE_URL": f"http://127.0.0.1:{model}/v1",
-        "SLUICEGATE_TELEMETRY_EXPORTER": "none",
-        "SLUICEGATE__TELEMETRY__FILE": str(run_dir / "traces.jsonl"),
-    }
-
-
 def start_stack(run_dir: Path) -> DevStack:
     """The real stack without a worker: workflows are admitted and then just wait in the queue."""
-    kw: dict[str, Any] = {"headless": True, "with_worker": False}
-    if "log_dir" in inspect.signature(DevStack).parameters:
-        kw["log_dir"] = run_dir / "logs"
-    return DevStack(stack_env(run_dir), **kw).start()
+    env = {**isolated_overrides(run_dir), "SLUICEGATE_TELEMETRY_EXPORTER": "none"}
+    return DevStack(env, headless=True, with_worker=False, log_dir=run_dir / "logs").start()
 
 
 def _cpu(pid: int) -> float:

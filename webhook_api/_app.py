@@ -28,9 +28,9 @@ from intake.identity import review_work_key
 from intake.receipts import ReceiptDraft
 from intake.service import IntakeService
 from intake.temporal_admitter import TemporalAdmitter
-from ledger import SqlIntakeStore, make_engine, require_current
+from ledger import SqlIntakeStore
 from sluicegate.config import Settings
-from sluicegate.forge_client import ForgeClient
+from sluicegate.resources import open_forge, open_ledger
 from sluicegate.temporal_client import connect
 from webhook_api._responses import decision_response, invalid_response
 
@@ -66,12 +66,8 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         async with AsyncExitStack() as stack:
-            url = settings.ledger_url()
-            require_current(url)
-            engine = make_engine(url)
-            stack.callback(engine.dispose)
-            forge = ForgeClient(settings.forge.base_url, settings.forge.token, settings.forge.timeout_seconds)
-            stack.push_async_callback(forge.aclose)
+            engine = open_ledger(settings, stack)
+            forge = open_forge(settings, stack)
             temporal = client or await connect(settings)
             app.state.store = SqlIntakeStore(engine)
             app.state.intake = IntakeService(app.state.store, ForgeTargetReader(forge),
