@@ -7,6 +7,8 @@ Every mutation runs through the idempotency ledger under its operation key:
   asks the external system whether the effect exists; only if it does not is the
   operation performed again.
 * a permanent failure (4xx) → recorded ``failed`` and raised non-retryable.
+* an older generation than the work item's (a newer admission superseded it) → refused
+  (``FencedOut``, non-retryable, recorded as ``fenced``): a stale holder never mutates.
 * a transient failure → raised retryable; the entry stays ``in_flight`` so the next
   attempt reconciles first — a timeout on a write is never blindly retried.
 """
@@ -69,6 +71,10 @@ class ToolGateway:
         if begin.state == BeginState.DONE:
             activity.logger.info("%s already done; returning stored result", m.operation_key, extra=log_extra)
             return MutationResult(begin.external_id, begin.result or {}, replayed=True)
+        if begin.state == BeginState.FENCED:
+            activity.logger.warning("%s refused: %s", m.operation_key, begin.error, extra=log_extra)
+            raise ApplicationError(f"{m.operation} refused for a stale holder: {begin.error}", type="FencedOut",
+                                   non_retryable=True)
         if begin.state == BeginState.FAILED:
             raise ApplicationError(f"{m.operation} failed earlier: {begin.error}", type="SideEffectFailed",
                                    non_retryable=True)

@@ -20,7 +20,8 @@ class WorkLedgerActivities:
         recorded = await asyncio.to_thread(
             self._store.record_outcome, work_key=outcome.work_key, input_version=outcome.input_version,
             generation=outcome.generation, status=outcome.status, run_id=activity.info().workflow_run_id,
-            result=asdict(outcome))
+            result=asdict(outcome), receipt_id=outcome.receipt_id, operation_keys=outcome.operation_keys,
+            external_ids=outcome.external_ids)
         if not recorded:
             activity.logger.warning("outcome for %s@%s gen %s not recorded: no such admission in the ledger, or a newer generation owns it",
                                     outcome.work_key, outcome.input_version, outcome.generation,

@@ -19,7 +19,7 @@ from demo.scenario import Sent
 from ledger import Receipt, WorkVersion, make_engine
 from sluicegate.config import Settings
 
-TERMINAL = {"done", "failed", "budget_exhausted"}
+TERMINAL = {"done", "failed", "budget_exhausted", "superseded"}
 
 
 @dataclass
@@ -87,16 +87,21 @@ def judge(sent: list[Sent], seen: Observed) -> Verdict:
     runs = Counter((w.work_key, w.input_version) for w in seen.versions)
     v.add("one run per (work key, version)", set(runs) == accepted and all(n == 1 for n in runs.values()),
           f"{len(runs)} runs for {len(accepted)} accepted versions")
-    unfinished = [f"{w.work_key}@{w.input_version[:8]}={w.status}" for w in seen.versions if w.status != "done"]
-    v.add("every admitted run finished", not unfinished, ", ".join(unfinished))
+    unfinished = [f"{w.work_key}@{w.input_version[:8]}={w.status}" for w in seen.versions
+                  if w.status not in ("done", "superseded")]
+    v.add("every admitted run finished (done, or superseded by a newer version)", not unfinished,
+          ", ".join(unfinished))
     per_op = Counter()
     for c in seen.comments:
         for key, version in accepted:
             if marker_for(operation_key(key, "post_review_comment", version)) in (c.get("body") or ""):
                 per_op[(key, version)] += 1
-    bad = [f"{k}@{ver[:8]}: {per_op[(k, ver)]}" for k, ver in accepted if per_op[(k, ver)] != 1]
-    v.add("exactly one comment per admitted version", not bad and len(seen.comments) == len(accepted),
-          ", ".join(bad) or f"{len(seen.comments)} comments")
+    status = {(w.work_key, w.input_version): w.status for w in seen.versions}
+    # A superseded version stops at a step boundary: it may or may not have posted before that.
+    bad = [f"{k}@{ver[:8]}: {per_op[(k, ver)]}" for k, ver in accepted
+           if per_op[(k, ver)] > 1 or (status.get((k, ver)) == "done" and per_op[(k, ver)] != 1)]
+    v.add("exactly one comment per finished version, at most one per superseded one",
+          not bad and len(seen.comments) == sum(per_op.values()), ", ".join(bad) or f"{len(seen.comments)} comments")
     called = {k for k, n in seen.model_stats.get("by_work", {}).items() if n}
     allowed = {f"{k}@{ver}" for k, ver in accepted}
     v.add("no model call for a rejected delivery", called <= allowed, ", ".join(sorted(called - allowed)))

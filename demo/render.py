@@ -36,6 +36,8 @@ def render(console: Console, sent: list[Sent], seen: Observed, verdict: Verdict)
     for what, value in (
         ("deliveries received", len(sent)),
         ("runs admitted", len(seen.versions)),
+        ("runs superseded by a newer head (stopped at a step boundary)",
+         sum(w.status == "superseded" for w in seen.versions)),
         ("model calls made", seen.model_stats.get("calls", 0)),
         ("comments posted", len(seen.comments)),
         ("duplicates stopped before any model call",

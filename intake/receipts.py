@@ -31,6 +31,8 @@ class ReceiptDraft:
     input_version: str | None = None
     policy_version: str | None = POLICY_VERSION
     retry_after_seconds: float | None = None
+    override: str | None = None
+    """A check an authorized actor overrode, and why."""
 
     def with_outcome(self, outcome: Outcome, reason: str, message: str) -> "ReceiptDraft":
         return replace(self, outcome=outcome, reason=reason, message=message)

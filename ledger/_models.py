@@ -56,12 +56,15 @@ class Receipt(SQLModel, table=True):
     # mutation
     operation_keys: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     external_ids: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    override: str | None = Field(default=None, max_length=256)
+    """A check an authorized actor overrode, and why (e.g. ``rerun-done: flaky review``)."""
 
 
 class Delivery(SQLModel, table=True):
     """A delivery id seen from a source; written with the receipt that decided it."""
 
     __tablename__ = "deliveries"
+    __table_args__ = (Index("ix_deliveries_received_at", "received_at"),)
 
     source: str = Field(primary_key=True, max_length=128)
     delivery_id: str = Field(primary_key=True, max_length=256)
@@ -82,12 +85,16 @@ class WorkItem(SQLModel, table=True):
     status: str = Field(max_length=16)
     workflow_id: str | None = Field(default=None, max_length=600)
     updated_at: datetime = _ts()
+    reset_at: datetime | None = _ts(default=None)
+    """Tombstone: the domain was reset (e.g. the pull request closed); versions finished
+    before it no longer block a new admission."""
 
 
 class WorkVersion(SQLModel, table=True):
     """One input version of a work item and what became of it."""
 
     __tablename__ = "work_versions"
+    __table_args__ = (Index("ix_work_versions_status", "status"),)
 
     work_key: str = Field(primary_key=True, max_length=512)
     input_version: str = Field(primary_key=True, max_length=128)

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from ledger._models import SideEffect
+from ledger._models import SideEffect, WorkItem
 from ledger._sql import dialect_insert, utcnow
 
 
@@ -30,6 +30,8 @@ class BeginState(StrEnum):
     """Already performed: return the stored result, do not act."""
     FAILED = "failed"
     """Failed for good earlier: do not act."""
+    FENCED = "fenced"
+    """The caller's generation is older than the work item's: a newer admission owns it."""
 
 
 @dataclass(frozen=True)
@@ -47,8 +49,12 @@ class SideEffectLedger:
 
     def begin(self, operation_key: str, *, work_key: str, operation: str, target_version: str,
               generation: int) -> BeginResult:
+        """Claim the operation for ``generation``; refused (FENCED) when a newer admission exists."""
         now = utcnow()
         with Session(self._engine, expire_on_commit=False) as s, s.begin():
+            current = s.execute(select(WorkItem.generation).where(WorkItem.work_key == work_key)).scalar()
+            if current is not None and generation < current:
+                return self._fence(s, operation_key, work_key, operation, target_version, generation, current, now)
             stmt = dialect_insert(s, SideEffect).values(
                 operation_key=operation_key, work_key=work_key, operation=operation,
                 target_version=target_version, generation=generation, status="in_flight", attempts=1,
@@ -56,11 +62,26 @@ class SideEffectLedger:
             if s.execute(stmt).scalar_one_or_none() is not None:
                 return BeginResult(BeginState.NEW, 1)
             row = s.get(SideEffect, operation_key, with_for_update=True)
-            if row.status == "in_flight":
+            if row.status in ("in_flight", "fenced") or (row.status == "failed" and row.generation < generation):
+                # A newer generation takes over an entry an older one left behind.
+                if row.status != "in_flight":
+                    row.status, row.error = "in_flight", None
                 row.attempts += 1
+                row.generation = max(row.generation, generation)
                 row.updated_at = now
                 s.add(row)
             return BeginResult(BeginState(row.status), row.attempts, row.external_id, row.result, row.error)
+
+    @staticmethod
+    def _fence(s: Session, operation_key: str, work_key: str, operation: str, target_version: str,
+               generation: int, current: int, now) -> BeginResult:
+        error = f"generation {generation} is older than the work item's current generation {current}"
+        stmt = dialect_insert(s, SideEffect).values(
+            operation_key=operation_key, work_key=work_key, operation=operation, target_version=target_version,
+            generation=generation, status="fenced", attempts=1, error=error, created_at=now,
+            updated_at=now).on_conflict_do_nothing()
+        s.execute(stmt)
+        return BeginResult(BeginState.FENCED, 1, error=error)
 
     def complete(self, operation_key: str, external_id: str | None, result: dict[str, Any]) -> None:
         self._finish(operation_key, status="done", external_id=external_id, result=result, error=None)

@@ -12,7 +12,7 @@ from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from ledger._models import WorkItem, WorkVersion
+from ledger._models import Receipt, WorkItem, WorkVersion
 from ledger._sql import utcnow
 
 
@@ -21,10 +21,17 @@ class WorkStore:
         self._engine = engine
 
     def record_outcome(self, *, work_key: str, input_version: str, generation: int, status: str,
-                       run_id: str | None, result: dict[str, Any]) -> bool:
-        """Record a run's end; returns False when a newer generation owns the version."""
+                       run_id: str | None, result: dict[str, Any], receipt_id: str | None = None,
+                       operation_keys: list[str] | None = None, external_ids: list[str] | None = None) -> bool:
+        """Record a run's end (and the mutations it made on its admission receipt); returns
+        False when a newer generation owns the version."""
         now = utcnow()
         with Session(self._engine) as s, s.begin():
+            if receipt_id is not None:
+                values: dict[str, Any] = {"operation_keys": operation_keys or [], "external_ids": external_ids or []}
+                if status == "superseded":
+                    values["message"] = Receipt.message + f"; run {result.get('reason', 'superseded')}"
+                s.execute(update(Receipt).where(Receipt.id == receipt_id).values(**values))
             done = s.execute(update(WorkVersion)
                              .where(WorkVersion.work_key == work_key, WorkVersion.input_version == input_version,
                                     WorkVersion.generation == generation)

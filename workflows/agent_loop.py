@@ -8,6 +8,12 @@ Before every step the task budget is checked; a run stopped by it ends with stat
 ``budget_exhausted`` and makes no further model call. Activity failures that exhaust
 their retry policy end the order with status ``failed`` and a reason naming the cause,
 never a workflow-task failure that would retry forever.
+
+Supersede (patch ``supersede-at-step-boundary``): when a newer generation of the work key
+is pending, the current order stops at its next step boundary — before a model call or a
+tool call — with status ``superseded`` and the newer order runs next. A tool activity of
+the old generation already in flight is refused by the ledger's fencing. Histories
+recorded before the patch replay on the old path (orders strictly in arrival order).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.review_task import TOOL_ACTIVITIES, TOOLS, initial_messages
 
+SUPERSEDE_PATCH = "supersede-at-step-boundary"
 MODEL_ACTIVITY = "sluicegate.model.chat_completion"
 RECORD_OUTCOME_ACTIVITY = "sluicegate.ledger.record_run_outcome"
 NON_RETRYABLE_MODEL_ERRORS = ["ModelRequestRejected"]
@@ -83,9 +90,11 @@ class AgentLoopWorkflow:
         self._set_status(order, "running")
         messages = initial_messages(order)
         outcome = RunOutcome(order.work_key, order.input_version, order.generation, "done", "completed",
-                             run_id=workflow.info().run_id)
+                             run_id=workflow.info().run_id, receipt_id=order.receipt_id)
         self._steps = 0
         while True:
+            if self._superseded(order, outcome):
+                break
             stop = exhausted(order.budget, outcome.steps, outcome.usage, outcome.cost_usd)
             if stop is not None:
                 outcome.status, outcome.reason = "budget_exhausted", stop
@@ -105,6 +114,8 @@ class AgentLoopWorkflow:
             failed = await self._run_tools(order, response.tool_calls, messages, outcome)
             if failed is not None:
                 outcome.status, outcome.reason = "failed", failed
+                break
+            if outcome.status == "superseded":
                 break
         await workflow.execute_activity(
             RECORD_OUTCOME_ACTIVITY, outcome, start_to_close_timeout=timedelta(seconds=30),
@@ -133,6 +144,8 @@ class AgentLoopWorkflow:
         """Run the step's tool calls in order; returns a failure reason or None."""
         rt = order.runtime
         for call in calls:
+            if self._superseded(order, outcome):
+                return None
             activity_name = TOOL_ACTIVITIES.get(call.name)
             if activity_name is None:
                 messages.append(_tool_message(call.id, f"error: unknown tool {call.name!r}"))
@@ -155,6 +168,16 @@ class AgentLoopWorkflow:
                 outcome.external_ids.append(result.external_id)
             messages.append(_tool_message(call.id, result.content))
         return None
+
+    def _superseded(self, order: WorkOrder, outcome: RunOutcome) -> bool:
+        """At a step boundary: is a newer generation waiting? Marks ``outcome`` if so."""
+        newer = [o for o in self._pending if o.generation > order.generation]
+        if not newer or not workflow.patched(SUPERSEDE_PATCH):
+            return False
+        newest = max(newer, key=lambda o: o.generation)
+        outcome.status = "superseded"
+        outcome.reason = f"superseded by {newest.input_version} (generation {newest.generation})"
+        return True
 
     def _set_status(self, order: WorkOrder, status: str) -> None:
         if order.runtime.search_attributes:

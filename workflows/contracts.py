@@ -154,7 +154,7 @@ class RunOutcome:
     input_version: str
     generation: int
     status: str
-    """``done`` | ``failed`` | ``budget_exhausted``."""
+    """``done`` | ``failed`` | ``budget_exhausted`` | ``superseded``."""
     reason: str
     steps: int = 0
     usage: TokenUsage = field(default_factory=TokenUsage)
@@ -162,6 +162,8 @@ class RunOutcome:
     operation_keys: list[str] = field(default_factory=list)
     external_ids: list[str] = field(default_factory=list)
     run_id: str | None = None
+    receipt_id: str | None = None
+    """The admission receipt, which gets the mutation identity (operation keys, external ids)."""
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Record histories of the agent workflow for the replay test.
 
-    .venv/bin/python -m tests.workflows.record_histories
+    .venv/bin/python -m tests.workflows.record_histories NAME   # writes histories/NAME.json
 
 Re-record only for a deliberate, patched workflow change; keep the old files so the
 replay test proves old histories still replay on the new code.
@@ -28,7 +28,7 @@ from worker import create_worker
 OUT = Path(__file__).parent / "histories"
 
 
-async def main() -> None:
+async def main(name: str) -> None:
     server = str(Path(sys.executable).parent / "temporal-test-server")
     sims = Sims(ServerThread(create_forge_app(token=FORGE_TOKEN)).start(),
                 ServerThread(create_model_app(api_key=MODEL_KEY)).start())
@@ -49,7 +49,7 @@ async def main() -> None:
                                              generation=2), workflow_id=handle.id)
                 await handle.result()
                 history = await handle.fetch_history()
-        (OUT / "agent_loop_two_orders_v1.json").write_text(history.to_json())
+        (OUT / f"{name}.json").write_text(history.to_json())
         print(f"wrote {len(history.events)} events")
     finally:
         await env.shutdown()
@@ -59,4 +59,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else "agent_loop_recorded"))

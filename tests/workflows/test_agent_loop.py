@@ -96,3 +96,51 @@ async def test_resent_work_order_is_processed_once(temporal_env, settings, sims,
     order = work_order(settings)
     result = await run_orders(temporal_env.client, settings, task_queue, order, order)
     assert len(result.orders) == 1 and len(sims.comments()) == 1
+
+
+async def test_newer_version_supersedes_at_the_next_step_boundary(temporal_env, settings, sims, task_queue):
+    import asyncio
+    from contextlib import AsyncExitStack
+
+    from tests.support.agent_runs import start_order
+    from worker import create_worker
+
+    sims.model_ctl("POST", "/faults", json={"delay_seconds": 2, "times": 1})  # the first model call is slow
+    old = work_order(settings, generation=1)
+    new = work_order(settings, version="5c1e6b2d9a8f4e3c7b0a1d2e3f405162738495a6", generation=2)
+    sims.forge_ctl("POST", "/pulls/acme/api/42", json={"head_sha": new.input_version})
+    async with AsyncExitStack() as stack:
+        async with await create_worker(temporal_env.client, settings, stack, task_queue):
+            handle = await start_order(temporal_env.client, task_queue, old)
+            await asyncio.sleep(0.5)  # the old order is inside its first model call
+            await start_order(temporal_env.client, task_queue, new, workflow_id=handle.id)
+            result = await handle.result()
+    superseded, done = result.orders
+    assert (superseded.status, superseded.generation, superseded.steps) == ("superseded", 1, 1)
+    assert new.input_version in superseded.reason
+    assert (done.status, done.generation) == ("done", 2)
+    [comment] = sims.comments()
+    assert marker_for(operation_key(new.work_key, "post_review_comment", new.input_version)) in comment["body"]
+
+
+async def test_stale_generation_cannot_post(temporal_env, settings, sims, task_queue):
+    import uuid
+    from datetime import UTC, datetime
+
+    from intake.decision import Outcome, Reason
+    from intake.envelope import TriggerKind
+    from intake.receipts import ReceiptDraft
+    from ledger import SqlIntakeStore
+
+    order = work_order(settings, generation=1)
+    engine = make_engine(settings.ledger_url())
+    store = SqlIntakeStore(engine)
+    for version in (order.input_version, "newer-version"):  # a newer admission made generation 2 current
+        store.decide(ReceiptDraft(outcome=Outcome.ACCEPT, reason=Reason.ADMITTED, message="", source="github",
+                                  trigger_kind=TriggerKind.EVENT, received_at=datetime.now(UTC),
+                                  delivery_id=uuid.uuid4().hex, work_key=order.work_key, input_version=version,
+                                  tenant="acme"))
+    engine.dispose()
+    [outcome] = (await run_orders(temporal_env.client, settings, task_queue, order)).orders
+    assert (outcome.status, outcome.reason) == ("failed", "tool-error: post_review_comment: FencedOut")
+    assert sims.comments() == []
