@@ -11,6 +11,7 @@ a work key gets a distinct, increasing fencing token.
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import timedelta
 
 from sqlalchemy import bindparam, exists, insert, select, update
 from sqlalchemy.engine import Engine
@@ -18,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from intake.decision import IntakeDecision, Outcome, Reason
+from intake.outbox import PendingAdmission
 from intake.receipts import ReceiptDraft
 from ledger._models import Delivery, Receipt, WorkItem, WorkVersion
 from ledger._sql import dialect_insert, new_id, utcnow
@@ -151,6 +153,24 @@ class SqlIntakeStore:
                       .where(WorkItem.work_key == decision.work_key, WorkItem.generation == decision.generation)
                       .values(status="admitted", workflow_id=workflow_id, updated_at=now))
         return replace(decision, workflow_id=workflow_id, run_id=run_id)
+
+    def pending_admissions(self, older_than_seconds: float, limit: int = 100) -> list[PendingAdmission]:
+        """Accepted work versions never admitted, whose receipt is older than the grace period."""
+        cutoff = utcnow() - timedelta(seconds=older_than_seconds)
+        query = (select(_RECEIPTS, WorkVersion.generation)
+                 .join(WorkVersion, WorkVersion.receipt_id == _RECEIPTS.c.id)
+                 .where(WorkVersion.status == "accepted", _RECEIPTS.c.created_at < cutoff)
+                 .order_by(_RECEIPTS.c.created_at).limit(limit))
+        with self._engine.connect() as conn:
+            rows = conn.execute(query).mappings().all()
+        return [PendingAdmission(row["id"], ReceiptDraft(**{k: row[k] for k in _DRAFT_FIELDS}),
+                                 row["generation"]) for row in rows]
+
+    def prune_deliveries(self, window_hours: float) -> int:
+        """Forget delivery ids older than the dedupe window; returns how many were removed."""
+        cutoff = utcnow() - timedelta(hours=window_hours)
+        with self._engine.begin() as conn:
+            return conn.execute(_DELIVERIES.delete().where(_DELIVERIES.c.received_at < cutoff)).rowcount
 
     def mark_admission_failed(self, decision: IntakeDecision, error: str) -> IntakeDecision:
         message = f"{decision.message}; admission pending (start failed: {error[:300]})"

@@ -1,0 +1,36 @@
+"""Scheduled maintenance workflows: one activity each, so a schedule's history stays small.
+
+``OutboxRelayWorkflow`` admits accepted-but-not-admitted work (see ``intake.outbox``);
+``PruneDeliveriesWorkflow`` enforces the delivery dedupe window. Both are safe to run
+concurrently with intake and with each other.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+with workflow.unsafe.imports_passed_through():
+    from activities.maintenance import PruneRequest, RelayRequest, RelayResult
+
+RETRY = RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(seconds=30))
+
+
+@workflow.defn(name="OutboxRelay")
+class OutboxRelayWorkflow:
+    @workflow.run
+    async def run(self, req: RelayRequest) -> RelayResult:
+        return await workflow.execute_activity(
+            "sluicegate.maintenance.relay_outbox", req, result_type=RelayResult,
+            start_to_close_timeout=timedelta(minutes=5), retry_policy=RETRY)
+
+
+@workflow.defn(name="PruneDeliveries")
+class PruneDeliveriesWorkflow:
+    @workflow.run
+    async def run(self, req: PruneRequest) -> int:
+        return await workflow.execute_activity(
+            "sluicegate.maintenance.prune_deliveries", req, result_type=int,
+            start_to_close_timeout=timedelta(minutes=10), retry_policy=RETRY)
