@@ -22,7 +22,7 @@ from intake.decision import IntakeDecision, Outcome, Reason
 from intake.outbox import PendingAdmission
 from intake.receipts import ReceiptDraft
 from ledger._models import Delivery, Receipt, WorkItem, WorkVersion
-from ledger._sql import dialect_insert, new_id, utcnow
+from ledger._sql import as_utc, dialect_insert, new_id, utcnow
 
 # A version in one of these states blocks another admission of the same version.
 BLOCKING_STATUSES = frozenset({"accepted", "admitted", "done"})
@@ -97,16 +97,33 @@ class SqlIntakeStore:
                                            f"delivery {draft.delivery_id} from {draft.source} was already decided")
             elif draft.outcome == Outcome.ACCEPT:
                 existing = s.get(WorkVersion, (draft.work_key, draft.input_version))
-                if existing is not None and existing.status in BLOCKING_STATUSES:
-                    draft = draft.with_outcome(
-                        Outcome.REJECT, Reason.DUPLICATE_WORK,
-                        f"{draft.work_key}@{draft.input_version} is already {existing.status} "
-                        f"(receipt {existing.receipt_id})")
+                blocked = self._blocking_reason(s, draft, existing)
+                if blocked is not None:
+                    draft = draft.with_outcome(Outcome.REJECT, Reason.DUPLICATE_WORK, blocked)
                 else:
                     generation = self._admit_version(s, draft, receipt_id, existing)
+            elif draft.reason == Reason.TARGET_CLOSED and draft.work_key:
+                # Tombstone: the domain was reset; a later reopen may admit a finished version again.
+                s.execute(update(WorkItem).where(WorkItem.work_key == draft.work_key).values(reset_at=utcnow()))
             row = _receipt_row(draft, receipt_id, generation)
             s.execute(insert(_RECEIPTS), row)
         return _decision_from_row(row)
+
+    @staticmethod
+    def _blocking_reason(s: Session, draft: ReceiptDraft, existing: WorkVersion | None) -> str | None:
+        """Why an earlier admission of this version blocks this one, or None.
+
+        In-flight versions (accepted, admitted) always block. A ``done`` version blocks unless
+        the work item was reset after it finished (tombstone) or an authorized actor overrode."""
+        if existing is None or existing.status not in BLOCKING_STATUSES:
+            return None
+        what = f"{draft.work_key}@{draft.input_version} is already {existing.status} (receipt {existing.receipt_id})"
+        if existing.status != "done":
+            return what
+        reset_at = as_utc(s.execute(select(WorkItem.reset_at).where(WorkItem.work_key == draft.work_key)).scalar())
+        if reset_at is not None and as_utc(existing.updated_at) < reset_at:
+            return None
+        return None if draft.override else what
 
     @staticmethod
     def _claim_delivery(s: Session, draft: ReceiptDraft, receipt_id: str) -> bool:

@@ -97,3 +97,33 @@ def test_concurrent_deliveries_for_one_version_admit_exactly_once(engine):
     outcomes = [d.outcome for d in decisions]
     assert outcomes.count(Outcome.ACCEPT) == 1
     assert {d.reason for d in decisions if d.outcome == Outcome.REJECT} == {Reason.DUPLICATE_WORK}
+
+
+def _finish(engine, key: str, version: str, generation: int) -> None:
+    WorkStore(engine).record_outcome(work_key=key, input_version=version, generation=generation, status="done",
+                                     run_id=None, result={})
+
+
+def test_closed_then_reopened_target_admits_a_finished_version_again(engine):
+    store, key = SqlIntakeStore(engine), _key()
+    first = store.decide(_draft(key, "sha1"))
+    _finish(engine, key, "sha1", first.generation)
+    assert store.decide(_draft(key, "sha1")).reason == Reason.DUPLICATE_WORK
+    store.decide(_draft(key, "sha1", outcome=Outcome.REJECT, reason=Reason.TARGET_CLOSED))  # tombstone
+    reopened = store.decide(_draft(key, "sha1"))
+    assert reopened.outcome == Outcome.ACCEPT and reopened.generation == first.generation + 1
+
+
+def test_override_reruns_a_done_version_but_never_an_in_flight_one(engine):
+    from dataclasses import replace
+
+    store, key = SqlIntakeStore(engine), _key()
+    first = store.decide(_draft(key, "sha1"))
+    forced = replace(_draft(key, "sha1"), override="rerun-done: reviewer asked", actor="root")
+    assert store.decide(forced).reason == Reason.DUPLICATE_WORK  # still admitted, not finished
+    _finish(engine, key, "sha1", first.generation)
+    rerun = store.decide(replace(forced, delivery_id=uuid.uuid4().hex))
+    assert rerun.outcome == Outcome.ACCEPT
+    with Session(engine) as s:
+        receipt = s.get(Receipt, rerun.receipt_id)
+    assert (receipt.override, receipt.actor) == ("rerun-done: reviewer asked", "root")
