@@ -1,0 +1,49 @@
+"""Terminal views for operators (``starter.py receipts`` / ``explain``)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.tree import Tree
+
+from ledger import Receipt
+from ledger._queries import Chain
+
+
+def receipts_table(rows: list[Receipt]) -> Table:
+    table = Table(title=f"receipts ({len(rows)}, newest first)")
+    for name in ("time (UTC)", "source", "delivery", "work key", "version", "gen", "outcome", "reason", "workflow"):
+        table.add_column(name, overflow="fold")
+    for r in rows:
+        table.add_row(r.created_at.strftime("%m-%d %H:%M:%S"), r.source, (r.delivery_id or "-")[:16],
+                      r.work_key or "-", (r.input_version or "-")[:10], str(r.generation or "-"), r.outcome,
+                      r.reason, r.workflow_id or "-")
+    return table
+
+
+def print_chain(console: Console, chain: Chain) -> None:
+    if not chain.receipts and not chain.items:
+        console.print(f"nothing in the ledger for {chain.query!r} (a delivery id or a work key)")
+        return
+    root = Tree(f"[bold]{chain.query}[/]  work keys: {', '.join(chain.work_keys) or '-'}")
+    decisions = root.add("deliveries → decisions")
+    for r in chain.receipts:
+        who = f" by {r.actor}" if r.actor else ""
+        override = f" [magenta]override: {r.override}[/]" if r.override else ""
+        decisions.add(f"{r.created_at:%H:%M:%S} {r.trigger_kind}/{r.source} {r.delivery_id or '-'}{who} "
+                      f"@{(r.input_version or '-')[:10]} → [bold]{r.outcome}[/] {r.reason}"
+                      f"{' gen ' + str(r.generation) if r.generation else ''}{override}  {r.message}")
+    runs = root.add("runs")
+    for v in chain.versions:
+        result = v.result or {}
+        runs.add(f"gen {v.generation} @{v.input_version[:10]} [bold]{v.status}[/] {result.get('reason', '')} "
+                 f"steps={result.get('steps', '-')} cost=${result.get('cost_usd', 0):.5f} "
+                 f"workflow={v.workflow_id or '-'} run={v.run_id or '-'}")
+    effects = root.add("side effects")
+    for e in chain.side_effects:
+        effects.add(f"{e.operation} @{e.target_version[:10]} gen {e.generation} [bold]{e.status}[/] "
+                    f"attempts={e.attempts} external_id={e.external_id or '-'} {e.error or ''}  ({e.operation_key})")
+    for item in chain.items:
+        if item.reset_at:
+            root.add(f"{item.work_key}: reset (tombstone) at {item.reset_at:%Y-%m-%d %H:%M:%S}")
+    console.print(root)
