@@ -22,10 +22,13 @@ from sqlmodel import Session, col, select
 import ledger
 from ledger import Receipt
 from sluicegate.config import load_settings
+from sluicegate.trigger_cli import goal_app, schedule_app
 
 app = typer.Typer(help=__doc__.splitlines()[0], no_args_is_help=True)
 ledger_app = typer.Typer(help="Ledger schema.", no_args_is_help=True)
 app.add_typer(ledger_app, name="ledger")
+app.add_typer(schedule_app, name="schedule")
+app.add_typer(goal_app, name="goal")
 console = Console()
 
 

@@ -21,21 +21,28 @@ from temporalio.worker import Worker
 
 from activities.forge_tools import ForgeTools
 from activities.gateway import ToolGateway
+from activities.intake_activity import trigger_activities
+from activities.maintenance import MaintenanceActivities
 from activities.model import ModelActivities, make_openai_client
 from activities.work_ledger import WorkLedgerActivities
-from ledger import SideEffectLedger, WorkStore
+from intake.temporal_admitter import TemporalAdmitter
+from ledger import SideEffectLedger, SqlIntakeStore, WorkStore
 from sluicegate.config import Settings, load_settings
 from sluicegate.resources import open_forge, open_ledger
 from sluicegate.telemetry import setup_logging, setup_tracing
 from sluicegate.temporal_client import connect
 from workflows.agent_loop import AgentLoopWorkflow
+from workflows.goal import GoalWorkflow
+from workflows.maintenance import OutboxRelayWorkflow, PruneDeliveriesWorkflow
+from workflows.scan import ScanWorkflow
 
 log = logging.getLogger("sluicegate.worker")
 
 
 async def create_worker(client: Client, settings: Settings, stack: AsyncExitStack,
-                        task_queue: str | None = None) -> Worker:
-    """A worker with every Sluicegate workflow and activity; resources close with ``stack``."""
+                        task_queue: str | None = None, search_attributes: bool = True) -> Worker:
+    """A worker with every Sluicegate workflow and activity; resources close with ``stack``.
+    ``search_attributes=False`` only for servers without Sluicegate's (the time-skipping one)."""
     engine = open_ledger(settings, stack)
     forge = open_forge(settings, stack)
     model_client = make_openai_client(settings.model.base_url, settings.model.api_key,
@@ -44,10 +51,13 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
     model = ModelActivities(model_client)
     tools = ForgeTools(forge, ToolGateway(SideEffectLedger(engine)))
     work = WorkLedgerActivities(WorkStore(engine))
+    maintenance = MaintenanceActivities(SqlIntakeStore(engine), TemporalAdmitter(client, settings, search_attributes))
     return Worker(
-        client, task_queue=task_queue or settings.temporal.task_queue, workflows=[AgentLoopWorkflow],
+        client, task_queue=task_queue or settings.temporal.task_queue,
+        workflows=[AgentLoopWorkflow, OutboxRelayWorkflow, PruneDeliveriesWorkflow, ScanWorkflow, GoalWorkflow],
         activities=[model.chat_completion, tools.get_pull_request_diff, tools.post_review_comment,
-                    work.record_run_outcome],
+                    work.record_run_outcome, maintenance.relay_outbox, maintenance.prune_deliveries,
+                    *trigger_activities(client, settings, engine, forge, search_attributes)],
         graceful_shutdown_timeout=timedelta(seconds=10))
 
 

@@ -6,12 +6,16 @@ import hashlib
 import hmac
 import json
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 
 def pull_request_payload(owner: str, repo: str, number: int, head_sha: str, action: str = "opened",
-                         state: str = "open", draft: bool = False) -> dict[str, Any]:
+                         state: str = "open", draft: bool = False, updated_at: datetime | None = None
+                         ) -> dict[str, Any]:
+    """``updated_at`` (default now) is the event time intake checks against the source's max age."""
     full = f"{owner}/{repo}"
+    updated = (updated_at or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {
         "action": action,
         "number": number,
@@ -20,7 +24,7 @@ def pull_request_payload(owner: str, repo: str, number: int, head_sha: str, acti
             "id": 1000 + number, "node_id": f"PR_{number}", "number": number, "state": state,
             "locked": False, "title": f"Change #{number}", "user": {"login": "octocat", "id": 1},
             "body": "", "draft": draft, "merged": False,
-            "created_at": "2026-11-29T10:00:00Z", "updated_at": "2026-11-29T10:05:00Z",
+            "created_at": "2026-11-29T10:00:00Z", "updated_at": updated,
             "head": {"label": f"{owner}:feature", "ref": "feature", "sha": head_sha,
                      "repo": {"full_name": full}},
             "base": {"label": f"{owner}:main", "ref": "main", "sha": "0" * 40, "repo": {"full_name": full}},

@@ -51,4 +51,5 @@ def draft_for(envelope: Envelope, candidate: WorkCandidate | None, outcome: Outc
         work_key=candidate.work_key if candidate else None,
         target_id=candidate.target.target_id if candidate else None,
         input_version=input_version or (candidate.input_version if candidate else None),
+        override=envelope.data.get("override"),
     )

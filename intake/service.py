@@ -1,7 +1,9 @@
 """The admission pipeline: dedupe delivery → freshness → policy → decide → admit.
 
-Order matters. A redelivery is stopped by one indexed read before the authoritative
-source is touched. The freshness read happens outside any database transaction (it is
+Order matters. A redelivery is stopped by one statement before the authoritative
+source is touched. Freshness has two distinct parts: the event's age against its
+source's bound (``too-old``), then the authoritative re-read (``stale-version``,
+``target-closed``). The freshness read happens outside any database transaction (it is
 network I/O). The delivery record, work dedupe, generation bump and receipt commit in
 one transaction (``IntakeStore.decide``) *before* the run is started, so a crash after
 the commit leaves an accepted-but-not-admitted item (receipt message "admission pending")
@@ -19,6 +21,7 @@ from intake.decision import IntakeDecision, Outcome, Reason
 from intake.envelope import Envelope, WorkCandidate
 from intake.freshness import assess_freshness
 from intake.policy import evaluate_policy
+from intake.sources.age import event_age_seconds, too_old
 from intake.ports import Admission, Admitter, IntakeStore, SourceUnavailable, TargetReader
 from intake.receipts import draft_for
 
@@ -32,15 +35,18 @@ class IntakeService:
         self._targets = targets
         self._admitter = admitter
 
-    async def submit(self, envelope: Envelope, candidate: WorkCandidate | None) -> IntakeDecision:
-        """Decide one normalized trigger and, when accepted, admit it."""
-        decision = await self._decide(envelope, candidate)
+    async def submit(self, envelope: Envelope, candidate: WorkCandidate | None,
+                     max_age_seconds: float | None = None) -> IntakeDecision:
+        """Decide one normalized trigger and, when accepted, admit it. ``max_age_seconds``
+        bounds the event's age (its source's setting); ``None`` means no bound."""
+        decision = await self._decide(envelope, candidate, max_age_seconds)
         log.info("%s %s from %s: %s (%s)", envelope.type, envelope.id, envelope.source, decision.outcome,
                  decision.reason, extra={"work_key": decision.work_key, "workflow_id": decision.workflow_id,
                                          "run_id": decision.run_id})
         return decision
 
-    async def _decide(self, envelope: Envelope, candidate: WorkCandidate | None) -> IntakeDecision:
+    async def _decide(self, envelope: Envelope, candidate: WorkCandidate | None,
+                      max_age_seconds: float | None) -> IntakeDecision:
         probe = draft_for(envelope, candidate, Outcome.REJECT, Reason.DUPLICATE_DELIVERY,
                           f"delivery {envelope.id} from {envelope.source} was already decided")
         seen = await asyncio.to_thread(self._store.reject_if_delivery_seen, probe)
@@ -50,6 +56,11 @@ class IntakeService:
             return await asyncio.to_thread(self._store.decide, draft_for(
                 envelope, None, Outcome.NO_WORK, Reason.NOT_ACTIONABLE,
                 f"{envelope.type} asks for no work"))
+        if too_old(envelope.time, envelope.received_at, max_age_seconds):
+            age = event_age_seconds(envelope.time, envelope.received_at)
+            return await asyncio.to_thread(self._store.decide, draft_for(
+                envelope, candidate, Outcome.REJECT, Reason.TOO_OLD,
+                f"event is {age:.0f}s old; the source allows {max_age_seconds:.0f}s"))
         try:
             snapshot = await self._targets.read(candidate.target)
         except SourceUnavailable as exc:

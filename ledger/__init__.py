@@ -6,9 +6,11 @@ from ledger._migrate import LedgerSchemaError, current_revision, head_revision, 
 from ledger._side_effects import BeginResult, BeginState, SideEffectLedger
 from ledger._work_store import WorkStore
 from ledger._models import Delivery, Receipt, SideEffect, WorkItem, WorkVersion
+from ledger._watermarks import ScanWatermark, Watermark, WatermarkStore
 
 __all__ = [
     "BeginResult", "BeginState", "SideEffectLedger", "WorkStore",
     "Delivery", "LedgerSchemaError", "Receipt", "SideEffect", "SqlIntakeStore", "WorkItem", "WorkVersion",
     "current_revision", "head_revision", "make_engine", "normalize_url", "require_current", "upgrade",
 ]
+__all__ += ["ScanWatermark", "Watermark", "WatermarkStore"]

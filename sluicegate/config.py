@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import os
 import re
+from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Annotated, Any, Literal, Mapping
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+from sluicegate.source_config import SourceConfig
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG_FILE = PROJECT_ROOT / "temporal-dev.yaml"
@@ -62,12 +66,6 @@ class WebhookApiConfig(_Section):
     host: str = "127.0.0.1"
     port: int = 8300
     max_body_bytes: int = 1024 * 1024
-
-
-class SourceConfig(_Section):
-    kind: Literal["github"]
-    tenant: str
-    secret: str
 
 
 class ActorConfig(_Section):
@@ -137,6 +135,81 @@ class TelemetryConfig(_Section):
     log_level: str = "INFO"
 
 
+_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?$")
+
+
+def parse_duration(value: Any) -> Any:
+    """``90`` / ``"90s"`` / ``"5m"`` / ``"1h30m"`` -> timedelta; other values go to pydantic as they are."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return timedelta(seconds=value)
+    if isinstance(value, str):
+        text = value.strip().lower()
+        m = _DURATION.match(text)
+        if text and m and any(m.groups()):
+            h, mi, sec = (float(g) if g else 0.0 for g in m.groups())
+            return timedelta(hours=h, minutes=mi, seconds=sec)
+    return value
+
+
+Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
+OverlapName = Literal["skip", "buffer_one", "buffer_all", "cancel_other", "terminate_other", "allow_all"]
+MIN_CATCHUP_WINDOW = timedelta(seconds=10)
+MAX_CANDIDATES_PER_SCAN = 5000
+
+
+class ScheduleConfig(_Section):
+    """One Temporal Schedule whose action is a ``Scan`` of ``repos`` (see docs/schedules.md)."""
+
+    repos: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")]] = Field(min_length=1)
+    tenant: str
+    cron: str | None = None
+    """Cron expression (5 fields, or a Temporal macro such as ``@hourly``); exclusive with ``interval``."""
+    interval: Duration | None = None
+    time_zone: str = "UTC"
+    """IANA name the cron expression is evaluated in (intervals ignore it)."""
+    jitter: Duration = timedelta(0)
+    overlap: OverlapName = "skip"
+    catchup_window: Duration = timedelta(minutes=10)
+    """Ticks missed while the Temporal server was down are still taken if at most this old."""
+    pause_on_failure: bool = False
+    max_candidates: int = Field(default=200, ge=1, le=10_000)
+    """Candidates decided per repository per scan; the rest wait for the next tick."""
+    scan_timeout: Duration = timedelta(minutes=10)
+    """Execution timeout of one scan workflow (a stuck scan must not hold the schedule forever)."""
+    note: str | None = None
+    start_paused: bool = False
+    """Create the schedule paused (``apply`` never changes the paused state of an existing one)."""
+
+    @model_validator(mode="after")
+    def _check(self) -> "ScheduleConfig":
+        if (self.cron is None) == (self.interval is None):
+            raise ValueError("set exactly one of cron or interval")
+        if self.interval is not None and self.interval < timedelta(seconds=1):
+            raise ValueError("interval must be at least 1s")
+        if len(self.repos) * self.max_candidates > MAX_CANDIDATES_PER_SCAN:
+            raise ValueError(f"repos x max_candidates must be at most {MAX_CANDIDATES_PER_SCAN} (one intake "
+                             "activity per candidate in one workflow history); split the schedule")
+        if self.catchup_window < MIN_CATCHUP_WINDOW:
+            raise ValueError("catchup_window must be at least 10s (Temporal's minimum)")
+        try:
+            ZoneInfo(self.time_zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {self.time_zone!r}") from None
+        return self
+
+
+class GoalsConfig(_Section):
+    """Defaults and hard limits for goal watchers (``starter.py goal start``)."""
+
+    tenant: str = "default"
+    poll_seconds: float = Field(default=60, gt=0)
+    max_polls: int = Field(default=30, ge=1)
+    deadline_minutes: float = Field(default=60, gt=0)
+    min_poll_seconds: float = Field(default=5, gt=0)
+    max_polls_limit: int = Field(default=1000, ge=1)
+    max_deadline_minutes: float = Field(default=1440, gt=0)
+
+
 class Settings(_Section):
     """Everything a Sluicegate process needs to know about its environment."""
 
@@ -152,6 +225,10 @@ class Settings(_Section):
     activities: ActivitiesConfig = Field(default_factory=ActivitiesConfig)
     simulators: SimulatorsConfig = Field(default_factory=SimulatorsConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    schedules: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")], ScheduleConfig] = Field(
+        default_factory=dict)
+    """Temporal Schedules running scans, by schedule id (``starter.py schedule apply``)."""
+    goals: GoalsConfig = Field(default_factory=GoalsConfig)
     base_dir: Path = PROJECT_ROOT
     """Directory relative paths are resolved against (the config file's directory)."""
 
@@ -183,10 +260,13 @@ ENV_OVERRIDES: dict[str, str] = {
     "SLUICEGATE_MODEL": "model.name",
     "FORGE_BASE_URL": "forge.base_url",
     "FORGE_TOKEN": "forge.token",
-    "SLUICEGATE_GITHUB_WEBHOOK_SECRET": "sources.github.secret",
+    "SLUICEGATE_GITHUB_WEBHOOK_SECRET": "sources.github.secrets",
     "OTEL_EXPORTER_OTLP_ENDPOINT": "telemetry.otlp_endpoint",
     "SLUICEGATE_TELEMETRY_EXPORTER": "telemetry.exporter",
 }
+# Variables holding one value for a list setting: it replaces the whole list (to rotate from
+# the environment, set the list: SLUICEGATE__SOURCES__GITHUB__SECRETS='[new, old]').
+_ONE_ITEM_LISTS = {"SLUICEGATE_GITHUB_WEBHOOK_SECRET"}
 GENERIC_PREFIX = "SLUICEGATE__"
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -228,6 +308,15 @@ def _set_path(tree: dict[str, Any], dotted: str, value: Any) -> None:
     node[leaf] = value
 
 
+def _drop_path(tree: dict[str, Any], dotted: str) -> None:
+    *parents, leaf = dotted.split(".")
+    node: Any = tree
+    for part in parents:
+        node = node.get(part) if isinstance(node, dict) else None
+    if isinstance(node, dict):
+        node.pop(leaf, None)
+
+
 def apply_env_overrides(tree: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
     """Apply overrides onto the parsed YAML tree; later sources win:
     ``DATABASE_URL`` < ``SLUICEGATE__A__B`` < the well-known names in ``ENV_OVERRIDES``."""
@@ -238,7 +327,12 @@ def apply_env_overrides(tree: dict[str, Any], env: Mapping[str, str]) -> dict[st
             dotted = var[len(GENERIC_PREFIX):].lower().replace("__", ".")
             _set_path(tree, dotted, yaml.safe_load(raw))
     for var, dotted in ENV_OVERRIDES.items():
-        if env.get(var):
+        if not env.get(var):
+            continue
+        if var in _ONE_ITEM_LISTS:
+            _set_path(tree, dotted, [env[var]])
+            _drop_path(tree, dotted.removesuffix("s"))  # an old single ``secret:`` in the file
+        else:
             _set_path(tree, dotted, yaml.safe_load(env[var]) if var == "TEMPORAL_TLS" else env[var])
     return tree
 

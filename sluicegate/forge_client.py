@@ -98,3 +98,14 @@ class ForgeClient:
         return await self._call(
             lambda: self._gh.post(f"/repos/{owner}/{repo}/issues/{number}/comments", data={"body": body}),
             write=True)
+
+    async def list_open_pulls(self, owner: str, repo: str) -> list[dict[str, Any]]:
+        """Every open pull request, least recently updated first, following the ``Link`` pages."""
+        url = f"/repos/{owner}/{repo}/pulls?state=open&sort=updated&direction=asc&per_page=100"
+        iterator = self._gh.getiter(url)
+        pulls: list[dict[str, Any]] = []
+        while True:
+            try:
+                pulls.append(await self._call(lambda: iterator.__anext__()))
+            except StopAsyncIteration:
+                return pulls

@@ -21,12 +21,13 @@ def _parse(headers, body, secrets=(SECRET,)):
 
 
 def test_valid_delivery_becomes_envelope_and_candidate():
-    body = encode(pull_request_payload("Acme", "API", 42, "a" * 40, action="synchronize"))
+    pushed = datetime(2026, 11, 29, 10, 5, tzinfo=UTC)
+    body = encode(pull_request_payload("Acme", "API", 42, "a" * 40, action="synchronize", updated_at=pushed))
     headers = delivery_headers(SECRET, body, delivery_id="d-1")
     parsed = _parse(headers, body)
     env, cand = parsed.envelope, parsed.candidate
     assert (env.id, env.source, env.type, env.subject) == ("d-1", "github", "pull_request.synchronize", "Acme/API#42")
-    assert env.received_at == NOW and env.time == datetime(2026, 11, 29, 10, 5, tzinfo=UTC)
+    assert env.received_at == NOW and env.time == pushed
     assert (cand.work_key, cand.input_version) == ("github:acme/api#42:review", "a" * 40)
 
 

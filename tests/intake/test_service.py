@@ -93,3 +93,19 @@ async def test_failed_admission_keeps_the_accepted_receipt_for_the_outbox(sims, 
             [version] = s.exec(select(WorkVersion)).all()
             receipt = s.get(ledger.Receipt, decision.receipt_id)
         assert version.status == "accepted" and "admission pending" in receipt.message
+
+
+async def test_event_age_and_authoritative_reread_are_distinct_reasons(sims, ledger_url, temporal_env):
+    from dataclasses import replace
+    from datetime import timedelta
+
+    async with service_for(sims, ledger_url, temporal_env.client) as (service, engine):
+        env, cand = _event(_head(sims))
+        old = replace(env, time=env.received_at - timedelta(hours=2))
+        too_old = await service.submit(old, cand, max_age_seconds=3600)
+        assert (too_old.outcome, too_old.reason) == (Outcome.REJECT, Reason.TOO_OLD)
+        stale_env, stale = _event("0" * 40)
+        stale_decision = await service.submit(stale_env, stale, max_age_seconds=3600)
+        assert stale_decision.reason == Reason.STALE_VERSION
+        fresh_env, fresh = _event(_head(sims))
+        assert (await service.submit(fresh_env, fresh, max_age_seconds=3600)).outcome == Outcome.ACCEPT

@@ -107,3 +107,30 @@ def test_manual_trigger_requires_a_configured_actor(api):
     r = httpx.post(f"{server.base_url}/v1/triggers/manual", json={**body, "number": -1},
                    headers={"Authorization": "Bearer dev-operator-token-alice"})
     assert r.status_code == 422
+
+
+def test_forcing_a_rerun_needs_an_admin_and_is_recorded(api, sims):
+    server, url = api
+    head = httpx.get(f"{sims.forge.base_url}/repos/acme/api/pulls/44",
+                     headers={"Authorization": "Bearer test-forge-token"}).json()["head"]["sha"]
+    # The version ran to completion earlier.
+    engine = ledger.make_engine(url)
+    first = httpx.post(f"{server.base_url}/v1/triggers/manual", headers={"Authorization": "Bearer dev-admin-token-carol"},
+                       json={"repository": "acme/api", "number": 44, "reason": "first review"}).json()
+    ledger.WorkStore(engine).record_outcome(work_key=first["work_key"], input_version=head,
+                                            generation=first["generation"], status="done", run_id=None, result={})
+    engine.dispose()
+    body = {"repository": "acme/api", "number": 44, "reason": "the model missed a bug", "force": True}
+    again = httpx.post(f"{server.base_url}/v1/triggers/manual", json={**body, "force": False},
+                       headers={"Authorization": "Bearer dev-admin-token-carol"})
+    assert again.json()["reason"] == "duplicate-work"
+    denied = httpx.post(f"{server.base_url}/v1/triggers/manual", json={**body, "request_id": "force-by-alice"},
+                        headers={"Authorization": "Bearer dev-operator-token-alice"})
+    assert denied.status_code == 403 and denied.json()["reason"] == "policy:override-not-permitted"
+    [refused] = _receipts(url, "force-by-alice")
+    assert (refused.actor, refused.trigger_kind) == ("alice", "manual")
+    forced = httpx.post(f"{server.base_url}/v1/triggers/manual", json={**body, "request_id": "force-by-carol"},
+                        headers={"Authorization": "Bearer dev-admin-token-carol"})
+    assert forced.status_code == 202 and forced.json()["generation"] == first["generation"] + 1
+    [receipt] = _receipts(url, "force-by-carol")
+    assert (receipt.actor, receipt.override) == ("carol", "rerun-done: the model missed a bug")

@@ -1,0 +1,94 @@
+"""Goal activities: observe a pull request on the forge; record that a goal's bound was reached.
+
+Observations (all read from the forge's REST API, so they work on GitHub and the simulator):
+
+* ``head:<sha>`` — the pull request is open and its head commit is ``<sha>`` (a prefix of at
+  least 7 characters is accepted);
+* ``comment:<text>`` — the pull request is open and has a comment containing ``<text>`` that
+  Sluicegate did not write (comments carrying the ``<!-- sluicegate:op=`` marker are ignored);
+* ``ready`` — the pull request is open, not a draft, and its title does not start with
+  ``WIP``, ``[WIP]`` or ``Draft:``.
+
+A pull request that is missing or closed never satisfies a condition (the watch goes on until
+its bound: it may be reopened). Forge errors other than 404 fail the attempt (retried).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from sqlalchemy.engine import Engine
+from temporalio import activity
+
+from activities.scan_activities import forge_failure, record_receipt_once
+from intake.ports import IntakeStore
+from sluicegate.forge_client import ForgeClient, ForgeError
+from workflows.scan_contracts import (
+    GOAL_BOUND_ACTIVITY, GOAL_OBSERVE_ACTIVITY, GoalCondition, Observation, ObserveRequest, ReceiptRef,
+    ReceiptRequest,
+)
+
+OWN_MARKER = "<!-- sluicegate:op="
+WIP_PREFIXES = ("wip", "[wip]", "draft:")
+MIN_SHA_PREFIX = 7
+
+
+def head_matches(head: str | None, wanted: str) -> bool:
+    wanted = wanted.strip().lower()
+    return bool(head) and len(wanted) >= MIN_SHA_PREFIX and head.lower().startswith(wanted)
+
+
+class GoalActivities:
+    def __init__(self, forge: ForgeClient, store: IntakeStore, engine: Engine) -> None:
+        self._forge = forge
+        self._store = store
+        self._engine = engine
+
+    @activity.defn(name=GOAL_OBSERVE_ACTIVITY)
+    async def observe(self, req: ObserveRequest) -> Observation:
+        target = f"{req.owner}/{req.repo}#{req.number}"
+        try:
+            pull = await self._forge.get_pull(req.owner, req.repo, req.number)
+        except ForgeError as exc:
+            if exc.status == 404:
+                return Observation(exists=False, detail=f"{target} not found")
+            raise forge_failure(exc, f"cannot read {target}") from None
+        head = (pull.get("head") or {}).get("sha")
+        obs = Observation(exists=True, open=pull.get("state") == "open", head_sha=head, draft=bool(pull.get("draft")))
+        if not obs.open:
+            obs.detail = f"{target} is {pull.get('state')}"
+            return obs
+        obs.holds, obs.detail = await self._check(req, req.condition, pull, head)
+        return obs
+
+    async def _check(self, req: ObserveRequest, cond: GoalCondition, pull: dict, head: str | None) -> tuple[bool, str]:
+        if cond.kind == "head":
+            ok = head_matches(head, cond.value or "")
+            return ok, f"head is {(head or '?')[:12]}" + ("" if ok else f", waiting for {(cond.value or '')[:12]}")
+        if cond.kind == "ready":
+            title = (pull.get("title") or "").strip()
+            wip = title.lower().startswith(WIP_PREFIXES)
+            ok = not wip and not pull.get("draft")
+            return ok, "ready" if ok else ("draft" if pull.get("draft") else f"title is {title[:60]!r}")
+        if cond.kind == "comment":
+            try:
+                async for comment in self._forge.iter_comments(req.owner, req.repo, req.number):
+                    body = comment.get("body") or ""
+                    if OWN_MARKER not in body and (cond.value or "") in body:
+                        who = (comment.get("user") or {}).get("login", "?")
+                        return True, f"comment {comment.get('id')} by {who} contains {cond.value!r}"
+            except ForgeError as exc:
+                raise forge_failure(exc, f"cannot read comments of {req.owner}/{req.repo}#{req.number}") from None
+            return False, f"no comment contains {cond.value!r}"
+        return False, f"unknown condition {cond.kind!r}"
+
+    @activity.defn(name=GOAL_BOUND_ACTIVITY)
+    async def record_bound_reached(self, req: ReceiptRequest) -> ReceiptRef:
+        if req.work_key is None and req.target_id:
+            from intake.envelope import PullRequestRef
+            from intake.identity import review_work_key
+
+            owner_repo, _, number = req.target_id.partition("#")
+            owner, _, repo = owner_repo.partition("/")
+            req.work_key = review_work_key(PullRequestRef(owner, repo, int(number)))
+        return await asyncio.to_thread(record_receipt_once, self._store, self._engine, req)

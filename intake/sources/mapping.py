@@ -1,0 +1,120 @@
+"""From a generic event payload to the work it names: paths, actionable types, the candidate.
+
+Generic sources (Standard Webhooks, CloudEvents) carry no fixed shape, so each configured
+source says where its owner, repository, number and version live. A path is either an RFC
+6901 JSON Pointer (``/data/pull_request/head/sha``; ``~1`` is ``/``, ``~0`` is ``~``) or a
+dotted path (``data.pull_request.head.sha``); a segment of digits indexes a list. Paths are
+resolved against the event as a JSON object: the body for Standard Webhooks; the
+structured-mode form (attributes plus ``data``) for CloudEvents, in either HTTP mode.
+
+The candidate uses :func:`intake.identity.review_work_key`, the one key GitHub and manual
+triggers use, so acme/api#44 at one sha is one work item whichever source reports it.
+Values are checked before they reach the forge URL or the ledger: owner/repo
+``[A-Za-z0-9_.-]``, number a positive JSON integer, version printable ASCII up to 128.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from intake.decision import Reason
+from intake.envelope import PullRequestRef, WorkCandidate
+from intake.errors import InvalidDelivery
+from intake.identity import review_work_key
+
+_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+_VERSION = re.compile(r"[\x21-\x7e]{1,128}")
+_MISSING = object()
+
+
+def parse_path(path: str) -> tuple[str, ...]:
+    """Split a JSON Pointer or dotted path into segments; raises ``ValueError`` when unusable."""
+    if not path:
+        raise ValueError("path must not be empty")
+    if path.startswith("/"):
+        return tuple(p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/"))
+    segments = tuple(path.split("."))
+    if "" in segments:
+        raise ValueError(f"dotted path {path!r} has an empty segment")
+    return segments
+
+
+def resolve(document: Any, path: str) -> Any:
+    """The value at ``path`` in ``document``, or the module's missing sentinel."""
+    node = document
+    for segment in parse_path(path):
+        if isinstance(node, dict) and segment in node:
+            node = node[segment]
+        elif isinstance(node, list) and segment.isdecimal() and segment.isascii() and int(segment) < len(node):
+            node = node[int(segment)]
+        else:
+            return _MISSING
+    return node
+
+
+def is_missing(value: Any) -> bool:
+    return value is _MISSING
+
+
+class PayloadMapping(BaseModel):
+    """Where a generic source's payload says which pull request and version it is about."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    owner: str
+    """Path to the repository owner (``acme``)."""
+    repo: str
+    """Path to the repository name (``api``)."""
+    number: str
+    """Path to the pull request number (a JSON integer)."""
+    version: str
+    """Path to the input version, the head sha."""
+    actionable_types: list[str] = Field(min_length=1)
+    """Event types that ask for work; any other type is answered ``no-work``."""
+    type: str = "type"
+    """Standard Webhooks only: path to the event type (the spec's ``type``)."""
+    time: str | None = "timestamp"
+    """Standard Webhooks only: path to the event time (ISO 8601 or Unix seconds); when absent
+    from a payload, the ``webhook-timestamp`` header is used."""
+
+    @field_validator("owner", "repo", "number", "version", "type", "time")
+    @classmethod
+    def _valid_path(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_path(value)
+        return value
+
+    @field_validator("actionable_types")
+    @classmethod
+    def _non_empty_types(cls, value: list[str]) -> list[str]:
+        for i, item in enumerate(value):
+            if not item.strip():
+                raise ValueError(f"actionable_types[{i}] must not be blank")
+        return value
+
+
+def resolve_candidate(document: Any, mapping: PayloadMapping, tenant: str, delivery_id: str,
+                      event_type: str) -> WorkCandidate:
+    """The work candidate named by ``document``; ``bad-input`` 422 naming every bad path."""
+    values = {name: resolve(document, getattr(mapping, name)) for name in ("owner", "repo", "number", "version")}
+    problems = []
+    for name in ("owner", "repo"):
+        if not isinstance(values[name], str) or not _NAME.fullmatch(values[name]):
+            problems.append(f"{getattr(mapping, name)} ({name}: {_why(values[name], 'a name of [A-Za-z0-9_.-]')})")
+    number = values["number"]
+    if isinstance(number, bool) or not isinstance(number, int) or not 0 < number < 2**63:
+        problems.append(f"{mapping.number} (number: {_why(number, 'a positive integer')})")
+    if not isinstance(values["version"], str) or not _VERSION.fullmatch(values["version"]):
+        problems.append(f"{mapping.version} (version: {_why(values['version'], 'printable ASCII, 1-128 chars')})")
+    if problems:
+        raise InvalidDelivery(Reason.BAD_INPUT, f"{event_type} payload invalid at: {', '.join(problems)}", 422,
+                              delivery_id, event_type)
+    ref = PullRequestRef(values["owner"], values["repo"], number)
+    return WorkCandidate(work_key=review_work_key(ref), target=ref, input_version=values["version"], tenant=tenant)
+
+
+def _why(value: Any, expected: str) -> str:
+    return "missing" if value is _MISSING else f"expected {expected}, got {type(value).__name__}"

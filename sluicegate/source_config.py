@@ -1,0 +1,90 @@
+"""``sources:`` — webhook sources by name (``POST /webhooks/<name>``); see docs/webhooks.md.
+
+Validated at start-up, with the dotted path in the error, against these failure modes:
+
+* a ``standard-webhooks`` secret that is not ``whsec_<base64>``: the library would decode
+  whatever it is given into *some* key and every delivery would fail as ``bad-signature``;
+* a generic source (``standard-webhooks``, ``cloudevents``) without a mapping: it could
+  never name work; a ``github`` source with one: it would be silently ignored;
+* the old single ``secret:`` key next to ``secrets:``: which one wins would be a guess.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+from intake.sources.mapping import PayloadMapping
+
+SourceKind = Literal["github", "standard-webhooks", "cloudevents"]
+GENERIC_KINDS = ("standard-webhooks", "cloudevents")
+WHSEC_PREFIX = "whsec_"
+MIN_WHSEC_BYTES = 24
+"""The Standard Webhooks spec's lower bound for a signing key (192 bits)."""
+
+
+class SourceConfig(BaseModel):
+    """One webhook source. ``secret: x`` (the old single-secret form) is read as ``secrets: [x]``.
+
+    Rotation: list the new and the old secret; a delivery verifying with any one is accepted.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: SourceKind
+    tenant: str
+    secrets: list[str] = Field(min_length=1)
+    """github: webhook secrets; standard-webhooks: ``whsec_<base64>`` keys; cloudevents: bearer tokens."""
+    max_age_seconds: float | None = Field(default=3600, gt=0)
+    """Event-age bound: an event older than this when received is too old; ``null`` = unbounded."""
+    mapping: PayloadMapping | None = Field(default=None, validate_default=True)
+    """Generic kinds only: where the payload names owner, repo, number, version; which types act."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _single_secret(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "secret" in data:
+            if "secrets" in data:
+                raise ValueError("give either secret or secrets, not both")
+            data = {k: v for k, v in data.items() if k != "secret"} | {"secrets": [data["secret"]]}
+        return data
+
+    @field_validator("secrets")
+    @classmethod
+    def _usable_secrets(cls, secrets: list[str], info: ValidationInfo) -> list[str]:
+        for i, secret in enumerate(secrets):
+            if not secret.strip():
+                raise ValueError(f"secrets[{i}] is empty")
+            if info.data.get("kind") == "standard-webhooks" and not is_whsec(secret):
+                raise ValueError(f"secrets[{i}] must be {WHSEC_PREFIX}<base64 of at least {MIN_WHSEC_BYTES} bytes>")
+        return secrets
+
+    @field_validator("mapping")
+    @classmethod
+    def _mapping_for_kind(cls, mapping: PayloadMapping | None, info: ValidationInfo) -> PayloadMapping | None:
+        kind = info.data.get("kind")
+        if kind == "github" and mapping is not None:
+            raise ValueError("a github source has a fixed payload shape; remove mapping")
+        if kind in GENERIC_KINDS and mapping is None:
+            raise ValueError(f"a {kind} source needs a mapping (owner, repo, number, version, actionable_types)")
+        if kind == "cloudevents" and mapping is not None and {"type", "time"} & mapping.model_fields_set:
+            raise ValueError("a cloudevents source takes type and time from the event's attributes; "
+                             "remove mapping.type / mapping.time")
+        return mapping
+
+    @property
+    def secret(self) -> str:
+        """The first secret: the one to sign or send with (tests, demo, bench)."""
+        return self.secrets[0]
+
+
+def is_whsec(secret: str) -> bool:
+    """``whsec_`` followed by strict base64 of at least :data:`MIN_WHSEC_BYTES` bytes."""
+    if not secret.startswith(WHSEC_PREFIX):
+        return False
+    try:
+        return len(base64.b64decode(secret[len(WHSEC_PREFIX):], validate=True)) >= MIN_WHSEC_BYTES
+    except ValueError:
+        return False

@@ -1,0 +1,74 @@
+"""``sources:`` configuration: kinds, secrets (rotation, legacy key, env override), mapping."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sluicegate.config import DEFAULT_CONFIG_FILE, ConfigError, load_settings
+
+
+def _load(tmp_path: Path, sources: dict, env: dict | None = None):
+    tree = yaml.safe_load(DEFAULT_CONFIG_FILE.read_text())
+    tree["sources"] = sources
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(tree))
+    return load_settings(cfg, env=env or {})
+
+
+MAPPING = {"owner": "a", "repo": "b", "number": "c", "version": "d", "actionable_types": ["t"]}
+WHSEC = "whsec_Z2H18uWJB4g1CYE08ZfZgiD1SzVLwCa0fJZJbs4sl1A="
+
+
+def test_repo_config_has_one_source_of_each_kind_naming_the_same_work():
+    s = load_settings(DEFAULT_CONFIG_FILE, env={})
+    assert {name: src.kind for name, src in s.sources.items()} == {
+        "github": "github", "stdhooks": "standard-webhooks", "events": "cloudevents"}
+    assert len(s.sources["stdhooks"].secrets) == 2
+    assert all(src.max_age_seconds == 3600 for src in s.sources.values())
+
+
+def test_legacy_single_secret_is_a_one_element_list(tmp_path):
+    s = _load(tmp_path, {"github": {"kind": "github", "tenant": "t", "secret": "x"}})
+    assert s.sources["github"].secrets == ["x"] and s.sources["github"].secret == "x"
+
+
+@pytest.mark.parametrize("legacy", [True, False])
+def test_env_secret_replaces_the_list(tmp_path, legacy):
+    src = {"kind": "github", "tenant": "t"} | ({"secret": "x"} if legacy else {"secrets": ["x", "y"]})
+    s = _load(tmp_path, {"github": src}, env={"SLUICEGATE_GITHUB_WEBHOOK_SECRET": "from-env"})
+    assert s.sources["github"].secrets == ["from-env"]
+
+
+def test_rotation_from_the_environment_sets_the_whole_list(tmp_path):
+    src = {"kind": "github", "tenant": "t", "secrets": ["x"]}
+    s = _load(tmp_path, {"github": src}, env={"SLUICEGATE__SOURCES__GITHUB__SECRETS": "[new, old]"})
+    assert s.sources["github"].secrets == ["new", "old"]
+
+
+@pytest.mark.parametrize("source, path, text", [
+    ({"kind": "github", "tenant": "t", "secret": "x", "secrets": ["y"]}, "sources.s", "either secret or secrets"),
+    ({"kind": "github", "tenant": "t", "secrets": []}, "sources.s.secrets", "at least 1"),
+    ({"kind": "gitlab", "tenant": "t", "secrets": ["x"]}, "sources.s.kind", "github"),
+    ({"kind": "standard-webhooks", "tenant": "t", "secrets": [WHSEC, "plain"], "mapping": MAPPING},
+     "sources.s.secrets", "secrets[1] must be whsec_"),
+    ({"kind": "standard-webhooks", "tenant": "t", "secrets": ["whsec_c2hvcnQ="], "mapping": MAPPING},
+     "sources.s.secrets", "at least 24 bytes"),
+    ({"kind": "cloudevents", "tenant": "t", "secrets": ["x"]}, "sources.s.mapping", "needs a mapping"),
+    ({"kind": "github", "tenant": "t", "secrets": ["x"], "mapping": MAPPING}, "sources.s.mapping", "remove mapping"),
+    ({"kind": "cloudevents", "tenant": "t", "secrets": ["x"], "mapping": MAPPING | {"owner": "a..b"}},
+     "sources.s.mapping.owner", "empty segment"),
+    ({"kind": "cloudevents", "tenant": "t", "secrets": ["x"], "mapping": MAPPING | {"actionable_types": []}},
+     "sources.s.mapping.actionable_types", "at least 1"),
+    ({"kind": "cloudevents", "tenant": "t", "secrets": ["x"], "mapping": MAPPING | {"type": "kind"}},
+     "sources.s.mapping", "remove mapping.type"),
+    ({"kind": "cloudevents", "tenant": "t", "secrets": ["x"], "mapping": MAPPING | {"versoin": "d"}},
+     "sources.s.mapping.versoin", "Extra inputs"),
+    ({"kind": "github", "tenant": "t", "secrets": ["x"], "max_age_seconds": 0}, "sources.s.max_age_seconds", "greater"),
+])
+def test_invalid_sources_name_their_path(tmp_path, source, path, text):
+    with pytest.raises(ConfigError) as info:
+        _load(tmp_path, {"s": source})
+    assert f"  {path}:" in str(info.value) and text in str(info.value), str(info.value)

@@ -1,0 +1,255 @@
+"""Payloads and stable names for the schedule (scan) and goal trigger families.
+
+Pure: no Temporal or database imports, so the starter, the activities and the workflows
+share them. One dataclass per workflow/activity argument; add fields only with defaults.
+Activity and workflow names are stable strings: renaming one breaks running scans/goals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SCAN_WORKFLOW = "Scan"
+GOAL_WORKFLOW = "Goal"
+GOAL_PROGRESS_QUERY = "progress"
+
+INTAKE_SUBMIT_ACTIVITY = "sluicegate.intake.submit"
+SCAN_LIST_ACTIVITY = "sluicegate.scan.list_candidates"
+SCAN_ADVANCE_ACTIVITY = "sluicegate.scan.advance_watermark"
+SCAN_NO_WORK_ACTIVITY = "sluicegate.scan.record_no_work"
+GOAL_OBSERVE_ACTIVITY = "sluicegate.goal.observe"
+GOAL_BOUND_ACTIVITY = "sluicegate.goal.record_bound_reached"
+
+# Receipt reasons introduced by these trigger families (outcome ``no-work``); enumerated in
+# intake/decision.py by its owner.
+NOTHING_CHANGED = "nothing-changed"
+"""A scan found no open pull request updated since its watermark."""
+GOAL_BOUND_REACHED = "goal-bound-reached"
+"""A goal watcher hit its max polls or deadline before its condition held."""
+
+SCAN_EVENT_TYPE = "scan.pull_request"
+SCAN_NO_WORK_EVENT_TYPE = "scan"
+GOAL_SOURCE = "goal"
+
+
+def scan_source(scan_id: str) -> str:
+    """The receipt ``source`` of a scan: ``scan:<schedule id>``."""
+    return f"scan:{scan_id}"
+
+
+# --- scan ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class ScanRequest:
+    """The argument of one scan (the action of a schedule, or started directly)."""
+
+    scan_id: str
+    """The schedule id; keys the watermark and names the receipt source ``scan:<scan_id>``."""
+    tenant: str
+    repos: list[str]
+    """``owner/repo`` names whose open pull requests are read."""
+    max_candidates: int = 200
+    activity_timeout_seconds: float = 60
+    activity_max_attempts: int = 5
+
+
+@dataclass
+class ScanCandidate:
+    """An open pull request updated since the watermark, as listed by the forge."""
+
+    owner: str
+    repo: str
+    number: int
+    head_sha: str
+    updated_at: str
+    """The forge's ``updated_at`` (ISO 8601), the watermark's unit."""
+    draft: bool = False
+
+    @property
+    def target_id(self) -> str:
+        return f"{self.owner}/{self.repo}#{self.number}"
+
+    @property
+    def boundary_key(self) -> str:
+        return f"{self.number}@{self.head_sha}"
+
+
+@dataclass
+class ListCandidatesRequest:
+    scan_id: str
+    repo: str
+    limit: int
+
+
+@dataclass
+class CandidatePage:
+    repo: str
+    candidates: list[ScanCandidate]
+    """Oldest ``updated_at`` first; at most ``limit``."""
+    watermark: str | None
+    """The stored watermark the listing was filtered with (``None``: first scan)."""
+    open_pulls: int
+    truncated: bool = False
+    """More candidates than ``limit``: the rest are left for the next scan."""
+
+
+@dataclass
+class AdvanceWatermarkRequest:
+    scan_id: str
+    repo: str
+    decided: list[ScanCandidate]
+    """Candidates that got a decision (a prefix of the page, oldest first)."""
+
+
+@dataclass
+class WatermarkState:
+    scan_id: str
+    repo: str
+    updated_at: str | None
+    boundary: list[str] = field(default_factory=list)
+    """``<number>@<head sha>`` already decided at exactly ``updated_at``."""
+
+
+@dataclass
+class ScanResult:
+    scan_id: str
+    candidates: int = 0
+    decisions: list["IntakeResult"] = field(default_factory=list)
+    deferred: int = 0
+    watermarks: list[WatermarkState] = field(default_factory=list)
+    no_work_receipt_id: str | None = None
+    truncated: list[str] = field(default_factory=list)
+    """Repositories with more candidates than ``max_candidates`` this scan."""
+
+
+# --- intake --------------------------------------------------------------------------------------
+
+
+@dataclass
+class IntakeRequest:
+    """One trigger for ``sluicegate.intake.submit``: becomes an envelope + work candidate."""
+
+    trigger_kind: str
+    """``schedule`` | ``goal`` (any ``TriggerKind`` value)."""
+    source: str
+    delivery_id: str
+    """Deterministic per run and candidate, so an activity retry is a duplicate delivery."""
+    event_type: str
+    tenant: str
+    owner: str
+    repo: str
+    number: int
+    input_version: str | None
+    draft: bool = False
+    emitted_at: str | None = None
+    actor: str | None = None
+
+
+@dataclass
+class IntakeResult:
+    outcome: str
+    reason: str
+    message: str
+    receipt_id: str
+    work_key: str | None = None
+    input_version: str | None = None
+    generation: int | None = None
+    workflow_id: str | None = None
+    run_id: str | None = None
+    retry_after_seconds: float | None = None
+
+
+@dataclass
+class ReceiptRequest:
+    """A receipt with no decision pipeline behind it (``no-work`` of a scan or a goal)."""
+
+    trigger_kind: str
+    source: str
+    delivery_id: str
+    event_type: str
+    tenant: str
+    reason: str
+    message: str
+    subject: str | None = None
+    work_key: str | None = None
+    target_id: str | None = None
+    input_version: str | None = None
+
+
+@dataclass
+class ReceiptRef:
+    receipt_id: str
+    already_recorded: bool = False
+
+
+# --- goal ----------------------------------------------------------------------------------------
+
+GOAL_CONDITIONS = ("head", "comment", "ready")
+
+
+@dataclass
+class GoalCondition:
+    """What must be observed on the pull request (see docs/schedules.md#goals).
+
+    * ``head`` — open and its head sha equals ``value`` (e.g. wait for a fix-up push);
+    * ``comment`` — open and a comment not written by Sluicegate contains ``value``;
+    * ``ready`` — open and neither a draft nor titled ``WIP``/``[WIP]``/``Draft:``.
+    """
+
+    kind: str
+    value: str | None = None
+
+    def describe(self) -> str:
+        return f"{self.kind}:{self.value}" if self.value is not None else self.kind
+
+
+@dataclass
+class GoalRequest:
+    tenant: str
+    owner: str
+    repo: str
+    number: int
+    condition: GoalCondition
+    poll_seconds: float
+    max_polls: int
+    deadline_seconds: float
+    """Measured from the workflow's start with ``workflow.now()``."""
+    source: str = GOAL_SOURCE
+    activity_timeout_seconds: float = 30
+    observe_max_attempts: int = 3
+
+    @property
+    def target_id(self) -> str:
+        return f"{self.owner}/{self.repo}#{self.number}"
+
+
+@dataclass
+class ObserveRequest:
+    owner: str
+    repo: str
+    number: int
+    condition: GoalCondition
+
+
+@dataclass
+class Observation:
+    exists: bool
+    open: bool = False
+    head_sha: str | None = None
+    draft: bool = False
+    holds: bool = False
+    detail: str = ""
+
+
+@dataclass
+class GoalResult:
+    target_id: str
+    condition: str
+    met: bool
+    polls: int
+    bound: str | None = None
+    """``max-polls`` | ``deadline`` when the bound ended the watch."""
+    decision: IntakeResult | None = None
+    receipt_id: str | None = None
+    last_observation: str = ""
