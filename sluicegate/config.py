@@ -157,6 +157,17 @@ MIN_CATCHUP_WINDOW = timedelta(seconds=10)
 MAX_CANDIDATES_PER_SCAN = 5000
 
 
+class MaintenanceConfig(_Section):
+    """The ledger's own schedules (applied with the scan schedules by ``starter.py schedule apply``)."""
+
+    outbox_relay_interval: Duration = timedelta(minutes=1)
+    outbox_grace_seconds: float = Field(default=30.0, ge=0)
+    """An accepted item younger than this may still be admitting; the relay leaves it alone."""
+    delivery_dedupe_window_hours: float = Field(default=168.0, gt=0)
+    """How long a delivery id is remembered; a redelivery after this is decided afresh."""
+    prune_interval: Duration = timedelta(hours=1)
+
+
 class ScheduleConfig(_Section):
     """One Temporal Schedule whose action is a ``Scan`` of ``repos`` (see docs/schedules.md)."""
 
@@ -229,6 +240,7 @@ class Settings(_Section):
         default_factory=dict)
     """Temporal Schedules running scans, by schedule id (``starter.py schedule apply``)."""
     goals: GoalsConfig = Field(default_factory=GoalsConfig)
+    maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
     base_dir: Path = PROJECT_ROOT
     """Directory relative paths are resolved against (the config file's directory)."""
 

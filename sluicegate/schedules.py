@@ -11,7 +11,7 @@ for the catch-up and overlap rules.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from temporalio.client import (
     Client, Schedule, ScheduleActionStartWorkflow, ScheduleAlreadyRunningError, ScheduleBackfill,
@@ -19,6 +19,7 @@ from temporalio.client import (
     ScheduleUpdateInput,
 )
 
+from activities.maintenance import PruneRequest, RelayRequest
 from sluicegate.config import ScheduleConfig, Settings
 from workflows.scan_contracts import SCAN_WORKFLOW, ScanRequest
 
@@ -69,13 +70,37 @@ def schedule_for(schedule_id: str, cfg: ScheduleConfig, settings: Settings) -> S
                     state=ScheduleState(note=cfg.note, paused=cfg.start_paused))
 
 
+OUTBOX_RELAY_SCHEDULE = "sluicegate-outbox-relay"
+PRUNE_DELIVERIES_SCHEDULE = "sluicegate-prune-deliveries"
+
+
+def maintenance_schedules(settings: Settings) -> dict[str, Schedule]:
+    """The outbox relay and the delivery-window pruning: skip overlaps, take one missed tick."""
+    m, queue = settings.maintenance, settings.temporal.task_queue
+    policy = SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP, catchup_window=timedelta(minutes=1))
+    relay = ScheduleActionStartWorkflow("OutboxRelay", RelayRequest(grace_seconds=m.outbox_grace_seconds),
+                                        id=OUTBOX_RELAY_SCHEDULE, task_queue=queue,
+                                        execution_timeout=timedelta(minutes=10))
+    prune = ScheduleActionStartWorkflow("PruneDeliveries", PruneRequest(window_hours=m.delivery_dedupe_window_hours),
+                                        id=PRUNE_DELIVERIES_SCHEDULE, task_queue=queue,
+                                        execution_timeout=timedelta(minutes=30))
+    return {
+        OUTBOX_RELAY_SCHEDULE: Schedule(action=relay, policy=policy,
+                                        spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=m.outbox_relay_interval)])),
+        PRUNE_DELIVERIES_SCHEDULE: Schedule(action=prune, policy=policy,
+                                            spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=m.prune_interval)])),
+    }
+
+
 def desired_schedules(settings: Settings, only: list[str] | None = None) -> dict[str, Schedule]:
-    """Every schedule the configuration declares (``only``: a subset by id; unknown ids fail)."""
-    unknown = sorted(set(only or ()) - set(settings.schedules))
+    """Every schedule the configuration declares, scans and maintenance (``only``: a subset by
+    id; unknown ids fail)."""
+    every = {sid: schedule_for(sid, cfg, settings) for sid, cfg in settings.schedules.items()}
+    every.update(maintenance_schedules(settings))
+    unknown = sorted(set(only or ()) - set(every))
     if unknown:
         raise KeyError(f"not in the configuration's schedules: {', '.join(unknown)}")
-    return {sid: schedule_for(sid, cfg, settings) for sid, cfg in settings.schedules.items()
-            if not only or sid in only}
+    return {sid: schedule for sid, schedule in every.items() if not only or sid in only}
 
 
 async def apply_schedules(client: Client, settings: Settings, only: list[str] | None = None) -> dict[str, str]:

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import sys
 import threading
 
 from sluicegate.devstack import DevStack, StackError
+
+
+async def _apply_schedules(settings) -> dict[str, str]:
+    """Scans, the outbox relay and delivery pruning tick in a stack that stays up."""
+    from sluicegate.schedules import apply_schedules
+    from sluicegate.temporal_client import connect
+
+    return await apply_schedules(await connect(settings), settings)
 
 
 def main() -> int:
@@ -17,6 +26,8 @@ def main() -> int:
     except StackError as exc:
         print(f"could not start the stack: {exc}", file=sys.stderr)
         return 1
+    applied = asyncio.run(_apply_schedules(s))
+    print(f"Schedules        {', '.join(f'{k} ({v})' for k, v in applied.items()) or 'none'}")
     print(f"Temporal UI      http://{s.dev_server.ip}:{s.dev_server.ui_port}/namespaces/{s.temporal.namespace}/workflows")
     print(f"Webhook API      http://{s.webhook_api.host}:{s.webhook_api.port}/webhooks/github")
     print(f"Forge simulator  http://{s.simulators.forge.host}:{s.simulators.forge.port}/_sim/stats")

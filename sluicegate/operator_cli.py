@@ -1,0 +1,93 @@
+"""Operator commands over the ledger and the outbox: ``receipts``, ``explain``, ``outbox relay``,
+``ledger migrate|prune`` (wired into ``starter.py``)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+import ledger
+from ledger._queries import ReceiptFilter, explain, list_receipts
+from sluicegate.config import load_settings
+from sluicegate.operator_views import print_chain, receipts_table
+
+console = Console()
+ledger_app = typer.Typer(help="Ledger schema and retention.", no_args_is_help=True)
+outbox_app = typer.Typer(help="The admission outbox.", no_args_is_help=True)
+
+
+def _engine():
+    return ledger.make_engine(load_settings().ledger_url())
+
+
+def receipts(
+    work_key: Optional[str] = typer.Option(None), outcome: Optional[str] = typer.Option(None),
+    reason: Optional[str] = typer.Option(None), source: Optional[str] = typer.Option(None),
+    delivery: Optional[str] = typer.Option(None),
+    since: Optional[datetime] = typer.Option(None, help="ISO time, UTC unless it says otherwise"),
+    until: Optional[datetime] = typer.Option(None), limit: int = typer.Option(50),
+) -> None:
+    """List receipts, newest first, filtered."""
+    engine = _engine()
+    rows = list_receipts(engine, ReceiptFilter(work_key, outcome, reason, source, delivery, since, until, limit))
+    engine.dispose()
+    console.print(receipts_table(rows))
+
+
+def explain_cmd(key: str = typer.Argument(..., help="a delivery id or a work key")) -> None:
+    """The chain behind a delivery or work key: deliveries → decisions → runs → side effects."""
+    engine = _engine()
+    chain = explain(engine, key)
+    engine.dispose()
+    print_chain(console, chain)
+    if not chain.receipts and not chain.items:
+        raise typer.Exit(1)
+
+
+@ledger_app.command("migrate")
+def migrate() -> None:
+    """Upgrade the ledger schema to the latest revision."""
+    url = load_settings().ledger_url()
+    console.print(f"ledger at revision {ledger.upgrade(url)} ({ledger.normalize_url(url).split('@')[-1]})")
+
+
+@ledger_app.command("prune")
+def prune(window_hours: Optional[float] = typer.Option(None, help="default: maintenance.delivery_dedupe_window_hours")
+          ) -> None:
+    """Forget delivery ids older than the dedupe window now (the schedule does it hourly)."""
+    settings = load_settings()
+    engine = ledger.make_engine(settings.ledger_url())
+    removed = ledger.SqlIntakeStore(engine).prune_deliveries(window_hours or settings.maintenance.delivery_dedupe_window_hours)
+    engine.dispose()
+    console.print(f"forgot {removed} delivery ids")
+
+
+@outbox_app.command("relay")
+def relay_now(grace_seconds: Optional[float] = typer.Option(None, help="default: maintenance.outbox_grace_seconds")
+              ) -> None:
+    """Admit accepted-but-not-admitted work now (the schedule does it every minute)."""
+    from intake.outbox import relay
+    from intake.temporal_admitter import TemporalAdmitter
+    from sluicegate.temporal_client import connect
+
+    settings = load_settings()
+    grace = settings.maintenance.outbox_grace_seconds if grace_seconds is None else grace_seconds
+
+    async def run():
+        engine = ledger.make_engine(settings.ledger_url())
+        store = ledger.SqlIntakeStore(engine)
+        try:
+            pending = await asyncio.to_thread(store.pending_admissions, grace)
+            return await relay(store, pending, TemporalAdmitter(await connect(settings), settings))
+        finally:
+            engine.dispose()
+
+    report = asyncio.run(run())
+    console.print(f"admitted {len(report.admitted)}: {', '.join(report.admitted) or '-'}")
+    if report.failed:
+        console.print(f"[red]failed {len(report.failed)}: {', '.join(report.failed)}[/] (retried on the next relay)")
+        raise typer.Exit(1)

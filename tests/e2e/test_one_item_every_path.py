@@ -1,0 +1,55 @@
+"""Event, scan and manual trigger for one pull request at one head: one work key, one run."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import httpx
+import pytest
+from sqlmodel import Session, select
+from temporalio.client import Client
+
+from demo.github_payloads import delivery_headers, encode, pull_request_payload
+from demo.outcome import wait_for_runs
+from ledger import Receipt, make_engine
+from workflows.scan_contracts import SCAN_WORKFLOW, ScanRequest, ScanResult
+
+pytestmark = pytest.mark.e2e
+KEY = "github:acme/api#44:review"
+
+
+def test_event_scan_and_manual_converge_on_one_run(stack_factory):
+    stack = stack_factory()
+    s = stack.settings
+    api = f"http://{s.webhook_api.host}:{s.webhook_api.port}"
+    forge = f"http://{s.simulators.forge.host}:{s.simulators.forge.port}"
+    head = httpx.get(f"{forge}/repos/acme/api/pulls/44", headers={"Authorization": f"Bearer {s.forge.token}"}
+                     ).json()["head"]["sha"]
+
+    body = encode(pull_request_payload("acme", "api", 44, head))
+    event = httpx.post(f"{api}/webhooks/github", content=body,
+                       headers=delivery_headers(s.sources["github"].secret, body, delivery_id=str(uuid.uuid4())))
+
+    async def scan() -> ScanResult:
+        client = await Client.connect(s.temporal.address, namespace=s.temporal.namespace)
+        return await client.execute_workflow(SCAN_WORKFLOW, ScanRequest(scan_id="converge", tenant="acme",
+                                                                        repos=["acme/api"]),
+                                             id=f"scan/converge-{uuid.uuid4().hex[:6]}",
+                                             task_queue=s.temporal.task_queue, result_type=ScanResult)
+
+    asyncio.run(scan())
+    manual = httpx.post(f"{api}/v1/triggers/manual", headers={"Authorization": f"Bearer {s.actors['alice'].token}"},
+                        json={"repository": "acme/api", "number": 44, "reason": "make sure it ran"})
+    assert event.json()["work_key"] == manual.json()["work_key"] == KEY
+    wait_for_runs(s, timeout=90)
+
+    engine = make_engine(s.ledger_url())
+    with Session(engine) as session:
+        rows = session.exec(select(Receipt).where(Receipt.work_key == KEY).order_by(Receipt.created_at)).all()
+    engine.dispose()
+    by_path = {r.trigger_kind: (r.outcome, r.reason, r.input_version) for r in rows}
+    assert by_path == {"event": ("accept", "admitted", head), "schedule": ("reject", "duplicate-work", head),
+                       "manual": ("reject", "duplicate-work", head)}
+    comments = [c for c in httpx.get(f"{forge}/_sim/comments").json() if c.get("number") == 44]
+    assert len(comments) == 1
