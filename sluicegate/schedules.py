@@ -152,16 +152,17 @@ async def describe_schedules(client: Client, settings: Settings) -> list[Schedul
     """Every schedule in the namespace plus any configured one not created yet."""
     ids = [s.id async for s in await client.list_schedules()]
     rows = []
-    for sid in sorted(set(ids) | set(settings.schedules)):
+    configured = set(desired_schedules(settings))
+    for sid in sorted(set(ids) | configured):
         try:
             d = await client.get_schedule_handle(sid).describe()
         except Exception:  # noqa: BLE001 - configured but not applied yet (or deleted meanwhile)
-            rows.append(ScheduleRow(sid, sid in settings.schedules, False, "not created (run `schedule apply`)",
+            rows.append(ScheduleRow(sid, sid in configured, False, "not created (run `schedule apply`)",
                                     "-", "-", "-", 0, 0, 0, 0, None, None))
             continue
         pol, info = d.schedule.policy, d.info
         rows.append(ScheduleRow(
-            id=sid, in_config=sid in settings.schedules, paused=d.schedule.state.paused, note=d.schedule.state.note,
+            id=sid, in_config=sid in configured, paused=d.schedule.state.paused, note=d.schedule.state.note,
             spec=_spec_text(d.schedule.spec), overlap=pol.overlap.name.lower(),
             catchup_window=str(pol.catchup_window) if pol.catchup_window else "server default",
             actions=info.num_actions, missed_catchup=info.num_actions_missed_catchup_window,

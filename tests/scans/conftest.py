@@ -117,6 +117,24 @@ async def agent_results(client: Client, workflow_ids: list[str]) -> list:
 
 
 @pytest_asyncio.fixture(scope="session")
+async def temporal_env(request: pytest.FixtureRequest):
+    """This package's own environment (same ``--temporal-env`` choice as tests/conftest.py): on a
+    shared time-skipping server, another test's leftover work (an activity no worker polls) stops
+    time skipping for everyone, and the goal tests would wait minutes of real time."""
+    mode = request.config.getoption("--temporal-env")
+    if mode == "time-skipping":
+        env = await WorkflowEnvironment.start_time_skipping(test_server_existing_path=_bin("temporal-test-server"))
+    elif mode == "local":
+        env = await WorkflowEnvironment.start_local(
+            dev_server_existing_path=_bin("temporal"),
+            dev_server_extra_args=[arg for key in SEARCH_ATTRIBUTES for arg in ("--search-attribute", f"{key}=Keyword")])
+    else:
+        env = WorkflowEnvironment.from_client(await Client.connect(mode))
+    yield env
+    await env.shutdown()
+
+
+@pytest_asyncio.fixture(scope="session")
 async def dev_env():
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=_bin("temporal"),

@@ -17,6 +17,11 @@ PR44_HEAD = "bfc1b2c6a7697af60a9acbd1352b4c663a990925"
 FIX_HEAD = "c0ffee00" * 5
 
 
+def _unit(env) -> float:
+    """The poll interval: a minute under time skipping, a second on a real-time server (--temporal-env)."""
+    return 60.0 if env.supports_time_skipping else 1.0
+
+
 def _goal(ctx, condition: GoalCondition, **kw) -> GoalRequest:
     return GoalRequest(**{"tenant": "acme", "owner": ctx.owner, "repo": "api", "number": 44, "condition": condition,
                           "poll_seconds": 60, "max_polls": 10, "deadline_seconds": 3600, **kw})
@@ -33,7 +38,7 @@ async def _polls(handle) -> int:
 
 async def test_condition_met_after_three_polls_runs_intake_once(temporal_env, ctx, sims):
     client = temporal_env.client
-    poll = 60 if temporal_env.supports_time_skipping else 1
+    poll = _unit(temporal_env)
     async with running_worker(client, ctx, search_attributes=False):
         handle = await _start(client, ctx, _goal(ctx, GoalCondition("head", FIX_HEAD), poll_seconds=poll))
         await eventually(lambda: _polls_at_least(handle, 1))
@@ -62,7 +67,8 @@ async def test_max_polls_bound_ends_with_a_no_work_receipt_and_no_model_call(tem
     client = temporal_env.client
     async with running_worker(client, ctx, search_attributes=False):
         result = await client.execute_workflow(
-            GOAL_WORKFLOW, _goal(ctx, GoalCondition("comment", "/sluicegate review"), max_polls=3),
+            GOAL_WORKFLOW, _goal(ctx, GoalCondition("comment", "/sluicegate review"), max_polls=3,
+                                 poll_seconds=_unit(temporal_env)),
             id=f"goal/{uuid.uuid4().hex[:8]}", task_queue=ctx.task_queue, result_type=GoalResult)
     assert (result.met, result.polls, result.bound, result.decision) == (False, 3, "max-polls", None)
     [receipt] = ctx.receipts(source="goal")
@@ -76,18 +82,21 @@ async def test_max_polls_bound_ends_with_a_no_work_receipt_and_no_model_call(tem
 async def test_deadline_bound_observes_last_at_the_deadline(temporal_env, ctx, sims):
     client = temporal_env.client
     async with running_worker(client, ctx, search_attributes=False):
-        handle = await _start(client, ctx, _goal(ctx, GoalCondition("ready"), max_polls=100, deadline_seconds=150))
+        unit = _unit(temporal_env)
+        handle = await _start(client, ctx, _goal(ctx, GoalCondition("ready"), max_polls=100, poll_seconds=unit,
+                                                 deadline_seconds=2.5 * unit))
         ctx.push("api", 44, title="WIP: fix pagination")
         result = await handle.result()
         history = await handle.fetch_history()
-    # Polls at 0 s, 60 s, 120 s and a last one at the 150 s deadline; then the bound.
+    # Polls at 0, 1, 2 units and a last one at the 2.5-unit deadline; then the bound.
     assert (result.met, result.polls, result.bound) == (False, 4, "deadline")
     assert "title is 'WIP: fix pagination'" in result.last_observation
     timers = [e.timer_started_event_attributes.start_to_fire_timeout.ToTimedelta() for e in history.events
               if e.HasField("timer_started_event_attributes")]
     # (the last sleep is what is left of the deadline after the polls' own time)
-    assert timers[:2] == [timedelta(seconds=60)] * 2 and timedelta(seconds=25) < timers[2] <= timedelta(seconds=30)
-    assert len(timers) == 3 and sum(timers, timedelta()) <= timedelta(seconds=150)
+    poll = timedelta(seconds=unit)
+    assert timers[:2] == [poll] * 2 and timedelta(0) < timers[2] <= poll / 2
+    assert len(timers) == 3 and sum(timers, timedelta()) <= 2.5 * poll
     [receipt] = ctx.receipts(source="goal")
     assert (receipt.outcome, receipt.reason) == ("no-work", GOAL_BOUND_REACHED) and "deadline reached" in receipt.message
 
@@ -103,7 +112,8 @@ async def test_comment_by_someone_else_meets_the_goal_but_our_own_does_not(tempo
 
     comment("earlier review, please /sluicegate review\n<!-- sluicegate:op=op_x -->")  # our own marker: ignored
     async with running_worker(client, ctx, search_attributes=False):
-        handle = await _start(client, ctx, _goal(ctx, GoalCondition("comment", "/sluicegate review")))
+        handle = await _start(client, ctx, _goal(ctx, GoalCondition("comment", "/sluicegate review"),
+                                                 poll_seconds=_unit(temporal_env)))
         await eventually(lambda: _polls_at_least(handle, 1))
         comment("LGTM, /sluicegate review please")
         result = await handle.result()
