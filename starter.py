@@ -6,6 +6,7 @@
     python starter.py explain 'github:acme/api#42:review'        # or a delivery id
     python starter.py schedule apply | list | trigger ID | pause ID | backfill ID ...
     python starter.py goal start --repo acme/api --pr 44 ...
+    python starter.py kill --work-key K | --tenant T | --all --actor A --reason R ; unkill (same flags)
     python starter.py outbox relay ; python starter.py ledger migrate | prune
 
 A manual trigger goes through the webhook API's intake like any webhook: the same
@@ -22,7 +23,7 @@ import typer
 from rich.console import Console
 
 from sluicegate.config import load_settings
-from sluicegate.operator_cli import explain_cmd, ledger_app, outbox_app, receipts
+from sluicegate.operator_cli import explain_cmd, kill_cmd, ledger_app, outbox_app, receipts, unkill_cmd
 from sluicegate.trigger_cli import goal_app, schedule_app
 
 app = typer.Typer(help=__doc__.splitlines()[0], no_args_is_help=True)
@@ -62,6 +63,8 @@ def trigger(
 
 app.command()(receipts)
 app.command("explain")(explain_cmd)
+app.command("kill")(kill_cmd)
+app.command("unkill")(unkill_cmd)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from activities.maintenance import MaintenanceActivities
 from activities.model import ModelActivities, make_openai_client
 from activities.work_ledger import WorkLedgerActivities
 from intake.temporal_admitter import TemporalAdmitter
-from ledger import SideEffectLedger, SqlIntakeStore, WorkStore
+from ledger import KillSwitch, SideEffectLedger, SqlIntakeStore, WorkStore
 from sluicegate.config import Settings, load_settings
 from sluicegate.resources import open_forge, open_ledger
 from sluicegate.telemetry import setup_logging, setup_tracing
@@ -48,8 +48,9 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
     model_client = make_openai_client(settings.model.base_url, settings.model.api_key,
                                       settings.model.timeout_seconds)
     stack.push_async_callback(model_client.close)
-    model = ModelActivities(model_client)
-    tools = ForgeTools(forge, ToolGateway(SideEffectLedger(engine)))
+    kills = KillSwitch(engine)
+    model = ModelActivities(model_client, kills)
+    tools = ForgeTools(forge, ToolGateway(SideEffectLedger(engine), kills))
     work = WorkLedgerActivities(WorkStore(engine))
     maintenance = MaintenanceActivities(SqlIntakeStore(engine), TemporalAdmitter(client, settings, search_attributes))
     return Worker(

@@ -50,7 +50,7 @@ class ForgeTools:
         body = _comment_body(req.arguments)
         op_key = operation_key(req.work_key, POST_COMMENT, req.input_version)
         marker = marker_for(op_key)
-        mutation = Mutation(op_key, req.work_key, POST_COMMENT, req.input_version, req.generation)
+        mutation = Mutation(op_key, req.work_key, POST_COMMENT, req.input_version, req.generation, req.tenant)
 
         async def perform():
             try:

@@ -7,6 +7,8 @@ Every mutation runs through the idempotency ledger under its operation key:
   asks the external system whether the effect exists; only if it does not is the
   operation performed again.
 * a permanent failure (4xx) → recorded ``failed`` and raised non-retryable.
+* a kill in force for the work key, its tenant or everything → refused (``Killed``,
+  non-retryable) before anything else, even inside an activity already running.
 * an older generation than the work item's (a newer admission superseded it) → refused
   (``FencedOut``, non-retryable, recorded as ``fenced``): a stale holder never mutates.
 * a transient failure → raised retryable; the entry stays ``in_flight`` so the next
@@ -23,7 +25,7 @@ from typing import Any, Awaitable, Callable
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from ledger import BeginState, SideEffectLedger
+from ledger import BeginState, Kill, KillSwitch, SideEffectLedger
 
 
 class PermanentToolError(Exception):
@@ -45,6 +47,7 @@ class Mutation:
     operation: str
     target_version: str
     generation: int
+    tenant: str | None = None
 
 
 @dataclass(frozen=True)
@@ -58,12 +61,23 @@ class MutationResult:
 Effect = tuple[str | None, dict[str, Any]]
 
 
+def killed_error(kill: Kill) -> ApplicationError:
+    """The non-retryable error every refused call raises while a kill is in force."""
+    return ApplicationError(f"killed by {kill.actor} ({kill.scope} {kill.target}): {kill.reason}", type="Killed",
+                            non_retryable=True)
+
+
 class ToolGateway:
-    def __init__(self, ledger: SideEffectLedger) -> None:
+    def __init__(self, ledger: SideEffectLedger, kills: KillSwitch | None = None) -> None:
         self._ledger = ledger
+        self._kills = kills
 
     async def mutate(self, m: Mutation, perform: Callable[[], Awaitable[Effect]],
                      reconcile: Callable[[], Awaitable[Effect | None]]) -> MutationResult:
+        if self._kills is not None:
+            kill = await asyncio.to_thread(self._kills.active_for, m.work_key, m.tenant)
+            if kill is not None:
+                raise killed_error(kill)
         begin = await asyncio.to_thread(self._ledger.begin, m.operation_key, work_key=m.work_key,
                                         operation=m.operation, target_version=m.target_version,
                                         generation=m.generation)

@@ -9,6 +9,7 @@ works by configuration (base URL, key, model name).
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 import openai
@@ -16,7 +17,9 @@ from openai import AsyncOpenAI
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.gateway import killed_error
 from activities.retry_classes import classify_status
+from ledger import KillSwitch
 from workflows.budget import usage_from_openai
 from workflows.contracts import ModelRequest, ModelResponse, ToolCall
 
@@ -32,11 +35,16 @@ def _error_for_status(exc: openai.APIStatusError) -> ApplicationError:
 
 
 class ModelActivities:
-    def __init__(self, client: AsyncOpenAI) -> None:
+    def __init__(self, client: AsyncOpenAI, kills: KillSwitch | None = None) -> None:
         self._client = client
+        self._kills = kills
 
     @activity.defn(name="sluicegate.model.chat_completion")
     async def chat_completion(self, req: ModelRequest) -> ModelResponse:
+        if self._kills is not None:  # a kill stops spending at once, even in a retry already scheduled
+            kill = await asyncio.to_thread(self._kills.active_for, req.work_key, req.tenant or None)
+            if kill is not None:
+                raise killed_error(kill)
         try:
             completion = await self._client.chat.completions.create(
                 model=req.model, messages=req.messages, tools=req.tools or openai.NOT_GIVEN,

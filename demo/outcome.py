@@ -19,7 +19,7 @@ from demo.scenario import Sent
 from ledger import Receipt, WorkVersion, make_engine
 from sluicegate.config import Settings
 
-TERMINAL = {"done", "failed", "budget_exhausted", "superseded"}
+TERMINAL = {"done", "failed", "budget_exhausted", "superseded", "killed"}
 
 
 @dataclass

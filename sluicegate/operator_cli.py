@@ -91,3 +91,64 @@ def relay_now(grace_seconds: Optional[float] = typer.Option(None, help="default:
     if report.failed:
         console.print(f"[red]failed {len(report.failed)}: {', '.join(report.failed)}[/] (retried on the next relay)")
         raise typer.Exit(1)
+
+
+def _scope(work_key: Optional[str], tenant: Optional[str], everything: bool) -> tuple[str, str]:
+    chosen = [(s, t) for s, t in (("work_key", work_key), ("tenant", tenant), ("all", "*" if everything else None))
+              if t]
+    if len(chosen) != 1:
+        raise typer.BadParameter("give exactly one of --work-key, --tenant, --all")
+    return chosen[0]
+
+
+def running_agents_query(scope: str, target: str) -> str:
+    """Visibility query for the running agent workflows a kill scope covers."""
+    base = 'WorkflowType = "AgentLoop" AND ExecutionStatus = "Running"'
+    if scope == "work_key":
+        return f'{base} AND SluicegateWorkKey = "{target}"'
+    if scope == "tenant":
+        return f'{base} AND SluicegateTenant = "{target}"'
+    return base
+
+
+def kill_cmd(
+    work_key: Optional[str] = typer.Option(None), tenant: Optional[str] = typer.Option(None),
+    everything: bool = typer.Option(False, "--all", help="every tenant, every work key"),
+    actor: str = typer.Option(..., help="who is stopping it (recorded)"),
+    reason: str = typer.Option(..., help="why (recorded)"),
+) -> None:
+    """Stop agent runs: record the kill (calls are refused at once), then signal running workflows."""
+    from sluicegate.temporal_client import connect
+    from workflows.contracts import KILL_SIGNAL, KillNotice
+
+    scope, target = _scope(work_key, tenant, everything)
+    settings = load_settings()
+    engine = ledger.make_engine(settings.ledger_url())
+    kill = ledger.KillSwitch(engine).kill(scope, target, actor, reason)
+    engine.dispose()
+    console.print(f"kill {kill.id} recorded: {scope} {kill.target} by {actor}; model and tool calls are refused now")
+
+    async def signal_all() -> int:
+        client = await connect(settings)
+        count = 0
+        async for wf in client.list_workflows(running_agents_query(scope, kill.target)):
+            await client.get_workflow_handle(wf.id, run_id=wf.run_id).signal(KILL_SIGNAL, KillNotice(actor, reason))
+            count += 1
+        return count
+
+    console.print(f"signalled {asyncio.run(signal_all())} running agent workflow(s) to stop before their next step")
+
+
+def unkill_cmd(
+    work_key: Optional[str] = typer.Option(None), tenant: Optional[str] = typer.Option(None),
+    everything: bool = typer.Option(False, "--all"),
+    actor: str = typer.Option(...), reason: str = typer.Option(...),
+) -> None:
+    """Lift the kills in force for exactly this scope (recorded the same way)."""
+    scope, target = _scope(work_key, tenant, everything)
+    engine = ledger.make_engine(load_settings().ledger_url())
+    lifted = ledger.KillSwitch(engine).unkill(scope, target, actor, reason)
+    engine.dispose()
+    console.print(f"lifted {lifted} kill(s) for {scope} {target}; stopped runs stay stopped — re-trigger to resume")
+    if lifted == 0:
+        raise typer.Exit(1)

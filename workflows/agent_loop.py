@@ -14,6 +14,10 @@ is pending, the current order stops at its next step boundary — before a model
 tool call — with status ``superseded`` and the newer order runs next. A tool activity of
 the old generation already in flight is refused by the ledger's fencing. Histories
 recorded before the patch replay on the old path (orders strictly in arrival order).
+
+Kill switch: the ``kill`` signal stops the run before its next step (status ``killed``);
+independently, the model activity and the tool gateway refuse every call while a kill is
+recorded in the ledger, so a kill also lands on an activity already running or a retry.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows import search_attributes as sa
     from workflows.budget import cost_usd, exhausted
     from workflows.contracts import (
-        AGENT_WORKFLOW, PROGRESS_QUERY, WORK_ORDER_SIGNAL, AgentLoopResult, AgentLoopStart, ModelRequest,
+        AGENT_WORKFLOW, KILL_SIGNAL, PROGRESS_QUERY, WORK_ORDER_SIGNAL, AgentLoopResult, KillNotice, AgentLoopStart, ModelRequest,
         ModelResponse, RunOutcome, ToolCall, ToolRequest, ToolResult, WorkOrder,
     )
     from workflows.review_task import TOOL_ACTIVITIES, TOOLS, initial_messages
@@ -55,6 +59,7 @@ class AgentLoopWorkflow:
         self._current: WorkOrder | None = None
         self._steps = 0
         self._finished: list[RunOutcome] = []
+        self._kill: KillNotice | None = None
 
     @workflow.signal(name=WORK_ORDER_SIGNAL)
     def work_order(self, order: WorkOrder) -> None:
@@ -64,6 +69,12 @@ class AgentLoopWorkflow:
             return
         self._seen_generations.add(order.generation)
         self._pending.append(order)
+
+    @workflow.signal(name=KILL_SIGNAL)
+    def kill(self, notice: KillNotice) -> None:
+        """Stop before the next step; every pending order ends ``killed`` too."""
+        if self._kill is None:
+            self._kill = notice
 
     @workflow.query(name=PROGRESS_QUERY)
     def progress(self) -> dict[str, Any]:
@@ -93,7 +104,7 @@ class AgentLoopWorkflow:
                              run_id=workflow.info().run_id, receipt_id=order.receipt_id)
         self._steps = 0
         while True:
-            if self._superseded(order, outcome):
+            if self._killed(outcome) or self._superseded(order, outcome):
                 break
             stop = exhausted(order.budget, outcome.steps, outcome.usage, outcome.cost_usd)
             if stop is not None:
@@ -102,7 +113,9 @@ class AgentLoopWorkflow:
             try:
                 response = await self._call_model(order, messages)
             except ActivityError as err:
-                outcome.status, outcome.reason = "failed", f"model-error: {_failure_type(err)}"
+                kind = _failure_type(err)
+                outcome.status = "killed" if kind == "Killed" else "failed"
+                outcome.reason = f"model-error: {kind}"
                 break
             outcome.steps += 1
             self._steps = outcome.steps
@@ -115,7 +128,7 @@ class AgentLoopWorkflow:
             if failed is not None:
                 outcome.status, outcome.reason = "failed", failed
                 break
-            if outcome.status == "superseded":
+            if outcome.status in ("superseded", "killed"):
                 break
         await workflow.execute_activity(
             RECORD_OUTCOME_ACTIVITY, outcome, start_to_close_timeout=timedelta(seconds=30),
@@ -131,7 +144,7 @@ class AgentLoopWorkflow:
         rt = order.runtime
         return await workflow.execute_activity(
             MODEL_ACTIVITY,
-            ModelRequest(order.work_key, order.input_version, order.model, list(messages), TOOLS),
+            ModelRequest(order.work_key, order.input_version, order.model, list(messages), TOOLS, order.tenant),
             result_type=ModelResponse,
             start_to_close_timeout=timedelta(seconds=rt.model_start_to_close_seconds),
             retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
@@ -144,7 +157,7 @@ class AgentLoopWorkflow:
         """Run the step's tool calls in order; returns a failure reason or None."""
         rt = order.runtime
         for call in calls:
-            if self._superseded(order, outcome):
+            if self._killed(outcome) or self._superseded(order, outcome):
                 return None
             activity_name = TOOL_ACTIVITIES.get(call.name)
             if activity_name is None:
@@ -161,6 +174,9 @@ class AgentLoopWorkflow:
                                              maximum_interval=timedelta(seconds=30),
                                              maximum_attempts=rt.tool_max_attempts))
             except ActivityError as err:
+                if _failure_type(err) == "Killed":
+                    outcome.status, outcome.reason = "killed", f"tool-error: {call.name}: Killed"
+                    return None
                 return f"tool-error: {call.name}: {_failure_type(err)}"
             if result.operation_key:
                 outcome.operation_keys.append(result.operation_key)
@@ -168,6 +184,12 @@ class AgentLoopWorkflow:
                 outcome.external_ids.append(result.external_id)
             messages.append(_tool_message(call.id, result.content))
         return None
+
+    def _killed(self, outcome: RunOutcome) -> bool:
+        if self._kill is None:
+            return False
+        outcome.status, outcome.reason = "killed", f"killed by {self._kill.actor}: {self._kill.reason}"
+        return True
 
     def _superseded(self, order: WorkOrder, outcome: RunOutcome) -> bool:
         """At a step boundary: is a newer generation waiting? Marks ``outcome`` if so."""

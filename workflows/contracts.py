@@ -13,6 +13,7 @@ from typing import Any
 AGENT_WORKFLOW = "AgentLoop"
 WORK_ORDER_SIGNAL = "work_order"
 PROGRESS_QUERY = "progress"
+KILL_SIGNAL = "kill"
 
 
 @dataclass
@@ -111,6 +112,16 @@ class ModelRequest:
     model: str
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]]
+    tenant: str = ""
+    """For the kill switch's tenant scope (empty in histories recorded before it existed)."""
+
+
+@dataclass
+class KillNotice:
+    """The ``kill`` signal: stop before the next step."""
+
+    actor: str
+    reason: str
 
 
 @dataclass
@@ -154,7 +165,7 @@ class RunOutcome:
     input_version: str
     generation: int
     status: str
-    """``done`` | ``failed`` | ``budget_exhausted`` | ``superseded``."""
+    """``done`` | ``failed`` | ``budget_exhausted`` | ``superseded`` | ``killed``."""
     reason: str
     steps: int = 0
     usage: TokenUsage = field(default_factory=TokenUsage)

@@ -1,0 +1,69 @@
+"""The kill switch's record: who stopped what, why, and when it was lifted.
+
+Scopes: one work key, one tenant, or everything (``all``, target ``*``). A kill is in force
+until lifted; lifting is recorded the same way (actor, reason, time), never deleted, so
+the question "why did this stop at 03:12?" always has an answer. The gateway and the
+model activity consult :meth:`KillSwitch.active_for` before every external call, so a
+kill takes effect at once even for an activity already running.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from sqlalchemy import DateTime, Index, or_, update
+from sqlalchemy.engine import Engine
+from sqlmodel import Field, Session, SQLModel, select
+
+from ledger._sql import new_id, utcnow
+
+Scope = Literal["work_key", "tenant", "all"]
+
+
+class Kill(SQLModel, table=True):
+    __tablename__ = "kills"
+    __table_args__ = (Index("ix_kills_scope_target", "scope", "target"),)
+
+    id: str = Field(primary_key=True, max_length=40)
+    scope: str = Field(max_length=16)
+    target: str = Field(max_length=512)
+    actor: str = Field(max_length=128)
+    reason: str = Field(max_length=500)
+    created_at: datetime = Field(sa_type=DateTime(timezone=True))
+    lifted_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+    lifted_by: str | None = Field(default=None, max_length=128)
+    lift_reason: str | None = Field(default=None, max_length=500)
+
+
+class KillSwitch:
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def kill(self, scope: Scope, target: str, actor: str, reason: str) -> Kill:
+        row = Kill(id=new_id(), scope=scope, target="*" if scope == "all" else target, actor=actor,
+                   reason=reason[:500], created_at=utcnow())
+        with Session(self._engine, expire_on_commit=False) as s, s.begin():
+            s.add(row)
+        return row
+
+    def unkill(self, scope: Scope, target: str, actor: str, reason: str) -> int:
+        """Lift every kill in force for exactly this scope and target; returns how many."""
+        target = "*" if scope == "all" else target
+        with Session(self._engine) as s, s.begin():
+            return s.execute(update(Kill).where(Kill.scope == scope, Kill.target == target,
+                                                Kill.lifted_at.is_(None))
+                             .values(lifted_at=utcnow(), lifted_by=actor, lift_reason=reason[:500])).rowcount
+
+    def active_for(self, work_key: str, tenant: str | None) -> Kill | None:
+        """The oldest kill in force that covers this work key or its tenant, if any."""
+        covers = [Kill.scope == "all", (Kill.scope == "work_key") & (Kill.target == work_key)]
+        if tenant:
+            covers.append((Kill.scope == "tenant") & (Kill.target == tenant))
+        query = select(Kill).where(Kill.lifted_at.is_(None), or_(*covers)).order_by(Kill.created_at).limit(1)
+        with Session(self._engine, expire_on_commit=False) as s:
+            return s.exec(query).first()
+
+    def in_force(self) -> list[Kill]:
+        with Session(self._engine, expire_on_commit=False) as s:
+            return list(s.exec(select(Kill).where(Kill.lifted_at.is_(None)).order_by(Kill.created_at)))

@@ -1,0 +1,37 @@
+"""The kill switch's record on SQLite and PostgreSQL: scopes, lifting, history kept."""
+
+from __future__ import annotations
+
+import uuid
+
+from ledger import KillSwitch
+
+
+def test_scopes_cover_work_key_tenant_and_everything(engine):
+    switch = KillSwitch(engine)
+    key, tenant, other = f"wk-{uuid.uuid4().hex}", f"t-{uuid.uuid4().hex[:8]}", f"t-{uuid.uuid4().hex[:8]}"
+    assert switch.active_for(key, tenant) is None
+    by_key = switch.kill("work_key", key, "alice", "loops forever")
+    assert switch.active_for(key, tenant).id == by_key.id and switch.active_for("other-key", tenant) is None
+    switch.kill("tenant", tenant, "bob", "tenant over budget")
+    assert switch.active_for("other-key", tenant).reason == "tenant over budget"
+    assert switch.active_for("other-key", other) is None
+
+
+def test_lifting_is_recorded_and_only_for_that_scope(engine):
+    switch = KillSwitch(engine)
+    key = f"wk-{uuid.uuid4().hex}"
+    switch.kill("work_key", key, "alice", "stop")
+    assert switch.unkill("tenant", key, "alice", "wrong scope") == 0
+    assert switch.unkill("work_key", key, "carol", "fixed the prompt") == 1
+    assert switch.active_for(key, None) is None
+    assert switch.unkill("work_key", key, "carol", "again") == 0
+
+
+def test_global_kill_covers_everyone_until_lifted(engine):
+    switch = KillSwitch(engine)
+    switch.kill("all", "ignored", "carol", "provider incident")
+    try:
+        assert switch.active_for(f"wk-{uuid.uuid4().hex}", None).scope == "all"
+    finally:
+        assert switch.unkill("all", "*", "carol", "incident over") >= 1

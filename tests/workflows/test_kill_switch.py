@@ -1,0 +1,58 @@
+"""The kill switch on a real Temporal server: recorded kills refuse calls at once; the kill
+signal stops a run before its next step."""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import AsyncExitStack
+
+import pytest
+
+import ledger
+from ledger import KillSwitch
+from tests.support.agent_runs import run_orders, start_order, work_order
+from tests.support.sims import settings_for
+from worker import create_worker
+from workflows.contracts import KILL_SIGNAL, KillNotice
+
+
+@pytest.fixture
+def settings(sims, tmp_path):
+    sims.reset()
+    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+    ledger.upgrade(url)
+    return settings_for(sims, url)
+
+
+@pytest.mark.parametrize("scope, target", [("work_key", "github:acme/api#42:review"), ("tenant", "acme"),
+                                           ("all", "*")])
+async def test_recorded_kill_refuses_the_first_model_call(temporal_env, settings, sims, task_queue, scope, target):
+    engine = ledger.make_engine(settings.ledger_url())
+    KillSwitch(engine).kill(scope, target, "alice", "runaway loop")
+    [outcome] = (await run_orders(temporal_env.client, settings, task_queue, work_order(settings))).orders
+    engine.dispose()
+    assert (outcome.status, outcome.reason) == ("killed", "model-error: Killed")
+    assert sims.model_stats()["calls"] == 0 and sims.comments() == []
+
+
+async def test_lifted_kill_lets_work_run_again(temporal_env, settings, sims, task_queue):
+    engine = ledger.make_engine(settings.ledger_url())
+    switch = KillSwitch(engine)
+    switch.kill("tenant", "acme", "alice", "incident")
+    switch.unkill("tenant", "acme", "alice", "incident over")
+    [outcome] = (await run_orders(temporal_env.client, settings, task_queue, work_order(settings))).orders
+    engine.dispose()
+    assert outcome.status == "done" and len(sims.comments()) == 1
+
+
+async def test_kill_signal_stops_the_run_before_its_next_step(temporal_env, settings, sims, task_queue):
+    sims.model_ctl("POST", "/faults", json={"delay_seconds": 2, "times": 1})  # the first model call is slow
+    order = work_order(settings)
+    async with AsyncExitStack() as stack:
+        async with await create_worker(temporal_env.client, settings, stack, task_queue):
+            handle = await start_order(temporal_env.client, task_queue, order)
+            await asyncio.sleep(0.5)
+            await handle.signal(KILL_SIGNAL, KillNotice("alice", "wrong repository"))
+            [outcome] = (await handle.result()).orders
+    assert (outcome.status, outcome.reason) == ("killed", "killed by alice: wrong repository")
+    assert outcome.steps == 1 and sims.model_stats()["calls"] == 1 and sims.comments() == []
