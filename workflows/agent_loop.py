@@ -30,6 +30,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from workflows.failures import failure_type
     from workflows import search_attributes as sa
     from workflows.budget import cost_usd, exhausted
     from workflows.contracts import (
@@ -42,13 +43,6 @@ SUPERSEDE_PATCH = "supersede-at-step-boundary"
 MODEL_ACTIVITY = "sluicegate.model.chat_completion"
 RECORD_OUTCOME_ACTIVITY = "sluicegate.ledger.record_run_outcome"
 NON_RETRYABLE_MODEL_ERRORS = ["ModelRequestRejected"]
-
-
-def _failure_type(err: ActivityError) -> str:
-    cause = err.cause
-    if isinstance(cause, ApplicationError) and cause.type:
-        return cause.type
-    return type(cause).__name__ if cause else "ActivityError"
 
 
 @workflow.defn(name=AGENT_WORKFLOW)
@@ -113,7 +107,7 @@ class AgentLoopWorkflow:
             try:
                 response = await self._call_model(order, messages)
             except ActivityError as err:
-                kind = _failure_type(err)
+                kind = failure_type(err)
                 outcome.status = "killed" if kind == "Killed" else "failed"
                 outcome.reason = f"model-error: {kind}"
                 break
@@ -174,10 +168,10 @@ class AgentLoopWorkflow:
                                              maximum_interval=timedelta(seconds=30),
                                              maximum_attempts=rt.tool_max_attempts))
             except ActivityError as err:
-                if _failure_type(err) == "Killed":
+                if failure_type(err) == "Killed":
                     outcome.status, outcome.reason = "killed", f"tool-error: {call.name}: Killed"
                     return None
-                return f"tool-error: {call.name}: {_failure_type(err)}"
+                return f"tool-error: {call.name}: {failure_type(err)}"
             if result.operation_key:
                 outcome.operation_keys.append(result.operation_key)
             if result.external_id:

@@ -29,6 +29,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from workflows.failures import failure_type
     from workflows.scan_contracts import (
         INTAKE_SUBMIT_ACTIVITY, NOTHING_CHANGED, SCAN_ADVANCE_ACTIVITY, SCAN_EVENT_TYPE, SCAN_LIST_ACTIVITY,
         SCAN_NO_WORK_ACTIVITY, SCAN_NO_WORK_EVENT_TYPE, SCAN_WORKFLOW, AdvanceWatermarkRequest, CandidatePage,
@@ -45,13 +46,6 @@ def delivery_id_for(run_id: str, target_id: str, version: str | None) -> str:
     if len(value) <= MAX_DELIVERY_ID:
         return value
     return f"{run_id}:sha256:{hashlib.sha256(value.encode()).hexdigest()}"
-
-
-def _failure_type(err: ActivityError) -> str:
-    cause = err.cause
-    if isinstance(cause, ApplicationError) and cause.type:
-        return cause.type
-    return type(cause).__name__ if cause else "ActivityError"
 
 
 @workflow.defn(name=SCAN_WORKFLOW)
@@ -91,7 +85,7 @@ class ScanWorkflow:
                 SCAN_LIST_ACTIVITY, ListCandidatesRequest(req.scan_id, repo, req.max_candidates),
                 result_type=CandidatePage, **opts)
         except ActivityError as err:
-            return f"{repo}: cannot list pull requests ({_failure_type(err)})"
+            return f"{repo}: cannot list pull requests ({failure_type(err)})"
         result.candidates += len(page.candidates)
         if page.truncated:
             result.truncated.append(repo)
@@ -109,7 +103,7 @@ class ScanWorkflow:
                 decision = await workflow.execute_activity(INTAKE_SUBMIT_ACTIVITY, request,
                                                            result_type=IntakeResult, **opts)
             except ActivityError as err:
-                failure = f"{cand.target_id}: intake failed ({_failure_type(err)})"
+                failure = f"{cand.target_id}: intake failed ({failure_type(err)})"
                 break
             result.decisions.append(decision)
             if decision.outcome == "defer":

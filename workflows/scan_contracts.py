@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from intake.decision import Reason
+
 SCAN_WORKFLOW = "Scan"
 GOAL_WORKFLOW = "Goal"
 GOAL_PROGRESS_QUERY = "progress"
@@ -20,12 +22,9 @@ SCAN_NO_WORK_ACTIVITY = "sluicegate.scan.record_no_work"
 GOAL_OBSERVE_ACTIVITY = "sluicegate.goal.observe"
 GOAL_BOUND_ACTIVITY = "sluicegate.goal.record_bound_reached"
 
-# Receipt reasons introduced by these trigger families (outcome ``no-work``); enumerated in
-# intake/decision.py by its owner.
-NOTHING_CHANGED = "nothing-changed"
-"""A scan found no open pull request updated since its watermark."""
-GOAL_BOUND_REACHED = "goal-bound-reached"
-"""A goal watcher hit its max polls or deadline before its condition held."""
+# Receipt reasons of these trigger families (outcome ``no-work``), as plain strings for payloads.
+NOTHING_CHANGED = Reason.NOTHING_CHANGED.value
+GOAL_BOUND_REACHED = Reason.GOAL_BOUND_REACHED.value
 
 SCAN_EVENT_TYPE = "scan.pull_request"
 SCAN_NO_WORK_EVENT_TYPE = "scan"
