@@ -23,15 +23,16 @@ from activities.forge_tools import ForgeTools
 from activities.gateway import ToolGateway
 from activities.intake_activity import trigger_activities
 from activities.maintenance import MaintenanceActivities
-from activities.model import ModelActivities, make_openai_client
+from activities.model import ModelActivities, SpendGuard, make_openai_client
 from activities.work_ledger import WorkLedgerActivities
 from intake.temporal_admitter import TemporalAdmitter
-from ledger import KillSwitch, SideEffectLedger, SqlIntakeStore, WorkStore
+from ledger import DayBudgets, KillSwitch, SideEffectLedger, SqlIntakeStore, WorkStore
 from sluicegate.config import Settings, load_settings
 from sluicegate.resources import open_forge, open_ledger
 from sluicegate.telemetry import setup_logging, setup_tracing
 from sluicegate.temporal_client import connect
 from workflows.agent_loop import AgentLoopWorkflow
+from workflows.contracts import Price
 from workflows.goal import GoalWorkflow
 from workflows.maintenance import OutboxRelayWorkflow, PruneDeliveriesWorkflow
 from workflows.scan import ScanWorkflow
@@ -49,7 +50,11 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
                                       settings.model.timeout_seconds)
     stack.push_async_callback(model_client.close)
     kills = KillSwitch(engine)
-    model = ModelActivities(model_client, kills)
+    day = settings.budgets.day
+    spend = SpendGuard(DayBudgets(engine, day.global_usd, day.tenants, day.default_tenant_usd),
+                       {name: Price(**p.model_dump()) for name, p in settings.model.prices.items()},
+                       settings.budgets.step_max_output_tokens)
+    model = ModelActivities(model_client, kills, spend)
     tools = ForgeTools(forge, ToolGateway(SideEffectLedger(engine), kills))
     work = WorkLedgerActivities(WorkStore(engine))
     maintenance = MaintenanceActivities(SqlIntakeStore(engine), TemporalAdmitter(client, settings, search_attributes))

@@ -1,7 +1,9 @@
 """The model call: one Chat Completions request through the real ``openai`` client.
 
 The client's own retries are off (``max_retries=0``): Temporal owns retries, and
-retrying in two places multiplies attempts. HTTP failures are mapped by
+retrying in two places multiplies attempts. Before the call the step's worst-case cost is
+reserved on the tenant's and the global day budget (refused → ``DayBudgetExceeded``, no
+call); after it the reservation is settled with the real usage, or released on failure. HTTP failures are mapped by
 ``activities.retry_classes``; a 400/401/403 ends the run with a clear
 ``ModelRequestRejected`` instead of burning attempts. Any OpenAI-compatible endpoint
 works by configuration (base URL, key, model name).
@@ -10,6 +12,9 @@ works by configuration (base URL, key, model name).
 from __future__ import annotations
 
 import asyncio
+import json
+import math
+from dataclasses import dataclass
 from datetime import timedelta
 
 import openai
@@ -19,9 +24,9 @@ from temporalio.exceptions import ApplicationError
 
 from activities.gateway import killed_error
 from activities.retry_classes import classify_status
-from ledger import KillSwitch
-from workflows.budget import usage_from_openai
-from workflows.contracts import ModelRequest, ModelResponse, ToolCall
+from ledger import DayBudgetExceeded, DayBudgets, KillSwitch
+from workflows.budget import cost_usd, usage_from_openai
+from workflows.contracts import ModelRequest, ModelResponse, Price, TokenUsage, ToolCall
 
 WORK_KEY_HEADER = "X-Sluicegate-Work-Key"
 VERSION_HEADER = "X-Sluicegate-Input-Version"
@@ -34,10 +39,27 @@ def _error_for_status(exc: openai.APIStatusError) -> ApplicationError:
                             non_retryable=not rc.retryable, next_retry_delay=delay)
 
 
+@dataclass(frozen=True)
+class SpendGuard:
+    """Day budgets and the prices and output cap that bound one step's cost."""
+
+    budgets: DayBudgets
+    prices: dict[str, Price]
+    step_max_output_tokens: int
+
+    def worst_case_usd(self, req: ModelRequest) -> float:
+        price = self.prices[req.model]
+        prompt = len(json.dumps(req.messages)) + len(json.dumps(req.tools))
+        # ~3 characters per token over-counts English and JSON: a reservation must not undershoot.
+        worst = TokenUsage(input=math.ceil(prompt / 3), output=self.step_max_output_tokens)
+        return cost_usd(worst, Price(price.input, price.input, max(price.output, price.reasoning), price.reasoning))
+
+
 class ModelActivities:
-    def __init__(self, client: AsyncOpenAI, kills: KillSwitch | None = None) -> None:
+    def __init__(self, client: AsyncOpenAI, kills: KillSwitch | None = None, spend: SpendGuard | None = None) -> None:
         self._client = client
         self._kills = kills
+        self._spend = spend
 
     @activity.defn(name="sluicegate.model.chat_completion")
     async def chat_completion(self, req: ModelRequest) -> ModelResponse:
@@ -45,9 +67,33 @@ class ModelActivities:
             kill = await asyncio.to_thread(self._kills.active_for, req.work_key, req.tenant or None)
             if kill is not None:
                 raise killed_error(kill)
+        reservation = await self._reserve(req)
+        try:
+            response = await self._call(req)
+        except BaseException:
+            if reservation is not None:
+                await asyncio.to_thread(self._spend.budgets.release, reservation)
+            raise
+        if reservation is not None:
+            spent = cost_usd(response.usage, self._spend.prices[req.model])
+            await asyncio.to_thread(self._spend.budgets.settle, reservation, spent)
+        return response
+
+    async def _reserve(self, req: ModelRequest) -> str | None:
+        if self._spend is None:
+            return None
+        amount = self._spend.worst_case_usd(req)
+        try:
+            return await asyncio.to_thread(self._spend.budgets.reserve, req.tenant or "-", req.work_key, amount)
+        except DayBudgetExceeded as exc:
+            raise ApplicationError(str(exc), type="DayBudgetExceeded", non_retryable=True) from None
+
+    async def _call(self, req: ModelRequest) -> ModelResponse:
+        max_tokens = self._spend.step_max_output_tokens if self._spend else openai.NOT_GIVEN
         try:
             completion = await self._client.chat.completions.create(
                 model=req.model, messages=req.messages, tools=req.tools or openai.NOT_GIVEN,
+                max_completion_tokens=max_tokens,
                 extra_headers={WORK_KEY_HEADER: req.work_key, VERSION_HEADER: req.input_version})
         except openai.APIStatusError as exc:
             raise _error_for_status(exc) from None

@@ -102,8 +102,19 @@ class TaskBudget(_Section):
     max_usd: float = 0.25
 
 
+class DayBudgetConfig(_Section):
+    """USD per UTC day, reserved in the ledger before each model call (see ledger/_budgets.py)."""
+
+    global_usd: float = Field(default=50.0, gt=0)
+    default_tenant_usd: float = Field(default=10.0, ge=0)
+    tenants: dict[str, float] = Field(default_factory=dict)
+
+
 class BudgetsConfig(_Section):
     per_task: TaskBudget = Field(default_factory=TaskBudget)
+    day: DayBudgetConfig = Field(default_factory=DayBudgetConfig)
+    step_max_output_tokens: int = Field(default=2048, gt=0)
+    """Output cap sent with every model call; the reservation prices this worst case."""
 
 
 class ActivitiesConfig(_Section):

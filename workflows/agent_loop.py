@@ -42,7 +42,7 @@ with workflow.unsafe.imports_passed_through():
 SUPERSEDE_PATCH = "supersede-at-step-boundary"
 MODEL_ACTIVITY = "sluicegate.model.chat_completion"
 RECORD_OUTCOME_ACTIVITY = "sluicegate.ledger.record_run_outcome"
-NON_RETRYABLE_MODEL_ERRORS = ["ModelRequestRejected"]
+NON_RETRYABLE_MODEL_ERRORS = ["ModelRequestRejected", "DayBudgetExceeded", "Killed"]
 
 
 @workflow.defn(name=AGENT_WORKFLOW)
@@ -108,7 +108,7 @@ class AgentLoopWorkflow:
                 response = await self._call_model(order, messages)
             except ActivityError as err:
                 kind = failure_type(err)
-                outcome.status = "killed" if kind == "Killed" else "failed"
+                outcome.status = {"Killed": "killed", "DayBudgetExceeded": "budget_exhausted"}.get(kind, "failed")
                 outcome.reason = f"model-error: {kind}"
                 break
             outcome.steps += 1

@@ -56,3 +56,24 @@ async def test_kill_signal_stops_the_run_before_its_next_step(temporal_env, sett
             [outcome] = (await handle.result()).orders
     assert (outcome.status, outcome.reason) == ("killed", "killed by alice: wrong repository")
     assert outcome.steps == 1 and sims.model_stats()["calls"] == 1 and sims.comments() == []
+
+
+async def test_exhausted_tenant_day_budget_stops_before_the_model_call(temporal_env, sims, tmp_path, task_queue):
+    sims.reset()
+    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+    ledger.upgrade(url)
+    settings = settings_for(sims, url, SLUICEGATE__BUDGETS__DAY__TENANTS='{"acme": 0.001}')
+    [outcome] = (await run_orders(temporal_env.client, settings, task_queue, work_order(settings))).orders
+    assert (outcome.status, outcome.reason) == ("budget_exhausted", "model-error: DayBudgetExceeded")
+    assert sims.model_stats()["calls"] == 0
+
+
+async def test_day_budget_is_settled_with_the_real_usage(temporal_env, settings, sims, task_queue):
+    from datetime import UTC, datetime
+
+    [outcome] = (await run_orders(temporal_env.client, settings, task_queue, work_order(settings))).orders
+    engine = ledger.make_engine(settings.ledger_url())
+    day = ledger.DayBudgets(engine, 1, {}, 1).day("tenant:acme", datetime.now(UTC).strftime("%Y-%m-%d"))
+    engine.dispose()
+    assert outcome.status == "done" and day.reserved_usd == pytest.approx(0.0, abs=1e-9)
+    assert day.spent_usd == pytest.approx(outcome.cost_usd)
