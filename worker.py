@@ -19,6 +19,7 @@ from datetime import timedelta
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities.egress import EgressPolicy
 from activities.forge_tools import ForgeTools
 from activities.gateway import ToolGateway
 from activities.intake_activity import trigger_activities
@@ -55,7 +56,9 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
                        {name: Price(**p.model_dump()) for name, p in settings.model.prices.items()},
                        settings.budgets.step_max_output_tokens)
     model = ModelActivities(model_client, kills, spend)
-    tools = ForgeTools(forge, ToolGateway(SideEffectLedger(engine), kills))
+    egress = EgressPolicy(tuple(settings.egress.default),
+                          {t: tuple(hosts) for t, hosts in settings.egress.tenants.items()})
+    tools = ForgeTools(forge, ToolGateway(SideEffectLedger(engine), kills), egress)
     work = WorkLedgerActivities(WorkStore(engine))
     maintenance = MaintenanceActivities(SqlIntakeStore(engine), TemporalAdmitter(client, settings, search_attributes))
     return Worker(

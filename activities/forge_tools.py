@@ -13,6 +13,7 @@ import json
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.egress import EgressPolicy
 from activities.gateway import Mutation, PermanentToolError, ToolGateway, TransientToolError
 from activities.heartbeat import heartbeating
 from activities.keys import marker_for, operation_key
@@ -29,12 +30,18 @@ def _as_tool_error(exc: ForgeError) -> Exception:
 
 
 class ForgeTools:
-    def __init__(self, forge: ForgeClient, gateway: ToolGateway) -> None:
+    def __init__(self, forge: ForgeClient, gateway: ToolGateway, egress: EgressPolicy | None = None) -> None:
         self._forge = forge
         self._gateway = gateway
+        self._egress = egress
+
+    def _check_egress(self, tenant: str) -> None:
+        if self._egress is not None:
+            self._egress.check(tenant, self._forge.base_url)
 
     @activity.defn(name="sluicegate.tool.get_pull_request_diff")
     async def get_pull_request_diff(self, req: ToolRequest) -> ToolResult:
+        self._check_egress(req.tenant)
         try:
             async with heartbeating():
                 diff = await self._forge.get_pull_diff(req.owner, req.repo, req.number)
@@ -47,6 +54,7 @@ class ForgeTools:
 
     @activity.defn(name="sluicegate.tool.post_review_comment")
     async def post_review_comment(self, req: ToolRequest) -> ToolResult:
+        self._check_egress(req.tenant)
         body = _comment_body(req.arguments)
         op_key = operation_key(req.work_key, POST_COMMENT, req.input_version)
         marker = marker_for(op_key)

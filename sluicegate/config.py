@@ -117,6 +117,13 @@ class BudgetsConfig(_Section):
     """Output cap sent with every model call; the reservation prices this worst case."""
 
 
+class EgressConfig(_Section):
+    """Hosts tools may reach, per tenant (``default`` for tenants not listed)."""
+
+    default: list[str] = Field(default_factory=list)
+    tenants: dict[str, list[str]] = Field(default_factory=dict)
+
+
 class ActivitiesConfig(_Section):
     model_start_to_close_seconds: float = 60
     model_max_attempts: int = 5
@@ -245,6 +252,7 @@ class Settings(_Section):
     model: ModelConfig
     budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)
     activities: ActivitiesConfig = Field(default_factory=ActivitiesConfig)
+    egress: EgressConfig = Field(default_factory=EgressConfig)
     simulators: SimulatorsConfig = Field(default_factory=SimulatorsConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     schedules: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")], ScheduleConfig] = Field(

@@ -48,6 +48,7 @@ class ForgeClient:
     """Async client; one per process, closed with :meth:`aclose`."""
 
     def __init__(self, base_url: str, token: str | None, timeout_seconds: float = 10.0) -> None:
+        self.base_url = base_url.rstrip("/")
         self._http = httpx2.AsyncClient(timeout=timeout_seconds)
         self._gh = GitHubAPI(self._http, USER_AGENT, oauth_token=token, base_url=base_url.rstrip("/"))
 

@@ -77,3 +77,14 @@ async def test_day_budget_is_settled_with_the_real_usage(temporal_env, settings,
     engine.dispose()
     assert outcome.status == "done" and day.reserved_usd == pytest.approx(0.0, abs=1e-9)
     assert day.spent_usd == pytest.approx(outcome.cost_usd)
+
+
+async def test_tool_egress_outside_the_tenant_allowlist_is_refused(temporal_env, sims, tmp_path, task_queue):
+    sims.reset()
+    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+    ledger.upgrade(url)
+    settings = settings_for(sims, url, SLUICEGATE__EGRESS__TENANTS='{"acme": ["api.github.com"]}')
+    [outcome] = (await run_orders(temporal_env.client, settings, task_queue, work_order(settings))).orders
+    assert (outcome.status, outcome.reason) == ("failed", "tool-error: get_pull_request_diff: EgressDenied")
+    stats = sims.forge_ctl("GET", "/stats").json()["requests"]
+    assert not any("pulls" in route for route in stats)  # the forge never saw the diff request
