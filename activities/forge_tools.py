@@ -56,7 +56,7 @@ class ForgeTools:
     async def post_review_comment(self, req: ToolRequest) -> ToolResult:
         self._check_egress(req.tenant)
         body = _comment_body(req.arguments)
-        op_key = operation_key(req.work_key, POST_COMMENT, req.input_version)
+        op_key = operation_key(req.work_key, POST_COMMENT, req.input_version, req.effect_discriminator)
         marker = marker_for(op_key)
         mutation = Mutation(op_key, req.work_key, POST_COMMENT, req.input_version, req.generation, req.tenant)
 

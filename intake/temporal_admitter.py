@@ -35,7 +35,9 @@ def work_order_for(admission: Admission, settings: Settings, search_attributes: 
         trigger_kind=str(env.trigger_kind), source=env.source, receipt_id=d.receipt_id, model=settings.model.name,
         price=Price(**price.model_dump()), budget=TaskBudget(**budget.model_dump()),
         delivery_id=env.id, actor=env.actor, policy_version=POLICY_VERSION,
-        runtime=RuntimeOptions(search_attributes=search_attributes, **act.model_dump()))
+        runtime=RuntimeOptions(search_attributes=search_attributes, **act.model_dump()),
+        # A forced re-run must post its review again, not find the first run's as done.
+        effect_discriminator=f"rerun-gen{d.generation}" if env.data.get("override") else "")
 
 
 # An unreachable Temporal must not hold the webhook request open: the receipt is already

@@ -55,7 +55,9 @@ def explain(engine: Engine, key_or_delivery: str) -> Chain:
     chain = Chain(query=key_or_delivery)
     with Session(engine) as s:
         named = s.exec(select(Receipt.work_key).where(Receipt.delivery_id == key_or_delivery)).all()
-        keys = sorted({k for k in named if k} | ({key_or_delivery} if s.get(WorkItem, key_or_delivery) else set()))
+        as_key = s.exec(select(Receipt.work_key).where(Receipt.work_key == key_or_delivery).limit(1)).first()
+        known = s.get(WorkItem, key_or_delivery) is not None or as_key is not None  # rejected-only keys too
+        keys = sorted({k for k in named if k} | ({key_or_delivery} if known else set()))
         chain.work_keys = keys
         chain.receipts = list(s.exec(select(Receipt).where(or_(
             col(Receipt.work_key).in_(keys), Receipt.delivery_id == key_or_delivery)).order_by(Receipt.created_at)))

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Optional
 
 import typer
@@ -24,6 +24,13 @@ def _engine():
     return ledger.make_engine(load_settings().ledger_url())
 
 
+def _as_utc(t: Optional[datetime]) -> Optional[datetime]:
+    """A naive time is UTC; an aware one is converted (SQLite compares the stored UTC text)."""
+    if t is None:
+        return None
+    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+
+
 def receipts(
     work_key: Optional[str] = typer.Option(None), outcome: Optional[str] = typer.Option(None),
     reason: Optional[str] = typer.Option(None), source: Optional[str] = typer.Option(None),
@@ -32,6 +39,7 @@ def receipts(
     until: Optional[datetime] = typer.Option(None), limit: int = typer.Option(50),
 ) -> None:
     """List receipts, newest first, filtered."""
+    since, until = (_as_utc(t) for t in (since, until))
     engine = _engine()
     rows = list_receipts(engine, ReceiptFilter(work_key, outcome, reason, source, delivery, since, until, limit))
     engine.dispose()
@@ -61,7 +69,8 @@ def prune(window_hours: Optional[float] = typer.Option(None, help="default: main
     """Forget delivery ids older than the dedupe window now (the schedule does it hourly)."""
     settings = load_settings()
     engine = ledger.make_engine(settings.ledger_url())
-    removed = ledger.SqlIntakeStore(engine).prune_deliveries(window_hours or settings.maintenance.delivery_dedupe_window_hours)
+    window = settings.maintenance.delivery_dedupe_window_hours if window_hours is None else window_hours
+    removed = ledger.SqlIntakeStore(engine).prune_deliveries(window)
     engine.dispose()
     console.print(f"forgot {removed} delivery ids")
 

@@ -158,7 +158,8 @@ class AgentLoopWorkflow:
                 messages.append(_tool_message(call.id, f"error: unknown tool {call.name!r}"))
                 continue
             request = ToolRequest(order.work_key, order.tenant, order.owner, order.repo, order.number,
-                                  order.input_version, order.generation, call.id, call.arguments)
+                                  order.input_version, order.generation, call.id, call.arguments,
+                                  order.effect_discriminator)
             try:
                 result = await workflow.execute_activity(
                     activity_name, request, result_type=ToolResult,

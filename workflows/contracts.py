@@ -89,6 +89,9 @@ class WorkOrder:
     actor: str | None = None
     policy_version: str | None = None
     runtime: RuntimeOptions = field(default_factory=RuntimeOptions)
+    effect_discriminator: str = ""
+    """Empty for ordinary admissions, so retries and replays map to the same operation keys;
+    set for a forced re-run, whose review must be posted again rather than found as done."""
 
 
 @dataclass
@@ -146,6 +149,8 @@ class ToolRequest:
     generation: int
     tool_call_id: str
     arguments: str
+    effect_discriminator: str = ""
+    """Separates a deliberate re-run's side effects from the first run's (see WorkOrder)."""
 
 
 @dataclass

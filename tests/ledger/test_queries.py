@@ -44,3 +44,9 @@ def test_receipt_filters_combine(engine):
     assert len(list_receipts(engine, ReceiptFilter(work_key=key))) == 2
     future = datetime.now(UTC) + timedelta(hours=1)
     assert list_receipts(engine, ReceiptFilter(work_key=key, since=future)) == []
+
+
+def test_explain_finds_a_work_key_that_was_only_ever_rejected(engine):
+    key = f"github:acme/api#{uuid.uuid4().int % 10**6}:review"
+    SqlIntakeStore(engine).decide(_draft(key, "old", uuid.uuid4().hex, Outcome.REJECT, Reason.STALE_VERSION))
+    assert [r.reason for r in explain(engine, key).receipts] == ["stale-version"]

@@ -144,3 +144,16 @@ async def test_stale_generation_cannot_post(temporal_env, settings, sims, task_q
     [outcome] = (await run_orders(temporal_env.client, settings, task_queue, order)).orders
     assert (outcome.status, outcome.reason) == ("failed", "tool-error: post_review_comment: FencedOut")
     assert sims.comments() == []
+
+
+async def test_forced_rerun_posts_its_review_again(temporal_env, settings, sims, task_queue):
+    from dataclasses import replace
+
+    first = work_order(settings, generation=1)
+    await run_orders(temporal_env.client, settings, task_queue, first)
+    again = replace(work_order(settings, generation=1), receipt_id="r2")  # a plain re-send: already done
+    await run_orders(temporal_env.client, settings, task_queue, again)
+    assert len(sims.comments()) == 1
+    forced = replace(work_order(settings, generation=2), effect_discriminator="rerun-gen2")
+    [outcome] = (await run_orders(temporal_env.client, settings, task_queue, forced)).orders
+    assert outcome.status == "done" and len(sims.comments()) == 2
