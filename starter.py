@@ -7,6 +7,7 @@
     python starter.py schedule apply | list | trigger ID | pause ID | backfill ID ...
     python starter.py goal start --repo acme/api --pr 44 ...
     python starter.py kill --work-key K | --tenant T | --all --actor A --reason R ; unkill (same flags)
+    python starter.py dlq list | show ID | retry ID --reason R
     python starter.py outbox relay ; python starter.py ledger migrate | prune
 
 A manual trigger goes through the webhook API's intake like any webhook: the same
@@ -23,6 +24,7 @@ import typer
 from rich.console import Console
 
 from sluicegate.config import load_settings
+from sluicegate.dlq_cli import dlq_app
 from sluicegate.operator_cli import explain_cmd, kill_cmd, ledger_app, outbox_app, receipts, unkill_cmd
 from sluicegate.trigger_cli import goal_app, schedule_app
 
@@ -31,6 +33,7 @@ app.add_typer(ledger_app, name="ledger")
 app.add_typer(outbox_app, name="outbox")
 app.add_typer(schedule_app, name="schedule")
 app.add_typer(goal_app, name="goal")
+app.add_typer(dlq_app, name="dlq")
 console = Console()
 
 

@@ -59,7 +59,7 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
     egress = EgressPolicy(tuple(settings.egress.default),
                           {t: tuple(hosts) for t, hosts in settings.egress.tenants.items()})
     tools = ForgeTools(forge, ToolGateway(SideEffectLedger(engine), kills), egress)
-    work = WorkLedgerActivities(WorkStore(engine))
+    work = WorkLedgerActivities(WorkStore(engine, settings.dead_letters.owner_for))
     maintenance = MaintenanceActivities(SqlIntakeStore(engine), TemporalAdmitter(client, settings, search_attributes))
     return Worker(
         client, task_queue=task_queue or settings.temporal.task_queue,

@@ -50,7 +50,7 @@ class ForgeTools:
                                    non_retryable=not exc.retryable) from None
         if len(diff) > MAX_DIFF_CHARS:
             diff = diff[:MAX_DIFF_CHARS] + f"\n... [truncated {len(diff) - MAX_DIFF_CHARS} characters]"
-        return ToolResult(content=diff)
+        return ToolResult(content=diff, attempt=activity.info().attempt)
 
     @activity.defn(name="sluicegate.tool.post_review_comment")
     async def post_review_comment(self, req: ToolRequest) -> ToolResult:
@@ -80,7 +80,8 @@ class ForgeTools:
             done = await self._gateway.mutate(mutation, perform, reconcile)
         how = "reconciled" if done.reconciled else ("already posted" if done.replayed else "posted")
         return ToolResult(content=f"comment {how}: {done.result.get('html_url') or done.external_id}",
-                          operation_key=op_key, external_id=done.external_id, reconciled=done.reconciled)
+                          operation_key=op_key, external_id=done.external_id, reconciled=done.reconciled,
+                          attempt=activity.info().attempt)
 
 
 def _comment_body(arguments: str) -> str:

@@ -112,7 +112,8 @@ class ModelActivities:
                              extra={"work_key": req.work_key})
         return ModelResponse(response_id=completion.id, content=choice.message.content, tool_calls=calls,
                              finish_reason=choice.finish_reason,
-                             usage=usage_from_openai(prompt, completion_tokens, cached, reasoning))
+                             usage=usage_from_openai(prompt, completion_tokens, cached, reasoning),
+                             attempt=activity.info().attempt)
 
 
 def make_openai_client(base_url: str, api_key: str, timeout_seconds: float) -> AsyncOpenAI:

@@ -6,19 +6,22 @@ never overwrites what a newer one recorded.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from sqlalchemy import update
+from sqlalchemy import select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from ledger._dead_letters import DeadLetters
 from ledger._models import Receipt, WorkItem, WorkVersion
 from ledger._sql import utcnow
 
 
 class WorkStore:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, owner_for: Callable[[str, str], str] | None = None) -> None:
+        """``owner_for(tenant, source)`` routes a dead letter to its owner."""
         self._engine = engine
+        self._owner_for = owner_for or (lambda tenant, source: "unassigned")
 
     def record_outcome(self, *, work_key: str, input_version: str, generation: int, status: str,
                        run_id: str | None, result: dict[str, Any], receipt_id: str | None = None,
@@ -38,4 +41,9 @@ class WorkStore:
                              .values(status=status, result=result, run_id=run_id, updated_at=now)).rowcount
             s.execute(update(WorkItem).where(WorkItem.work_key == work_key, WorkItem.generation == generation)
                       .values(status=status, updated_at=now))
+            if status == "failed":
+                workflow_id = s.execute(select(WorkVersion.workflow_id).where(
+                    WorkVersion.work_key == work_key, WorkVersion.input_version == input_version)).scalar()
+                owner = self._owner_for(result.get("tenant") or "", result.get("source") or "")
+                DeadLetters(self._engine).record(s, result, owner, workflow_id)
         return done == 1

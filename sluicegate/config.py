@@ -117,6 +117,17 @@ class BudgetsConfig(_Section):
     """Output cap sent with every model call; the reservation prices this worst case."""
 
 
+class DeadLettersConfig(_Section):
+    """Who owns failed work: by tenant, then by source, then the default."""
+
+    default_owner: str = "platform-oncall"
+    by_tenant: dict[str, str] = Field(default_factory=dict)
+    by_source: dict[str, str] = Field(default_factory=dict)
+
+    def owner_for(self, tenant: str, source: str) -> str:
+        return self.by_tenant.get(tenant) or self.by_source.get(source) or self.default_owner
+
+
 class EgressConfig(_Section):
     """Hosts tools may reach, per tenant (``default`` for tenants not listed)."""
 
@@ -130,6 +141,8 @@ class ActivitiesConfig(_Section):
     tool_start_to_close_seconds: float = 30
     tool_heartbeat_seconds: float = 10
     tool_max_attempts: int = 5
+    max_task_retries: int = 20
+    """Retries summed over all steps of one order; past it the order fails to the dead letters."""
 
 
 class SimulatorAddress(_Section):
@@ -253,6 +266,7 @@ class Settings(_Section):
     budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)
     activities: ActivitiesConfig = Field(default_factory=ActivitiesConfig)
     egress: EgressConfig = Field(default_factory=EgressConfig)
+    dead_letters: DeadLettersConfig = Field(default_factory=DeadLettersConfig)
     simulators: SimulatorsConfig = Field(default_factory=SimulatorsConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     schedules: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")], ScheduleConfig] = Field(

@@ -27,7 +27,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, RetryState
 
 with workflow.unsafe.imports_passed_through():
     from workflows.failures import failure_type
@@ -95,10 +95,11 @@ class AgentLoopWorkflow:
         self._set_status(order, "running")
         messages = initial_messages(order)
         outcome = RunOutcome(order.work_key, order.input_version, order.generation, "done", "completed",
-                             run_id=workflow.info().run_id, receipt_id=order.receipt_id)
+                             run_id=workflow.info().run_id, receipt_id=order.receipt_id, tenant=order.tenant,
+                             source=order.source)
         self._steps = 0
         while True:
-            if self._killed(outcome) or self._superseded(order, outcome):
+            if self._killed(outcome) or self._superseded(order, outcome) or self._retry_capped(order, outcome):
                 break
             stop = exhausted(order.budget, outcome.steps, outcome.usage, outcome.cost_usd)
             if stop is not None:
@@ -108,9 +109,11 @@ class AgentLoopWorkflow:
                 response = await self._call_model(order, messages)
             except ActivityError as err:
                 kind = failure_type(err)
+                self._count_failure(err, order.runtime.model_max_attempts, outcome)
                 outcome.status = {"Killed": "killed", "DayBudgetExceeded": "budget_exhausted"}.get(kind, "failed")
                 outcome.reason = f"model-error: {kind}"
                 break
+            outcome.retries += response.attempt - 1
             outcome.steps += 1
             self._steps = outcome.steps
             outcome.usage = outcome.usage.plus(response.usage)
@@ -169,16 +172,33 @@ class AgentLoopWorkflow:
                                              maximum_interval=timedelta(seconds=30),
                                              maximum_attempts=rt.tool_max_attempts))
             except ActivityError as err:
+                self._count_failure(err, rt.tool_max_attempts, outcome)
                 if failure_type(err) == "Killed":
                     outcome.status, outcome.reason = "killed", f"tool-error: {call.name}: Killed"
                     return None
                 return f"tool-error: {call.name}: {failure_type(err)}"
+            outcome.retries += result.attempt - 1
             if result.operation_key:
                 outcome.operation_keys.append(result.operation_key)
             if result.external_id:
                 outcome.external_ids.append(result.external_id)
             messages.append(_tool_message(call.id, result.content))
         return None
+
+    @staticmethod
+    def _count_failure(err: ActivityError, max_attempts: int, outcome: RunOutcome) -> None:
+        """A failure that used up its retry policy spent ``max_attempts - 1`` retries."""
+        if err.retry_state == RetryState.MAXIMUM_ATTEMPTS_REACHED:
+            outcome.retries += max_attempts - 1
+        outcome.last_error = str(err.cause or err)[:500]
+
+    @staticmethod
+    def _retry_capped(order: WorkOrder, outcome: RunOutcome) -> bool:
+        cap = order.runtime.max_task_retries
+        if outcome.retries <= cap:
+            return False
+        outcome.status, outcome.reason = "failed", f"retry-cap: {outcome.retries} retries over {cap} for the task"
+        return True
 
     def _killed(self, outcome: RunOutcome) -> bool:
         if self._kill is None:

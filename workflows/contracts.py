@@ -65,6 +65,8 @@ class RuntimeOptions:
     tool_max_attempts: int = 5
     search_attributes: bool = True
     """Upsert Sluicegate's search attributes (off only where the server lacks them)."""
+    max_task_retries: int = 20
+    """Retries summed over every step of one order; past it the order fails (dead letter)."""
 
 
 @dataclass
@@ -134,6 +136,8 @@ class ModelResponse:
     tool_calls: list[ToolCall]
     finish_reason: str | None
     usage: TokenUsage
+    attempt: int = 1
+    """The activity attempt that answered (attempt - 1 retries were spent on this step)."""
 
 
 @dataclass
@@ -160,6 +164,7 @@ class ToolResult:
     external_id: str | None = None
     reconciled: bool = False
     """True when the effect was found already applied (after a crash) instead of performed."""
+    attempt: int = 1
 
 
 @dataclass
@@ -180,6 +185,10 @@ class RunOutcome:
     run_id: str | None = None
     receipt_id: str | None = None
     """The admission receipt, which gets the mutation identity (operation keys, external ids)."""
+    retries: int = 0
+    last_error: str | None = None
+    tenant: str = ""
+    source: str = ""
 
 
 @dataclass

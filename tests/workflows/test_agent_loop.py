@@ -157,3 +157,27 @@ async def test_forced_rerun_posts_its_review_again(temporal_env, settings, sims,
     forced = replace(work_order(settings, generation=2), effect_discriminator="rerun-gen2")
     [outcome] = (await run_orders(temporal_env.client, settings, task_queue, forced)).orders
     assert outcome.status == "done" and len(sims.comments()) == 2
+
+
+async def test_exhausted_retries_land_in_the_dead_letters_with_evidence(temporal_env, settings, sims, task_queue):
+    sims.model_ctl("POST", "/faults", json={"status": 503, "times": None})
+    order = work_order(settings)
+    [outcome] = (await run_orders(temporal_env.client, settings, task_queue, order)).orders
+    engine = make_engine(settings.ledger_url())
+    [letter] = ledger.DeadLetters(engine).list()
+    engine.dispose()
+    assert (letter.work_key, letter.input_version, letter.status) == (order.work_key, PR42_HEAD, "open")
+    assert letter.owner == settings.dead_letters.owner_for("acme", "github") == "acme-reviews-team"
+    assert letter.retries == outcome.retries == settings.activities.model_max_attempts - 1
+    assert "503" in letter.last_error and letter.reason == "model-error: ModelUnavailable"
+
+
+async def test_task_retry_cap_stops_the_order_at_the_next_step(temporal_env, sims, tmp_path, task_queue):
+    sims.reset()
+    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+    ledger.upgrade(url)
+    settings = settings_for(sims, url, SLUICEGATE__ACTIVITIES__MAX_TASK_RETRIES="1")
+    sims.model_ctl("POST", "/faults", json={"status": 429, "times": 2, "retry_after": 0})
+    [outcome] = (await run_orders(temporal_env.client, settings, task_queue, work_order(settings))).orders
+    assert outcome.status == "failed" and outcome.reason.startswith("retry-cap: 2 retries over 1")
+    assert outcome.steps == 1 and sims.model_stats()["by_status"] == {"429": 2, "200": 1}
