@@ -45,5 +45,7 @@ class WorkStore:
                 workflow_id = s.execute(select(WorkVersion.workflow_id).where(
                     WorkVersion.work_key == work_key, WorkVersion.input_version == input_version)).scalar()
                 owner = self._owner_for(result.get("tenant") or "", result.get("source") or "")
-                DeadLetters(self._engine).record(s, result, owner, workflow_id)
+                identity = {"work_key": work_key, "input_version": input_version, "generation": generation,
+                            "run_id": run_id}
+                DeadLetters(self._engine).record(s, {**result, **identity}, owner, workflow_id)
         return done == 1
