@@ -46,6 +46,10 @@ class TemporalConfig(_Section):
     """PEM client certificate for mTLS (Temporal Cloud or a self-hosted cluster)."""
     tls_client_key: Path | None = None
     api_key: str | None = None
+    payload_key: str | None = None
+    """Base64 AES-256 key: encrypt every payload (see sluicegate/codec.py). Unset: plaintext."""
+    payload_old_keys: list[str] = Field(default_factory=list)
+    """Retired keys, still used to decrypt histories written with them."""
 
 
 class DevServerConfig(_Section):
@@ -296,6 +300,7 @@ ENV_OVERRIDES: dict[str, str] = {
     "TEMPORAL_NAMESPACE": "temporal.namespace",
     "TEMPORAL_TASK_QUEUE": "temporal.task_queue",
     "TEMPORAL_API_KEY": "temporal.api_key",
+    "SLUICEGATE_PAYLOAD_KEY": "temporal.payload_key",
     "TEMPORAL_TLS": "temporal.tls",
     "TEMPORAL_TLS_CLIENT_CERT_PATH": "temporal.tls_client_cert",
     "TEMPORAL_TLS_CLIENT_KEY_PATH": "temporal.tls_client_key",

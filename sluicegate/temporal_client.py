@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from temporalio.client import Client
+from temporalio.converter import DataConverter
 from temporalio.service import TLSConfig
 
+from sluicegate.codec import EncryptionCodec, PayloadKeyError, parse_key
 from sluicegate.config import ConfigError, Settings
 from sluicegate.telemetry import tracing_interceptor
 
@@ -19,4 +23,21 @@ async def connect(settings: Settings) -> Client:
         tls = TLSConfig(client_cert=settings.path(cfg.tls_client_cert).read_bytes(),
                         client_private_key=settings.path(cfg.tls_client_key).read_bytes())
     return await Client.connect(cfg.address, namespace=cfg.namespace, tls=tls or bool(cfg.api_key),
-                                api_key=cfg.api_key, interceptors=[tracing_interceptor()])
+                                api_key=cfg.api_key, interceptors=[tracing_interceptor()],
+                                data_converter=data_converter(settings))
+
+
+def payload_codec(settings: Settings) -> EncryptionCodec | None:
+    cfg = settings.temporal
+    if not cfg.payload_key:
+        return None
+    try:
+        return EncryptionCodec(parse_key(cfg.payload_key), [parse_key(k) for k in cfg.payload_old_keys])
+    except PayloadKeyError as exc:
+        raise ConfigError(f"temporal.payload_key / SLUICEGATE_PAYLOAD_KEY: {exc}") from None
+
+
+def data_converter(settings: Settings) -> DataConverter:
+    """The default converter, with the encryption codec when a payload key is configured."""
+    codec = payload_codec(settings)
+    return dataclasses.replace(DataConverter.default, payload_codec=codec) if codec else DataConverter.default

@@ -1,0 +1,53 @@
+"""Payload encryption: with a key configured, histories hold only ciphertext; the codec server
+turns it back into the work order for whoever may read it."""
+
+from __future__ import annotations
+
+import httpx
+from google.protobuf import json_format
+from temporalio.api.common.v1 import Payloads
+from temporalio.client import Client
+
+import ledger
+from sluicegate.codec import new_key
+from sluicegate.codec_server import create_codec_app
+from simulators import ServerThread
+from sluicegate.temporal_client import data_converter, payload_codec
+from tests.support.agent_runs import PR42_HEAD, run_orders, start_order, work_order
+from tests.support.sims import settings_for
+
+
+async def test_history_holds_ciphertext_and_the_codec_server_decodes_it(temporal_env, sims, tmp_path, task_queue):
+    sims.reset()
+    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+    ledger.upgrade(url)
+    settings = settings_for(sims, url, SLUICEGATE_PAYLOAD_KEY=new_key())
+    client = Client(temporal_env.client.service_client, namespace=temporal_env.client.namespace,
+                    data_converter=data_converter(settings))
+    result = await run_orders(client, settings, task_queue, work_order(settings))
+    assert result.orders[0].status == "done"
+
+    handle = await start_order(client, task_queue, work_order(settings, generation=2))
+    history = await handle.fetch_history()
+    raw = history.to_json()
+    assert PR42_HEAD not in raw and "acme" not in raw  # neither the work order nor the prompt in clear
+    signal = next(e for e in history.events if e.HasField("workflow_execution_signaled_event_attributes"))
+    sealed = signal.workflow_execution_signaled_event_attributes.input
+    assert sealed.payloads[0].metadata["encoding"] == b"binary/encrypted"
+    await handle.terminate("test done")
+
+    server = ServerThread(create_codec_app(payload_codec(settings))).start()
+    try:
+        r = httpx.post(f"{server.base_url}/decode", content=json_format.MessageToJson(sealed))
+        decoded = json_format.Parse(r.content, Payloads())
+    finally:
+        server.stop()
+    assert PR42_HEAD.encode() in decoded.payloads[0].data
+    # A codec with another key cannot read it.
+    other = settings_for(sims, url, SLUICEGATE_PAYLOAD_KEY=new_key())
+    try:
+        await payload_codec(other).decode(sealed.payloads)
+    except Exception as exc:  # noqa: BLE001
+        assert "not configured" in str(exc)
+    else:
+        raise AssertionError("a foreign key must not decrypt")
