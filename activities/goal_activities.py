@@ -21,7 +21,10 @@ from sqlalchemy.engine import Engine
 from temporalio import activity
 
 from activities.scan_activities import forge_failure, record_receipt_once
+from intake.envelope import PullRequestRef
+from intake.identity import review_work_key
 from intake.ports import IntakeStore
+from ledger import KillSwitch
 from sluicegate.forge_client import ForgeClient, ForgeError
 from workflows.scan_contracts import (
     GOAL_BOUND_ACTIVITY, GOAL_OBSERVE_ACTIVITY, GoalCondition, Observation, ObserveRequest, ReceiptRef,
@@ -47,6 +50,11 @@ class GoalActivities:
     @activity.defn(name=GOAL_OBSERVE_ACTIVITY)
     async def observe(self, req: ObserveRequest) -> Observation:
         target = f"{req.owner}/{req.repo}#{req.number}"
+        work_key = review_work_key(PullRequestRef(req.owner, req.repo, req.number))
+        kill = await asyncio.to_thread(KillSwitch(self._engine).active_for, work_key, req.tenant or None)
+        if kill is not None:
+            return Observation(exists=True, killed=True,
+                               detail=f"killed by {kill.actor} ({kill.scope} {kill.target}): {kill.reason}")
         try:
             pull = await self._forge.get_pull(req.owner, req.repo, req.number)
         except ForgeError as exc:

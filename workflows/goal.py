@@ -46,10 +46,14 @@ class GoalWorkflow:
         deadline = workflow.now() + timedelta(seconds=req.deadline_seconds)
         interval = timedelta(seconds=req.poll_seconds)
         condition = req.condition.describe()
+        stopped = None
         while True:
             obs = await self._observe(req)
             self._polls += 1
             self._last = obs.detail
+            if obs.killed:  # checked at every wake: a sleeping goal dies when it wakes
+                stopped = "killed"
+                break
             if obs.holds:
                 decision = await self._intake(req, obs)
                 workflow.logger.info("goal %s on %s met after %d polls: %s (%s)", condition, req.target_id,
@@ -60,7 +64,7 @@ class GoalWorkflow:
             if self._polls >= req.max_polls or left <= timedelta(0):
                 break
             await workflow.sleep(min(interval, left))
-        bound = "max-polls" if self._polls >= req.max_polls else "deadline"
+        bound = stopped or ("max-polls" if self._polls >= req.max_polls else "deadline")
         ref = await workflow.execute_activity(
             GOAL_BOUND_ACTIVITY,
             ReceiptRequest(trigger_kind="goal", source=req.source, delivery_id=f"{workflow.info().run_id}:bound",
@@ -79,7 +83,7 @@ class GoalWorkflow:
     async def _observe(self, req: GoalRequest) -> Observation:
         try:
             return await workflow.execute_activity(
-                GOAL_OBSERVE_ACTIVITY, ObserveRequest(req.owner, req.repo, req.number, req.condition),
+                GOAL_OBSERVE_ACTIVITY, ObserveRequest(req.owner, req.repo, req.number, req.condition, req.tenant),
                 result_type=Observation, start_to_close_timeout=timedelta(seconds=req.activity_timeout_seconds),
                 retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10),
                                          maximum_attempts=req.observe_max_attempts))

@@ -229,6 +229,8 @@ class ObserveRequest:
     repo: str
     number: int
     condition: GoalCondition
+    tenant: str = ""
+    """For the kill switch: a goal whose work key or tenant is killed ends when it wakes."""
 
 
 @dataclass
@@ -239,6 +241,7 @@ class Observation:
     draft: bool = False
     holds: bool = False
     detail: str = ""
+    killed: bool = False
 
 
 @dataclass

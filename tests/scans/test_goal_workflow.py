@@ -130,3 +130,21 @@ async def test_unbounded_goal_is_refused(temporal_env, ctx):
     message = str(err.value.cause)
     assert "max_polls must be at least 1" in message and "needs a value" in message
     assert ctx.receipts() == []
+
+
+async def test_a_sleeping_goal_ends_when_it_wakes_to_a_kill(temporal_env, ctx, sims):
+    from ledger import KillSwitch
+
+    client = temporal_env.client
+    poll = _unit(temporal_env)
+    async with running_worker(client, ctx, search_attributes=False):
+        handle = await _start(client, ctx, _goal(ctx, GoalCondition("head", FIX_HEAD), poll_seconds=poll))
+        await eventually(lambda: _polls_at_least(handle, 1))  # now asleep until the next poll
+        KillSwitch(ctx.engine).kill("tenant", "acme", "alice", "freeze all acme work")
+        try:
+            result = await handle.result()
+        finally:
+            KillSwitch(ctx.engine).unkill("tenant", "acme", "alice", "test over")
+    assert (result.met, result.bound, result.polls) == (False, "killed", 2)
+    assert "freeze all acme work" in result.last_observation
+    assert sims.model_stats()["calls"] == 0
