@@ -19,6 +19,7 @@ from datetime import timedelta
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities.artifacts import ArtifactStore
 from activities.egress import EgressPolicy
 from activities.forge_tools import ForgeTools
 from activities.gateway import ToolGateway
@@ -58,7 +59,9 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
     model = ModelActivities(model_client, kills, spend)
     egress = EgressPolicy(tuple(settings.egress.default),
                           {t: tuple(hosts) for t, hosts in settings.egress.tenants.items()})
-    tools = ForgeTools(forge, ToolGateway(SideEffectLedger(engine), kills), egress)
+    artifacts = ArtifactStore(settings.path(settings.artifacts.dir))
+    tools = ForgeTools(forge, ToolGateway(SideEffectLedger(engine), kills), egress, artifacts,
+                       settings.artifacts.inline_limit_chars)
     work = WorkLedgerActivities(WorkStore(engine, settings.dead_letters.owner_for))
     maintenance = MaintenanceActivities(SqlIntakeStore(engine), TemporalAdmitter(client, settings, search_attributes))
     return Worker(

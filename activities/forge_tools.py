@@ -8,11 +8,13 @@ so a crashed attempt can be reconciled by searching the pull request's comments.
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.artifacts import ArtifactStore, diff_summary
 from activities.egress import EgressPolicy
 from activities.gateway import Mutation, PermanentToolError, ToolGateway, TransientToolError
 from activities.heartbeat import heartbeating
@@ -22,6 +24,7 @@ from workflows.contracts import ToolRequest, ToolResult
 from workflows.review_task import POST_COMMENT
 
 MAX_DIFF_CHARS = 20_000
+PREVIEW_CHARS = 4_000
 MAX_COMMENT_CHARS = 60_000
 
 
@@ -30,10 +33,13 @@ def _as_tool_error(exc: ForgeError) -> Exception:
 
 
 class ForgeTools:
-    def __init__(self, forge: ForgeClient, gateway: ToolGateway, egress: EgressPolicy | None = None) -> None:
+    def __init__(self, forge: ForgeClient, gateway: ToolGateway, egress: EgressPolicy | None = None,
+                 artifacts: ArtifactStore | None = None, inline_limit_chars: int = MAX_DIFF_CHARS) -> None:
         self._forge = forge
         self._gateway = gateway
         self._egress = egress
+        self._artifacts = artifacts
+        self._inline_limit = inline_limit_chars
 
     def _check_egress(self, tenant: str) -> None:
         if self._egress is not None:
@@ -48,8 +54,14 @@ class ForgeTools:
         except ForgeError as exc:
             raise ApplicationError(str(exc), type="ToolUnavailable" if exc.retryable else "ToolRequestRejected",
                                    non_retryable=not exc.retryable) from None
-        if len(diff) > MAX_DIFF_CHARS:
-            diff = diff[:MAX_DIFF_CHARS] + f"\n... [truncated {len(diff) - MAX_DIFF_CHARS} characters]"
+        if len(diff) > self._inline_limit:
+            head = diff[:PREVIEW_CHARS]
+            if self._artifacts is not None:
+                handle = await asyncio.to_thread(self._artifacts.put, diff.encode())
+                diff = (f"[diff stored as {handle}: {diff_summary(diff)}; {len(diff)} characters. "
+                        f"First {PREVIEW_CHARS}:]\n{head}")
+            else:
+                diff = f"{head}\n... [truncated {len(diff) - PREVIEW_CHARS} characters; {diff_summary(diff)}]"
         return ToolResult(content=diff, attempt=activity.info().attempt)
 
     @activity.defn(name="sluicegate.tool.post_review_comment")

@@ -132,6 +132,13 @@ class DeadLettersConfig(_Section):
         return self.by_tenant.get(tenant) or self.by_source.get(source) or self.default_owner
 
 
+class ArtifactsConfig(_Section):
+    """Where large tool outputs go; only a handle and a summary enter the prompt."""
+
+    dir: Path = Path("var/artifacts")
+    inline_limit_chars: int = Field(default=20_000, gt=0)
+
+
 class EgressConfig(_Section):
     """Hosts tools may reach, per tenant (``default`` for tenants not listed)."""
 
@@ -270,6 +277,7 @@ class Settings(_Section):
     budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)
     activities: ActivitiesConfig = Field(default_factory=ActivitiesConfig)
     egress: EgressConfig = Field(default_factory=EgressConfig)
+    artifacts: ArtifactsConfig = Field(default_factory=ArtifactsConfig)
     dead_letters: DeadLettersConfig = Field(default_factory=DeadLettersConfig)
     simulators: SimulatorsConfig = Field(default_factory=SimulatorsConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
