@@ -27,19 +27,23 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, RetryState
+from temporalio.exceptions import ActivityError, ApplicationError, RetryState
 
 with workflow.unsafe.imports_passed_through():
     from workflows.failures import failure_type
+    from workflows.state import StateSchemaError, upgrade_state
     from workflows import search_attributes as sa
     from workflows.budget import cost_usd, exhausted
     from workflows.contracts import (
-        AGENT_WORKFLOW, KILL_SIGNAL, PROGRESS_QUERY, WORK_ORDER_SIGNAL, AgentLoopResult, KillNotice, AgentLoopStart, ModelRequest,
+        AGENT_WORKFLOW, KILL_SIGNAL, PROGRESS_QUERY, STATE_SCHEMA_VERSION, WORK_ORDER_SIGNAL, AgentLoopResult,
+        AgentLoopState, KillNotice, AgentLoopStart, ModelRequest,
         ModelResponse, RunOutcome, ToolCall, ToolRequest, ToolResult, WorkOrder,
     )
     from workflows.review_task import TOOL_ACTIVITIES, TOOLS, initial_messages
 
 SUPERSEDE_PATCH = "supersede-at-step-boundary"
+CONTINUE_AS_NEW_PATCH = "continue-as-new-between-orders"
+MAX_RECENT_OUTCOMES = 20
 MODEL_ACTIVITY = "sluicegate.model.chat_completion"
 RECORD_OUTCOME_ACTIVITY = "sluicegate.ledger.record_run_outcome"
 NON_RETRYABLE_MODEL_ERRORS = ["ModelRequestRejected", "DayBudgetExceeded", "Killed"]
@@ -81,15 +85,44 @@ class AgentLoopWorkflow:
 
     @workflow.run
     async def run(self, start: AgentLoopStart) -> AgentLoopResult:
+        if start.state is not None:
+            self._restore(start.state)
         await workflow.wait_condition(lambda: bool(self._pending), timeout=timedelta(minutes=10))
+        orders_this_run = 0
         while self._pending:
             order = self._pending.pop(0)
             self._current = order
             outcome = await self._run_order(order)
             self._finished.append(outcome)
             self._current = None
+            orders_this_run += 1
+            if self._pending and self._should_continue_as_new(start, orders_this_run):
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                workflow.continue_as_new(AgentLoopStart(start.work_key, start.tenant, self._snapshot(),
+                                                        start.max_orders_per_run))
         await workflow.wait_condition(workflow.all_handlers_finished)
         return AgentLoopResult(work_key=start.work_key, orders=list(self._finished))
+
+    @staticmethod
+    def _should_continue_as_new(start: AgentLoopStart, orders_this_run: int) -> bool:
+        """Between orders only (an order's own history is bounded by its step cap)."""
+        due = orders_this_run >= start.max_orders_per_run or workflow.info().is_continue_as_new_suggested()
+        return due and workflow.patched(CONTINUE_AS_NEW_PATCH)
+
+    def _snapshot(self) -> AgentLoopState:
+        return AgentLoopState(STATE_SCHEMA_VERSION, pending=list(self._pending),
+                              seen_generations=sorted(self._seen_generations),
+                              recent=self._finished[-MAX_RECENT_OUTCOMES:], kill=self._kill)
+
+    def _restore(self, carried: AgentLoopState) -> None:
+        try:
+            state = upgrade_state(carried)
+        except StateSchemaError as exc:
+            raise ApplicationError(str(exc), type="StateSchemaUnsupported", non_retryable=True) from None
+        self._pending = list(state.pending) + self._pending
+        self._seen_generations |= set(state.seen_generations)
+        self._finished = list(state.recent)
+        self._kill = self._kill or state.kill
 
     async def _run_order(self, order: WorkOrder) -> RunOutcome:
         self._set_status(order, "running")

@@ -100,6 +100,26 @@ class WorkOrder:
 class AgentLoopStart:
     work_key: str
     tenant: str
+    state: "AgentLoopState | None" = None
+    """Carried over by continue-as-new; ``None`` for a fresh run."""
+    max_orders_per_run: int = 50
+    """Continue-as-new after this many orders (or earlier when Temporal suggests it)."""
+
+
+STATE_SCHEMA_VERSION = 1
+
+
+@dataclass
+class AgentLoopState:
+    """What one run of the agent workflow hands to the next. Versioned: a run refuses a state
+    written by a newer schema, and migrates an older one, instead of misreading it."""
+
+    schema_version: int
+    pending: list[WorkOrder] = field(default_factory=list)
+    seen_generations: list[int] = field(default_factory=list)
+    recent: list[RunOutcome] = field(default_factory=list)
+    """The last few finished orders (bounded), for the result and the progress query."""
+    kill: "KillNotice | None" = None
 
 
 @dataclass

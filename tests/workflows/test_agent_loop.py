@@ -209,3 +209,45 @@ async def test_large_diff_goes_to_the_artifact_store_not_the_history(temporal_en
     # Inline, the diff would be in the history several times over (the tool result and every later
     # model request); with the artifact store only a handle and a preview are.
     assert len(history) < len(big)
+
+
+async def test_continue_as_new_between_orders_carries_the_versioned_state(temporal_env, settings, sims, task_queue):
+    from contextlib import AsyncExitStack
+
+    from tests.support.agent_runs import start_order
+    from worker import create_worker
+    from workflows.contracts import AGENT_WORKFLOW, WORK_ORDER_SIGNAL, AgentLoopResult, AgentLoopStart
+
+    first = work_order(settings, generation=1)
+    second = work_order(settings, version="5c1e6b2d9a8f4e3c7b0a1d2e3f405162738495a6", generation=2)
+    async with AsyncExitStack() as stack:
+        async with await create_worker(temporal_env.client, settings, stack, task_queue):
+            handle = await temporal_env.client.start_workflow(
+                AGENT_WORKFLOW, AgentLoopStart(first.work_key, "acme", max_orders_per_run=1),
+                id=f"agent/can-{task_queue}", task_queue=task_queue, start_signal=WORK_ORDER_SIGNAL,
+                start_signal_args=[first], result_type=AgentLoopResult)
+            await start_order(temporal_env.client, task_queue, second, workflow_id=handle.id)
+            result = await handle.result()  # follows the continue-as-new chain
+            first_run = temporal_env.client.get_workflow_handle(handle.id, run_id=handle.result_run_id)
+            last_event = (await first_run.fetch_history()).events[-1]
+    statuses = [(o.generation, o.status) for o in result.orders]
+    assert statuses in ([(1, "superseded"), (2, "done")], [(1, "done"), (2, "done")])
+    # The first run handed the second order over by continue-as-new.
+    assert last_event.HasField("workflow_execution_continued_as_new_event_attributes")
+
+
+async def test_a_state_from_a_newer_schema_is_refused_not_misread(temporal_env, settings, task_queue):
+    from contextlib import AsyncExitStack
+
+    from temporalio.client import WorkflowFailureError
+
+    from worker import create_worker
+    from workflows.contracts import AGENT_WORKFLOW, AgentLoopResult, AgentLoopStart, AgentLoopState
+
+    async with AsyncExitStack() as stack:
+        async with await create_worker(temporal_env.client, settings, stack, task_queue):
+            with pytest.raises(WorkflowFailureError) as failed:
+                await temporal_env.client.execute_workflow(
+                    AGENT_WORKFLOW, AgentLoopStart("github:acme/api#42:review", "acme", AgentLoopState(99)),
+                    id=f"agent/future-{task_queue}", task_queue=task_queue, result_type=AgentLoopResult)
+    assert failed.value.cause.type == "StateSchemaUnsupported" and "newer" in str(failed.value.cause)

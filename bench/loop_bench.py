@@ -1,0 +1,216 @@
+"""Sluicegate agent-loop benchmark: per-step overhead vs. a bare workflow, and a worker restart mid-run.
+
+    .venv/bin/python bench/loop_bench.py            # full run (~1-1.5 min on the 2-core dev box)
+    .venv/bin/python bench/loop_bench.py --quick    # smoke run
+    .venv/bin/python bench/loop_bench.py --help     # --rounds, --orders, --concurrency, --reviews, --delay, --keep
+
+One dev stack (own temp dir, free ports, telemetry off), started without its worker:
+
+1. **overhead** -- the real ``AgentLoop`` workflow with the real worker wiring (``create_worker``,
+   in this process) against in-process forge and model simulators, vs. ``bench/_bare_workflow.py``
+   (5 no-op activities per order: 3 "model" + 2 "tool"), same dev server, interleaved rounds.
+   Prints ms per model step for both and the ratio loop / bare.
+2. **restart** -- the stack's worker process is started, the model simulator is made slow,
+   K reviews are admitted through the webhook API, the worker is SIGKILLed while the second
+   model calls are in flight and a new one started; prints the model simulator's calls and
+   completions against the steps the runs recorded and Temporal's model-activity attempts.
+
+Exit status: 1 when a measurement errored or its verification failed, else 0 (a CHECK
+verdict or a high ratio does not fail it). See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import sys
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from bench._e2e import run_dir  # noqa: E402
+from bench._loop import MODEL_STEPS, Overhead, Restart, measure_overhead, measure_restart  # noqa: E402
+from bench._common import median  # noqa: E402
+from sluicegate.devstack import DevStack, isolated_overrides  # noqa: E402
+
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 150)
+
+# Runtime options snapshotted into every work order at admission (API process) -- shortened so a
+# model call cut off by the SIGKILL is retried within seconds instead of after 60 s / 10 s.
+RESTART_OVERRIDES = {
+    "SLUICEGATE__ACTIVITIES__MODEL_START_TO_CLOSE_SECONDS": "5",
+    "SLUICEGATE__ACTIVITIES__TOOL_START_TO_CLOSE_SECONDS": "5",
+    "SLUICEGATE__ACTIVITIES__TOOL_HEARTBEAT_SECONDS": "3",
+}
+
+
+def _log(line: str) -> None:
+    print(line, flush=True)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="smoke run: 2 rounds of 8 orders, 3 reviews")
+    p.add_argument("--rounds", type=int, default=None, help="overhead rounds per side (default 3; quick 2)")
+    p.add_argument("--orders", type=int, default=None, help="orders per side per round (default 24; quick 8)")
+    p.add_argument("--concurrency", type=int, default=8, help="orders in flight per side (default 8)")
+    p.add_argument("--warmup", type=int, default=None, help="untimed orders per side first (default 8; quick 4)")
+    p.add_argument("--reviews", type=int, default=None, help="reviews admitted for the restart (default 6; quick 3)")
+    p.add_argument("--delay", type=float, default=1.5, help="model simulator delay per call in the restart (s)")
+    p.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for the restart's runs")
+    p.add_argument("--no-overhead", action="store_true")
+    p.add_argument("--no-restart", action="store_true")
+    p.add_argument("--keep", action="store_true", help="keep the temp directory (ledgers, dev-server DB, logs)")
+    a = p.parse_args(argv)
+    a.rounds = a.rounds or (2 if a.quick else 3)
+    a.orders = a.orders or (8 if a.quick else 24)
+    a.warmup = a.warmup if a.warmup is not None else (4 if a.quick else 8)
+    a.reviews = a.reviews or (3 if a.quick else 6)
+    if min(a.rounds, a.orders, a.concurrency, a.reviews) < 1 or a.delay <= 0:
+        p.error("--rounds/--orders/--concurrency/--reviews and --delay must be positive")
+    return a
+
+
+def report_overhead(o: Overhead) -> None:
+    t = Table(title=f"Per-step overhead: AgentLoop vs. bare workflow (5 no-op activities per order), "
+                    f"{o.orders} orders per round at concurrency {o.concurrency}, {len(o.loop)} interleaved rounds")
+    for col in ("side", "wall ms / model step", "p50 ms / step", "p95 ms / step", "ms / activity",
+                "CPU ms/step temporal", "CPU ms/step bench proc"):
+        t.add_column(col, justify="left" if col == "side" else "right")
+    for side, label, acts in (("loop", "AgentLoop (real worker, sims)", 6), ("bare", "bare workflow", 5)):
+        per = o.per_step_ms(side)
+        t.add_row(label, f"{per:.1f}", f"{o.latency_per_step_ms(side, 50):.1f}",
+                  f"{o.latency_per_step_ms(side, 95):.1f}", f"{per * MODEL_STEPS / acts:.1f}",
+                  f"{o.cpu_ms(side, 'temporal'):.1f}", f"{o.cpu_ms(side, 'bench (workers, sims)'):.1f}")
+    ratios = o.ratios
+    t.add_row("[bold]ratio loop / bare[/]", f"[bold]{median(ratios):.2f}[/]",
+              f"{o.latency_per_step_ms('loop', 50) / o.latency_per_step_ms('bare', 50):.2f}",
+              f"{o.latency_per_step_ms('loop', 95) / o.latency_per_step_ms('bare', 95):.2f}", "",
+              f"{o.cpu_ms('loop', 'temporal') / o.cpu_ms('bare', 'temporal'):.2f}",
+              f"{o.cpu_ms('loop', 'bench (workers, sims)') / o.cpu_ms('bare', 'bench (workers, sims)'):.2f}")
+    console.print(t)
+    _log("  per-round ratios (wall ms/step loop / bare): " + ", ".join(f"{r:.2f}" for r in ratios))
+    _log(f"  extra wall time per model step: {o.per_step_ms('loop') - o.per_step_ms('bare'):.1f} ms "
+         f"(AgentLoop runs 6 activities per order -- 3 model, 2 tool, record_run_outcome -- plus 2 search-"
+         f"attribute upserts; the bare one 5)")
+    for c in o.checks:
+        _log(f"  check {c}")
+
+
+def report_restart(r: Restart) -> bool:
+    t = Table(title=f"Worker SIGKILL mid-run: {r.reviews} reviews via the webhook API, model simulator "
+                    f"+{r.delay}s per call")
+    for col in ("figure", "value"):
+        t.add_column(col, justify="left" if col == "figure" else "right")
+    extra_calls = r.calls - r.steps
+    delivered = r.completed - r.orphaned
+    rows = [
+        ("runs (status)", ", ".join(f"{k} {v}" for k, v in sorted(r.statuses.items()))),
+        ("steps recorded by the runs (work_versions.result.steps)", r.steps),
+        ("model activities completed in Temporal history", r.history_completed),
+        ("model simulator: calls (arrived)", r.calls),
+        ("model simulator: completed (answered 200)", r.completed),
+        ("  at the kill: calls / completed", f"{r.at_kill.get('calls')} / {r.at_kill.get('completed')}"),
+        ("  in flight at the kill, answered to a dead worker (orphaned)", r.orphaned),
+        ("model activity retries in Temporal history (sum of attempt - 1)", r.history_retries),
+        ("extra model calls = calls - steps", extra_calls),
+        ("completed - orphaned (answers a worker received)", delivered),
+        ("comments posted on the forge", r.comments),
+        ("kill at / new worker up in / all runs done at (s)",
+         f"{r.kill_after:.1f} / {r.restart_seconds:.1f} / {r.finish_seconds:.1f}"),
+    ]
+    for name, value in rows:
+        t.add_row(name, str(value))
+    console.print(t)
+    verdicts = [
+        ("no completed model call was repeated: completed - orphaned == steps",
+         delivered == r.steps, f"{r.completed} - {r.orphaned} = {delivered} vs {r.steps} steps"),
+        ("every extra call is a retry of an attempt cut off by the kill: calls - steps == orphaned == retries",
+         extra_calls == r.orphaned == r.history_retries,
+         f"{extra_calls} extra, {r.orphaned} orphaned, {r.history_retries} retries in history"),
+        ("history agrees with the ledger: model activities completed == steps", r.history_completed == r.steps,
+         f"{r.history_completed} vs {r.steps}"),
+        ("raw: completed == steps (fails by exactly the orphaned calls when the kill cut calls off)",
+         r.completed == r.steps, f"{r.completed} vs {r.steps}"),
+        ("one comment per review", r.comments == r.reviews, f"{r.comments} comments, {r.reviews} reviews"),
+    ]
+    v = Table(title="Restart verdicts")
+    for col in ("check", "detail", "verdict"):
+        v.add_column(col)
+    for name, ok, detail in verdicts:
+        v.add_row(name, detail, "[green]PASS[/]" if ok else "[yellow]CHECK[/]")
+    console.print(v)
+    return verdicts[0][1]
+
+
+async def _run(a, stack: DevStack, tmp: Path) -> tuple[Overhead | None, Restart | None, list[str]]:
+    errors: list[str] = []
+    overhead = restart = None
+    if not a.no_overhead:
+        try:
+            overhead = await measure_overhead(stack, tmp, a.rounds, a.orders, a.concurrency, a.warmup, _log)
+        except Exception as exc:  # noqa: BLE001 - reported, exit status 1
+            traceback.print_exc()
+            errors.append(f"overhead: {type(exc).__name__}: {exc}")
+    if not a.no_restart:
+        try:
+            t = time.perf_counter()
+            await asyncio.to_thread(stack.start_worker)
+            _log(f"  worker process started in {time.perf_counter() - t:.1f}s")
+            restart = await measure_restart(stack, a.reviews, a.delay, a.timeout, _log)
+        except Exception as exc:  # noqa: BLE001
+            traceback.print_exc()
+            errors.append(f"restart: {type(exc).__name__}: {exc}")
+    return overhead, restart, errors
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(argv)
+    tmp = run_dir()
+    started = time.perf_counter()
+    _log(f"loop bench: rounds={a.rounds} orders={a.orders} concurrency={a.concurrency} warmup={a.warmup} "
+         f"reviews={a.reviews} delay={a.delay}s tmp={tmp}")
+    env = {**isolated_overrides(tmp), "SLUICEGATE_TELEMETRY_EXPORTER": "none", **RESTART_OVERRIDES}
+    stack = DevStack(env, headless=True, with_worker=False, log_dir=tmp / "logs")
+    overhead = restart = None
+    errors: list[str] = []
+    try:
+        t = time.perf_counter()
+        stack.start()
+        _log(f"  dev stack up in {time.perf_counter() - t:.1f}s (no worker yet; logs in {stack.log_dir})")
+        overhead, restart, errors = asyncio.run(_run(a, stack, tmp))
+    except Exception as exc:  # noqa: BLE001
+        traceback.print_exc()
+        errors.append(f"{type(exc).__name__}: {exc}")
+    finally:
+        stack.stop()
+        left = stack.leftover()
+        if left:
+            errors.append(f"stack processes still running after stop: {left}")
+    try:
+        if overhead is not None:
+            report_overhead(overhead)
+        if restart is not None:
+            report_restart(restart)
+    except Exception as exc:  # noqa: BLE001
+        traceback.print_exc()
+        errors.append(f"report: {type(exc).__name__}: {exc}")
+    finally:
+        if a.keep:
+            _log(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    for e in errors:
+        console.print(f"[bold red]ERROR[/] {e}")
+    _log(f"total {time.perf_counter() - started:.0f}s")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
