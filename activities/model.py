@@ -23,6 +23,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.gateway import killed_error
+from activities.heartbeat import heartbeating
 from activities.retry_classes import classify_status
 from ledger import DayBudgetExceeded, DayBudgets, KillSwitch
 from workflows.budget import cost_usd, usage_from_openai
@@ -69,7 +70,8 @@ class ModelActivities:
                 raise killed_error(kill)
         reservation = await self._reserve(req)
         try:
-            response = await self._call(req)
+            async with heartbeating():  # a dead worker is noticed at the heartbeat timeout
+                response = await self._call(req)
         except BaseException:
             if reservation is not None:
                 await asyncio.to_thread(self._spend.budgets.release, reservation)

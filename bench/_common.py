@@ -14,10 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere: make the project importable
     sys.path.insert(0, str(ROOT))
 
-try:  # the payload builders moved from tests/support to demo/ while this bench was written
-    from demo.github_payloads import delivery_headers, encode, pull_request_payload  # noqa: E402
-except ImportError:  # pragma: no cover
-    from tests.support.github_payloads import delivery_headers, encode, pull_request_payload  # noqa: E402
+from demo.github_payloads import delivery_headers, encode, pull_request_payload  # noqa: E402
 
 
 class BenchError(Exception):

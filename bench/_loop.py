@@ -217,9 +217,14 @@ class Restart:
         return int(self.final.get("completed", 0))
 
     @property
-    def orphaned(self) -> int:
-        """Calls in flight at the model simulator when the worker died: answered to nobody."""
+    def cut_off(self) -> int:
+        """Calls in flight at the model simulator when the worker died."""
         return self.at_kill.get("calls", 0) - self.at_kill.get("completed", 0)
+
+    @property
+    def late(self) -> int:
+        """Calls the simulator completed after the kill, before the new worker: answered to no worker."""
+        return self.drained.get("completed", 0) - self.at_kill.get("completed", 0)
 
 
 async def measure_restart(stack: DevStack, reviews: int, delay: float, timeout: float, log: Log) -> Restart:
@@ -268,20 +273,16 @@ async def measure_restart(stack: DevStack, reviews: int, delay: float, timeout: 
         log(f"  restart: worker SIGKILLed {res.kill_after:.1f}s after the first admission; model simulator just "
             f"before: {before['calls']} calls / {before['completed']} completed, just after: "
             f"{res.at_kill['calls']} / {res.at_kill['completed']}")
-        # Let the simulator answer (to nobody) every call the dead worker had in flight, so the counters
-        # separate cleanly into "the dead worker's" and "the new worker's".
-        deadline = time.monotonic() + delay + 10
-        while True:
-            st = await stats()
-            if st["completed"] >= st["calls"] or time.monotonic() > deadline:
-                break
-            await asyncio.sleep(0.1)
+        # Give every call the dead worker had in flight time to finish at the simulator (it would be
+        # answered to nobody) before the new worker starts, so late completions can be told apart.
+        await asyncio.sleep(delay + 1.0)
+        st = await stats()
         res.drained = {"calls": st["calls"], "completed": st["completed"]}
         t = time.monotonic()
         await asyncio.to_thread(stack.start_worker)
         res.restart_seconds = time.monotonic() - t
-        log(f"  restart: orphaned calls answered ({st['calls']} calls / {st['completed']} completed); "
-            f"new worker polling after {res.restart_seconds:.1f}s")
+        log(f"  restart: {delay + 1.0:.1f}s after the kill: {st['calls']} calls / {st['completed']} completed; "
+            f"new worker polling after {res.restart_seconds:.1f}s more")
         versions = await asyncio.to_thread(wait_for_runs, s, timeout)
         res.finish_seconds = time.monotonic() - t0
         res.final = await stats()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import shutil
 import sys
 import time
@@ -48,6 +49,17 @@ RESTART_OVERRIDES = {
     "SLUICEGATE__ACTIVITIES__TOOL_START_TO_CLOSE_SECONDS": "5",
     "SLUICEGATE__ACTIVITIES__TOOL_HEARTBEAT_SECONDS": "3",
 }
+
+
+class _DropUnadmittedOutcome(logging.Filter):
+    """The overhead side's orders bypass intake, so record_run_outcome finds no admission and warns
+    once per order (expected, like the naive side of mixed_stream.py); keep the output readable."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "not recorded: no such admission" not in str(record.msg)
+
+
+logging.getLogger("temporalio.activity").addFilter(_DropUnadmittedOutcome())
 
 
 def _log(line: str) -> None:
@@ -109,7 +121,7 @@ def report_restart(r: Restart) -> bool:
     for col in ("figure", "value"):
         t.add_column(col, justify="left" if col == "figure" else "right")
     extra_calls = r.calls - r.steps
-    delivered = r.completed - r.orphaned
+    received = r.completed - r.late
     rows = [
         ("runs (status)", ", ".join(f"{k} {v}" for k, v in sorted(r.statuses.items()))),
         ("steps recorded by the runs (work_versions.result.steps)", r.steps),
@@ -117,27 +129,26 @@ def report_restart(r: Restart) -> bool:
         ("model simulator: calls (arrived)", r.calls),
         ("model simulator: completed (answered 200)", r.completed),
         ("  at the kill: calls / completed", f"{r.at_kill.get('calls')} / {r.at_kill.get('completed')}"),
-        ("  in flight at the kill, answered to a dead worker (orphaned)", r.orphaned),
+        ("  cut off by the kill (in flight: calls - completed at the kill)", r.cut_off),
+        ("  completed after the kill, to no worker (late)", r.late),
         ("model activity retries in Temporal history (sum of attempt - 1)", r.history_retries),
-        ("extra model calls = calls - steps", extra_calls),
-        ("completed - orphaned (answers a worker received)", delivered),
+        ("[bold]extra model calls = calls - steps[/]", extra_calls),
         ("comments posted on the forge", r.comments),
-        ("kill at / new worker up in / all runs done at (s)",
+        ("kill at / new worker up after / all runs done at (s)",
          f"{r.kill_after:.1f} / {r.restart_seconds:.1f} / {r.finish_seconds:.1f}"),
     ]
     for name, value in rows:
         t.add_row(name, str(value))
     console.print(t)
     verdicts = [
-        ("no completed model call was repeated: completed - orphaned == steps",
-         delivered == r.steps, f"{r.completed} - {r.orphaned} = {delivered} vs {r.steps} steps"),
-        ("every extra call is a retry of an attempt cut off by the kill: calls - steps == orphaned == retries",
-         extra_calls == r.orphaned == r.history_retries,
-         f"{extra_calls} extra, {r.orphaned} orphaned, {r.history_retries} retries in history"),
+        ("no completed model call was repeated: completed == steps",
+         received == r.steps,
+         f"{r.completed} completed vs {r.steps} steps" + (f" ({r.late} late completions discounted)" if r.late else "")),
+        ("every extra call is the retry of a call cut off by the kill: calls - steps == cut off == retries",
+         extra_calls == r.cut_off == r.history_retries,
+         f"{extra_calls} extra, {r.cut_off} cut off, {r.history_retries} retries in history"),
         ("history agrees with the ledger: model activities completed == steps", r.history_completed == r.steps,
          f"{r.history_completed} vs {r.steps}"),
-        ("raw: completed == steps (fails by exactly the orphaned calls when the kill cut calls off)",
-         r.completed == r.steps, f"{r.completed} vs {r.steps}"),
         ("one comment per review", r.comments == r.reviews, f"{r.comments} comments, {r.reviews} reviews"),
     ]
     v = Table(title="Restart verdicts")

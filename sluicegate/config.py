@@ -149,6 +149,7 @@ class EgressConfig(_Section):
 class ActivitiesConfig(_Section):
     model_start_to_close_seconds: float = 60
     model_max_attempts: int = 5
+    model_heartbeat_seconds: float = 10
     tool_start_to_close_seconds: float = 30
     tool_heartbeat_seconds: float = 10
     tool_max_attempts: int = 5

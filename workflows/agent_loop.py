@@ -177,6 +177,7 @@ class AgentLoopWorkflow:
             ModelRequest(order.work_key, order.input_version, order.model, list(messages), TOOLS, order.tenant),
             result_type=ModelResponse,
             start_to_close_timeout=timedelta(seconds=rt.model_start_to_close_seconds),
+            heartbeat_timeout=timedelta(seconds=rt.model_heartbeat_seconds),
             retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
                                      maximum_interval=timedelta(seconds=30),
                                      maximum_attempts=rt.model_max_attempts,

@@ -60,6 +60,8 @@ class RuntimeOptions:
 
     model_start_to_close_seconds: float = 60
     model_max_attempts: int = 5
+    model_heartbeat_seconds: float = 10
+    """A worker that dies mid-call is noticed after this, not after the whole start-to-close."""
     tool_start_to_close_seconds: float = 30
     tool_heartbeat_seconds: float = 10
     tool_max_attempts: int = 5
