@@ -28,7 +28,7 @@ from activities.maintenance import MaintenanceActivities
 from activities.model import ModelActivities, SpendGuard, make_openai_client
 from activities.work_ledger import WorkLedgerActivities
 from intake.temporal_admitter import TemporalAdmitter
-from ledger import DayBudgets, KillSwitch, SideEffectLedger, SqlIntakeStore, WorkStore
+from ledger import CredentialBroker, DayBudgets, KillSwitch, SideEffectLedger, SqlIntakeStore, WorkStore
 from sluicegate.config import Settings, load_settings
 from sluicegate.resources import open_forge, open_ledger
 from sluicegate.telemetry import setup_logging, setup_tracing
@@ -60,8 +60,8 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
     egress = EgressPolicy(tuple(settings.egress.default),
                           {t: tuple(hosts) for t, hosts in settings.egress.tenants.items()})
     artifacts = ArtifactStore(settings.path(settings.artifacts.dir))
-    tools = ForgeTools(forge, ToolGateway(SideEffectLedger(engine), kills), egress, artifacts,
-                       settings.artifacts.inline_limit_chars)
+    gateway = ToolGateway(SideEffectLedger(engine), kills, CredentialBroker(engine))
+    tools = ForgeTools(forge, gateway, egress, artifacts, settings.artifacts.inline_limit_chars)
     work = WorkLedgerActivities(WorkStore(engine, settings.dead_letters.owner_for))
     maintenance = MaintenanceActivities(SqlIntakeStore(engine), TemporalAdmitter(client, settings, search_attributes))
     return Worker(

@@ -8,7 +8,10 @@ Every mutation runs through the idempotency ledger under its operation key:
   operation performed again.
 * a permanent failure (4xx) → recorded ``failed`` and raised non-retryable.
 * a kill in force for the work key, its tenant or everything → refused (``Killed``,
-  non-retryable) before anything else, even inside an activity already running.
+  non-retryable) before anything else, even inside an activity already running. Each
+  mutation runs under a short-lived credential scoped to (tenant, work key, generation),
+  checked again right before the external call: a kill recorded meanwhile (during a slow
+  reconcile, say) has revoked it, and the call is refused.
 * an older generation than the work item's (a newer admission superseded it) → refused
   (``FencedOut``, non-retryable, recorded as ``fenced``): a stale holder never mutates.
 * a transient failure → raised retryable; the entry stays ``in_flight`` so the next
@@ -25,7 +28,7 @@ from typing import Any, Awaitable, Callable
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from ledger import BeginState, Kill, KillSwitch, SideEffectLedger
+from ledger import BeginState, CredentialBroker, Kill, KillSwitch, SideEffectLedger
 
 
 class PermanentToolError(Exception):
@@ -68,9 +71,11 @@ def killed_error(kill: Kill) -> ApplicationError:
 
 
 class ToolGateway:
-    def __init__(self, ledger: SideEffectLedger, kills: KillSwitch | None = None) -> None:
+    def __init__(self, ledger: SideEffectLedger, kills: KillSwitch | None = None,
+                 credentials: CredentialBroker | None = None) -> None:
         self._ledger = ledger
         self._kills = kills
+        self._credentials = credentials
 
     async def mutate(self, m: Mutation, perform: Callable[[], Awaitable[Effect]],
                      reconcile: Callable[[], Awaitable[Effect | None]]) -> MutationResult:
@@ -78,6 +83,9 @@ class ToolGateway:
             kill = await asyncio.to_thread(self._kills.active_for, m.work_key, m.tenant)
             if kill is not None:
                 raise killed_error(kill)
+        credential = None
+        if self._credentials is not None:
+            credential = await asyncio.to_thread(self._credentials.issue, m.tenant or "", m.work_key, m.generation)
         begin = await asyncio.to_thread(self._ledger.begin, m.operation_key, work_key=m.work_key,
                                         operation=m.operation, target_version=m.target_version,
                                         generation=m.generation)
@@ -98,6 +106,7 @@ class ToolGateway:
                 activity.logger.warning("%s was applied by an earlier attempt; reconciled", m.operation_key,
                                         extra=log_extra)
                 return found
+        await self._require_valid(credential, m)  # a kill during a slow reconcile revokes it
         try:
             external_id, result = await perform()
         except PermanentToolError as exc:
@@ -110,6 +119,15 @@ class ToolGateway:
                                    next_retry_delay=delay) from None
         await asyncio.to_thread(self._ledger.complete, m.operation_key, external_id, result)
         return MutationResult(external_id, result)
+
+    async def _require_valid(self, credential: str | None, m: Mutation) -> None:
+        if credential is None:
+            return
+        problem = await asyncio.to_thread(self._credentials.problem, credential)
+        if problem is not None:
+            activity.logger.warning("%s refused: %s", m.operation_key, problem, extra={"work_key": m.work_key})
+            raise ApplicationError(f"{m.operation} refused: {problem}", type="Killed" if "revoked" in problem
+                                   else "CredentialExpired", non_retryable="revoked" in problem)
 
     async def _reconcile(self, m: Mutation, reconcile: Callable[[], Awaitable[Effect | None]]) -> MutationResult | None:
         try:

@@ -6,6 +6,7 @@ from ledger._migrate import LedgerSchemaError, current_revision, head_revision, 
 from ledger._side_effects import BeginResult, BeginState, SideEffectLedger
 from ledger._work_store import WorkStore
 from ledger._models import Delivery, Receipt, SideEffect, WorkItem, WorkVersion
+from ledger._credentials import Credential, CredentialBroker
 from ledger._dead_letters import DeadLetter, DeadLetters
 from ledger._budgets import BudgetDay, DayBudgetExceeded, DayBudgets
 from ledger._kills import Kill, KillSwitch
@@ -16,4 +17,4 @@ __all__ = [
     "Delivery", "LedgerSchemaError", "Receipt", "SideEffect", "SqlIntakeStore", "WorkItem", "WorkVersion",
     "current_revision", "head_revision", "make_engine", "normalize_url", "require_current", "upgrade",
 ]
-__all__ += ["DeadLetter", "DeadLetters", "BudgetDay", "DayBudgetExceeded", "DayBudgets", "Kill", "KillSwitch", "ScanWatermark", "Watermark", "WatermarkStore"]
+__all__ += ["Credential", "CredentialBroker", "DeadLetter", "DeadLetters", "BudgetDay", "DayBudgetExceeded", "DayBudgets", "Kill", "KillSwitch", "ScanWatermark", "Watermark", "WatermarkStore"]

@@ -16,6 +16,7 @@ from sqlalchemy import DateTime, Index, or_, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, select
 
+from ledger._credentials import revoke_in
 from ledger._sql import new_id, utcnow
 
 Scope = Literal["work_key", "tenant", "all"]
@@ -45,6 +46,7 @@ class KillSwitch:
                    reason=reason[:500], created_at=utcnow())
         with Session(self._engine, expire_on_commit=False) as s, s.begin():
             s.add(row)
+            revoke_in(s, scope, row.target, f"kill {row.id} by {actor}: {reason}")
         return row
 
     def unkill(self, scope: Scope, target: str, actor: str, reason: str) -> int:

@@ -35,3 +35,18 @@ def test_global_kill_covers_everyone_until_lifted(engine):
         assert switch.active_for(f"wk-{uuid.uuid4().hex}", None).scope == "all"
     finally:
         assert switch.unkill("all", "*", "carol", "incident over") >= 1
+
+
+def test_a_kill_revokes_the_scoped_credentials_it_covers(engine):
+    from datetime import timedelta
+
+    from ledger import CredentialBroker
+
+    broker = CredentialBroker(engine, ttl=timedelta(minutes=5))
+    tenant = f"t-{uuid.uuid4().hex[:8]}"
+    mine, other = broker.issue(tenant, "wk-1", 1), broker.issue(f"{tenant}-other", "wk-2", 1)
+    assert broker.problem(mine) is None and broker.problem("sgc_forged") == "unknown credential"
+    KillSwitch(engine).kill("tenant", tenant, "alice", "stop acme")
+    assert broker.problem(mine).startswith("credential revoked: kill") and broker.problem(other) is None
+    expired = CredentialBroker(engine, ttl=timedelta(seconds=-1)).issue(tenant, "wk-3", 1)
+    assert broker.problem(expired) == "credential expired"

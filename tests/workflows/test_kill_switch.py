@@ -88,3 +88,34 @@ async def test_tool_egress_outside_the_tenant_allowlist_is_refused(temporal_env,
     assert (outcome.status, outcome.reason) == ("failed", "tool-error: get_pull_request_diff: EgressDenied")
     stats = sims.forge_ctl("GET", "/stats").json()["requests"]
     assert not any("pulls" in route for route in stats)  # the forge never saw the diff request
+
+
+async def test_kill_during_a_slow_reconcile_revokes_the_credential_before_the_post(
+        temporal_env, settings, sims, task_queue):
+    import time
+
+    from activities.keys import operation_key
+    from ledger import SideEffectLedger
+    from tests.support.agent_runs import PR42_HEAD
+
+    order = work_order(settings)
+    engine = ledger.make_engine(settings.ledger_url())
+    op = operation_key(order.work_key, "post_review_comment", PR42_HEAD)
+    SideEffectLedger(engine).begin(op, work_key=order.work_key, operation="post_review_comment",
+                                   target_version=PR42_HEAD, generation=1)  # an earlier attempt died
+    sims.forge_ctl("POST", "/faults", json={"method": "GET", "path": "/comments$", "hang_seconds": 2, "times": 1})
+
+    def reconcile_started() -> bool:
+        return any("comments" in k for k in sims.forge_ctl("GET", "/stats").json()["requests"])
+
+    async with AsyncExitStack() as stack:
+        async with await create_worker(temporal_env.client, settings, stack, task_queue):
+            handle = await start_order(temporal_env.client, task_queue, order)
+            deadline = time.monotonic() + 20
+            while not reconcile_started() and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            KillSwitch(engine).kill("work_key", order.work_key, "alice", "stop mid-reconcile")
+            [outcome] = (await handle.result()).orders
+    engine.dispose()
+    assert (outcome.status, outcome.reason) == ("killed", "tool-error: post_review_comment: Killed")
+    assert sims.comments() == []

@@ -1,0 +1,68 @@
+"""Short-lived, tenant- and task-scoped credentials issued by the tool gateway.
+
+Each mutation runs under a credential bound to (tenant, work key, generation) with a short
+TTL. The gateway checks it immediately before the external call, so a kill recorded while
+an activity is already running (say, during a slow reconcile) revokes the credential and
+the call is refused — revocation takes effect at once, not when the process stops.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime, timedelta
+
+from sqlalchemy import DateTime, Index, update
+from sqlalchemy.engine import Engine
+from sqlmodel import Field, Session, SQLModel
+
+from ledger._sql import as_utc, utcnow
+
+
+class Credential(SQLModel, table=True):
+    __tablename__ = "credentials"
+    __table_args__ = (Index("ix_credentials_scope", "tenant", "work_key"),)
+
+    id: str = Field(primary_key=True, max_length=64)
+    tenant: str = Field(max_length=128)
+    work_key: str = Field(max_length=512)
+    generation: int
+    issued_at: datetime = Field(sa_type=DateTime(timezone=True))
+    expires_at: datetime = Field(sa_type=DateTime(timezone=True))
+    revoked_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+    revoked_reason: str | None = Field(default=None, max_length=500)
+
+
+class CredentialBroker:
+    def __init__(self, engine: Engine, ttl: timedelta = timedelta(minutes=5)) -> None:
+        self._engine = engine
+        self._ttl = ttl
+
+    def issue(self, tenant: str, work_key: str, generation: int) -> str:
+        now = utcnow()
+        token = "sgc_" + secrets.token_urlsafe(24)
+        with Session(self._engine) as s, s.begin():
+            s.add(Credential(id=token, tenant=tenant, work_key=work_key, generation=generation, issued_at=now,
+                             expires_at=now + self._ttl))
+        return token
+
+    def problem(self, token: str) -> str | None:
+        """``None`` when the credential may be used now, else why not."""
+        with Session(self._engine) as s:
+            cred = s.get(Credential, token)
+        if cred is None:
+            return "unknown credential"
+        if cred.revoked_at is not None:
+            return f"credential revoked: {cred.revoked_reason}"
+        if as_utc(cred.expires_at) <= utcnow():
+            return "credential expired"
+        return None
+
+
+def revoke_in(session: Session, scope: str, target: str, reason: str) -> int:
+    """Revoke live credentials a kill scope covers, inside the kill's own transaction."""
+    stmt = update(Credential).where(Credential.revoked_at.is_(None))
+    if scope == "work_key":
+        stmt = stmt.where(Credential.work_key == target)
+    elif scope == "tenant":
+        stmt = stmt.where(Credential.tenant == target)
+    return session.execute(stmt.values(revoked_at=utcnow(), revoked_reason=reason[:500])).rowcount
