@@ -104,6 +104,7 @@ class TaskBudget(_Section):
     max_steps: int = 6
     max_total_tokens: int = 60_000
     max_usd: float = 0.25
+    max_wall_seconds: float = 1800
 
 
 class DayBudgetConfig(_Section):

@@ -131,10 +131,12 @@ class AgentLoopWorkflow:
                              run_id=workflow.info().run_id, receipt_id=order.receipt_id, tenant=order.tenant,
                              source=order.source)
         self._steps = 0
+        started = workflow.now()
         while True:
             if self._killed(outcome) or self._superseded(order, outcome) or self._retry_capped(order, outcome):
                 break
-            stop = exhausted(order.budget, outcome.steps, outcome.usage, outcome.cost_usd)
+            elapsed = (workflow.now() - started).total_seconds()
+            stop = exhausted(order.budget, outcome.steps, outcome.usage, outcome.cost_usd, elapsed)
             if stop is not None:
                 outcome.status, outcome.reason = "budget_exhausted", stop
                 break

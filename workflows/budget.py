@@ -25,8 +25,11 @@ def usage_from_openai(prompt: int, completion: int, cached: int, reasoning: int)
                       reasoning=reasoning)
 
 
-def exhausted(budget: TaskBudget, steps: int, usage: TokenUsage, spent_usd: float) -> str | None:
+def exhausted(budget: TaskBudget, steps: int, usage: TokenUsage, spent_usd: float,
+              elapsed_seconds: float = 0.0) -> str | None:
     """``None`` if another step may run, else which limit stops it."""
+    if elapsed_seconds >= budget.max_wall_seconds:
+        return f"max-wall-time: {elapsed_seconds:.0f}s of {budget.max_wall_seconds:.0f}s used"
     if steps >= budget.max_steps:
         return f"max-steps: {steps} of {budget.max_steps} used"
     if usage.total >= budget.max_total_tokens:

@@ -24,6 +24,8 @@ class TaskBudget:
     """Input + output tokens (all categories) allowed for one work order."""
     max_usd: float
     """Spend allowed for one work order, priced with the order's price table."""
+    max_wall_seconds: float = 1800
+    """Wall time allowed for one work order, from its first step (workflow time)."""
 
 
 @dataclass

@@ -26,3 +26,9 @@ def test_exhausted_names_the_limit(steps, tokens, usd, expected):
     budget = TaskBudget(max_steps=3, max_total_tokens=1000, max_usd=0.5)
     result = exhausted(budget, steps, TokenUsage(input=tokens), usd)
     assert (result or "").startswith(expected or "") and (result is None) == (expected is None)
+
+
+def test_wall_time_is_checked_first():
+    budget = TaskBudget(max_steps=3, max_total_tokens=1000, max_usd=0.5, max_wall_seconds=60)
+    assert exhausted(budget, 0, TokenUsage(), 0.0, elapsed_seconds=59.9) is None
+    assert exhausted(budget, 0, TokenUsage(), 0.0, elapsed_seconds=60).startswith("max-wall-time")

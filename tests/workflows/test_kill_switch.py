@@ -119,3 +119,13 @@ async def test_kill_during_a_slow_reconcile_revokes_the_credential_before_the_po
     engine.dispose()
     assert (outcome.status, outcome.reason) == ("killed", "tool-error: post_review_comment: Killed")
     assert sims.comments() == []
+
+
+async def test_task_wall_time_stops_a_slow_run_before_its_next_step(temporal_env, settings, sims, task_queue):
+    from workflows.contracts import TaskBudget
+
+    sims.model_ctl("POST", "/faults", json={"delay_seconds": 1.5, "times": 1})
+    order = work_order(settings, budget=TaskBudget(max_steps=6, max_total_tokens=10**6, max_usd=10, max_wall_seconds=1))
+    [outcome] = (await run_orders(temporal_env.client, settings, task_queue, order)).orders
+    assert outcome.status == "budget_exhausted" and outcome.reason.startswith("max-wall-time")
+    assert outcome.steps == 1 and sims.model_stats()["calls"] == 1
