@@ -31,7 +31,7 @@ TOOLS: list[dict[str, Any]] = [
 ]
 
 SYSTEM_PROMPT = (
-    "You review pull requests. Read the diff with get_pull_request_diff, then post exactly one "
+    "You are a pull-request reviewer. Read the diff with get_pull_request_diff, then post exactly one "
     "concise review with post_review_comment, then answer with a one-line summary."
 )
 
