@@ -125,9 +125,10 @@ class ToolGateway:
             return
         problem = await asyncio.to_thread(self._credentials.problem, credential)
         if problem is not None:
-            activity.logger.warning("%s refused: %s", m.operation_key, problem, extra={"work_key": m.work_key})
-            raise ApplicationError(f"{m.operation} refused: {problem}", type="Killed" if "revoked" in problem
-                                   else "CredentialExpired", non_retryable="revoked" in problem)
+            activity.logger.warning("%s refused: %s", m.operation_key, problem.message, extra={"work_key": m.work_key})
+            raise ApplicationError(f"{m.operation} refused: {problem.message}",
+                                   type="Killed" if problem.revoked else "CredentialExpired",
+                                   non_retryable=problem.revoked)
 
     async def _reconcile(self, m: Mutation, reconcile: Callable[[], Awaitable[Effect | None]]) -> MutationResult | None:
         try:

@@ -9,6 +9,7 @@ the call is refused — revocation takes effect at once, not when the process st
 from __future__ import annotations
 
 import secrets
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import DateTime, Index, update
@@ -32,6 +33,14 @@ class Credential(SQLModel, table=True):
     revoked_reason: str | None = Field(default=None, max_length=500)
 
 
+@dataclass(frozen=True)
+class CredentialProblem:
+    """Why a credential may not be used; ``revoked`` ones are final (a kill), others may be re-issued."""
+
+    revoked: bool
+    message: str
+
+
 class CredentialBroker:
     def __init__(self, engine: Engine, ttl: timedelta = timedelta(minutes=5)) -> None:
         self._engine = engine
@@ -45,16 +54,16 @@ class CredentialBroker:
                              expires_at=now + self._ttl))
         return token
 
-    def problem(self, token: str) -> str | None:
+    def problem(self, token: str) -> CredentialProblem | None:
         """``None`` when the credential may be used now, else why not."""
         with Session(self._engine) as s:
             cred = s.get(Credential, token)
         if cred is None:
-            return "unknown credential"
+            return CredentialProblem(False, "unknown credential")
         if cred.revoked_at is not None:
-            return f"credential revoked: {cred.revoked_reason}"
+            return CredentialProblem(True, f"credential revoked: {cred.revoked_reason}")
         if as_utc(cred.expires_at) <= utcnow():
-            return "credential expired"
+            return CredentialProblem(False, "credential expired")
         return None
 
 

@@ -45,8 +45,10 @@ def test_a_kill_revokes_the_scoped_credentials_it_covers(engine):
     broker = CredentialBroker(engine, ttl=timedelta(minutes=5))
     tenant = f"t-{uuid.uuid4().hex[:8]}"
     mine, other = broker.issue(tenant, "wk-1", 1), broker.issue(f"{tenant}-other", "wk-2", 1)
-    assert broker.problem(mine) is None and broker.problem("sgc_forged") == "unknown credential"
+    assert broker.problem(mine) is None and broker.problem("sgc_forged").message == "unknown credential"
     KillSwitch(engine).kill("tenant", tenant, "alice", "stop acme")
-    assert broker.problem(mine).startswith("credential revoked: kill") and broker.problem(other) is None
+    revoked = broker.problem(mine)
+    assert revoked.revoked and revoked.message.startswith("credential revoked: kill")
+    assert broker.problem(other) is None
     expired = CredentialBroker(engine, ttl=timedelta(seconds=-1)).issue(tenant, "wk-3", 1)
-    assert broker.problem(expired) == "credential expired"
+    assert broker.problem(expired).message == "credential expired" and not broker.problem(expired).revoked

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 from contextlib import AsyncExitStack
-from dataclasses import replace
 
 from temporalio.client import Client, WorkflowHandle
 
@@ -48,4 +47,4 @@ async def run_orders(client: Client, settings: Settings, task_queue: str, *order
             return await handle.result()
 
 
-__all__ = ["PR42_HEAD", "replace", "run_orders", "start_order", "work_order"]
+__all__ = ["PR42_HEAD", "run_orders", "start_order", "work_order"]
