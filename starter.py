@@ -71,4 +71,6 @@ app.command("unkill")(unkill_cmd)
 
 
 if __name__ == "__main__":
-    app()
+    from sluicegate.process_exit import run_then_exit
+
+    run_then_exit(app)

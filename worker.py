@@ -94,4 +94,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    from sluicegate.process_exit import run_then_exit
+
+    run_then_exit(lambda: asyncio.run(main()))

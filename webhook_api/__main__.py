@@ -18,4 +18,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from sluicegate.process_exit import run_then_exit
+
+    run_then_exit(main)

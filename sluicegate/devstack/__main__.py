@@ -46,4 +46,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from sluicegate.process_exit import run_then_exit
+
+    run_then_exit(main)
