@@ -14,6 +14,9 @@ Every mutation runs through the idempotency ledger under its operation key:
   reconcile, say) has revoked it, and the call is refused.
 * an older generation than the work item's (a newer admission superseded it) → refused
   (``FencedOut``, non-retryable, recorded as ``fenced``): a stale holder never mutates.
+* an attempt that lost its claim — a newer attempt began on the same entry while this one
+  stalled (lost heartbeat, paused or partitioned worker), or Temporal cancelled it — stops
+  before the external call (``LeaseLost``): only the newest attempt may mutate.
 * a transient failure → raised retryable; the entry stays ``in_flight`` so the next
   attempt reconciles first — a timeout on a write is never blindly retried.
 """
@@ -107,6 +110,7 @@ class ToolGateway:
                                         extra=log_extra)
                 return found
         await self._require_valid(credential, m)  # a kill during a slow reconcile revokes it
+        await self._require_claim(m, begin.attempts)
         try:
             external_id, result = await perform()
         except PermanentToolError as exc:
@@ -129,6 +133,16 @@ class ToolGateway:
             raise ApplicationError(f"{m.operation} refused: {problem.message}",
                                    type="Killed" if problem.revoked else "CredentialExpired",
                                    non_retryable=problem.revoked)
+
+    async def _require_claim(self, m: Mutation, claim: int) -> None:
+        lost = None
+        if activity.in_activity() and activity.is_cancelled():
+            lost = "the attempt was cancelled (heartbeat lost or timed out)"
+        elif not await asyncio.to_thread(self._ledger.holds, m.operation_key, claim):
+            lost = f"claim {claim} on {m.operation_key} was taken over by a newer attempt"
+        if lost is not None:
+            activity.logger.warning("%s not performed: %s", m.operation_key, lost, extra={"work_key": m.work_key})
+            raise ApplicationError(f"{m.operation} not performed: {lost}", type="LeaseLost")
 
     async def _reconcile(self, m: Mutation, reconcile: Callable[[], Awaitable[Effect | None]]) -> MutationResult | None:
         try:

@@ -89,6 +89,18 @@ class SideEffectLedger:
     def fail(self, operation_key: str, error: str) -> None:
         self._finish(operation_key, status="failed", error=error[:2000])
 
+    def holds(self, operation_key: str, claim: int) -> bool:
+        """Does the begin that returned ``attempts == claim`` still own the in-flight entry?
+
+        Every begin on an in-flight entry increments ``attempts``; an attempt that stalled
+        (lost heartbeat, paused worker) while a newer attempt began has lost its claim and
+        must not perform the operation.
+        """
+        with Session(self._engine) as s:
+            row = s.execute(select(SideEffect.status, SideEffect.attempts)
+                            .where(SideEffect.operation_key == operation_key)).first()
+        return row is not None and row.status == "in_flight" and row.attempts == claim
+
     def get(self, operation_key: str) -> SideEffect | None:
         with Session(self._engine, expire_on_commit=False) as s:
             return s.get(SideEffect, operation_key)
