@@ -20,6 +20,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.artifacts import ArtifactStore
+from activities.capacity_activities import capacity_activities
 from activities.egress import EgressPolicy
 from activities.forge_tools import ForgeTools
 from activities.gateway import ToolGateway
@@ -36,7 +37,9 @@ from sluicegate.temporal_client import connect
 from workflows.agent_loop import AgentLoopWorkflow
 from workflows.contracts import Price
 from workflows.goal import GoalWorkflow
-from workflows.maintenance import OutboxRelayWorkflow, PruneDeliveriesWorkflow
+from workflows.maintenance import (
+    DispatchDeferredWorkflow, OutboxRelayWorkflow, PruneDeliveriesWorkflow, ReapCapacityWorkflow,
+)
 from workflows.scan import ScanWorkflow
 
 log = logging.getLogger("sluicegate.worker")
@@ -63,12 +66,16 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
     gateway = ToolGateway(SideEffectLedger(engine), kills, CredentialBroker(engine))
     tools = ForgeTools(forge, gateway, egress, artifacts, settings.artifacts.inline_limit_chars)
     work = WorkLedgerActivities(WorkStore(engine, settings.dead_letters.owner_for))
-    maintenance = MaintenanceActivities(SqlIntakeStore(engine), TemporalAdmitter(client, settings, search_attributes))
+    admitter = TemporalAdmitter(client, settings, search_attributes)
+    maintenance = MaintenanceActivities(SqlIntakeStore(engine), admitter)
+    capacity = capacity_activities(client, settings, engine, forge, admitter)
     return Worker(
         client, task_queue=task_queue or settings.temporal.task_queue,
-        workflows=[AgentLoopWorkflow, OutboxRelayWorkflow, PruneDeliveriesWorkflow, ScanWorkflow, GoalWorkflow],
+        workflows=[AgentLoopWorkflow, OutboxRelayWorkflow, PruneDeliveriesWorkflow, ScanWorkflow, GoalWorkflow,
+                   DispatchDeferredWorkflow, ReapCapacityWorkflow],
         activities=[model.chat_completion, tools.get_pull_request_diff, tools.post_review_comment,
                     work.record_run_outcome, maintenance.relay_outbox, maintenance.prune_deliveries,
+                    capacity.release, capacity.dispatch, capacity.reap,
                     *trigger_activities(client, settings, engine, forge, search_attributes)],
         graceful_shutdown_timeout=timedelta(seconds=10))
 

@@ -18,8 +18,9 @@ from sqlalchemy.engine import Engine
 from temporalio import activity
 from temporalio.client import Client
 
+from sluicegate.capacity_setup import intake_service
+
 from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
-from intake.forge_reader import ForgeTargetReader
 from intake.identity import review_work_key
 from intake.service import IntakeService
 from intake.temporal_admitter import TemporalAdmitter
@@ -69,8 +70,8 @@ def trigger_activities(client: Client, settings: Settings, engine: Engine, forge
     from activities.scan_activities import ScanActivities
 
     store = SqlIntakeStore(engine)
-    intake = IntakeActivities(IntakeService(store, ForgeTargetReader(forge),
-                                            TemporalAdmitter(client, settings, search_attributes)))
+    intake = IntakeActivities(intake_service(settings, engine, forge,
+                                             TemporalAdmitter(client, settings, search_attributes)))
     scans = ScanActivities(forge, WatermarkStore(engine), store, engine)
     goals = GoalActivities(forge, store, engine)
     return [intake.submit, scans.list_candidates, scans.advance_watermark, scans.record_no_work, goals.observe,

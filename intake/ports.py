@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from typing import Any
+
+from intake.capacity import Block, CapacityRequest
 from intake.decision import IntakeDecision
 from intake.envelope import Envelope, PullRequestRef, WorkCandidate
 from intake.freshness import TargetSnapshot
@@ -30,6 +33,21 @@ class TargetReader(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class CapacityContext:
+    """What an accept must also satisfy, decided in the same ledger transaction."""
+
+    request: CapacityRequest
+    payload: dict[str, Any]
+    """The envelope and candidate, stored with a deferred item to decide it again later."""
+    breaker: tuple[Block, float, str] | None = None
+    """An open breaker: (block, retry after seconds, message) — defer without trying slots."""
+    resume_item: str | None = None
+    """Deciding deferred item ``resume_item`` again (its delivery is already recorded)."""
+    retry_after_seconds: float = 30.0
+    """How long a refused slot/queue defer asks to wait (jittered by the caller)."""
+
+
 class IntakeStore(Protocol):
     """The ledger side of intake. Methods are synchronous; the service runs them in a thread."""
 
@@ -41,9 +59,10 @@ class IntakeStore(Protocol):
         """If the delivery id was already decided, write a duplicate-delivery receipt."""
         ...
 
-    def decide(self, draft: ReceiptDraft) -> IntakeDecision:
-        """Record the delivery and the decision atomically; an accept also runs work dedupe
-        and bumps the work key's generation. May turn the draft into a duplicate reject."""
+    def decide(self, draft: ReceiptDraft, capacity: CapacityContext | None = None) -> IntakeDecision:
+        """Record the delivery and the decision atomically; an accept also runs work dedupe,
+        takes capacity and bumps the work key's generation. May turn the draft into a
+        duplicate reject or a capacity defer (queued durably)."""
         ...
 
     def mark_admitted(self, decision: IntakeDecision, workflow_id: str, run_id: str | None) -> IntakeDecision:

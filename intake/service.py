@@ -17,23 +17,35 @@ import asyncio
 import logging
 from dataclasses import replace
 
+from intake.capacity.plan import Block
+from intake.capacity.payload import from_payload
 from intake.decision import IntakeDecision, Outcome, Reason
 from intake.envelope import Envelope, WorkCandidate
 from intake.freshness import assess_freshness
 from intake.policy import evaluate_policy
 from intake.sources.age import event_age_seconds, too_old
-from intake.ports import Admission, Admitter, IntakeStore, SourceUnavailable, TargetReader
+from intake.ports import Admission, Admitter, CapacityContext, IntakeStore, SourceUnavailable, TargetReader
 from intake.receipts import draft_for
 
 log = logging.getLogger("sluicegate.intake")
 DEFAULT_DEFER_SECONDS = 30.0
 
 
+class Requeue(Exception):
+    """A deferred item could not be re-checked now (source unreadable): it stays queued."""
+
+    def __init__(self, block: Block, retry_after: float, message: str) -> None:
+        super().__init__(message)
+        self.block, self.retry_after = block, retry_after
+
+
 class IntakeService:
-    def __init__(self, store: IntakeStore, targets: TargetReader, admitter: Admitter) -> None:
+    def __init__(self, store: IntakeStore, targets: TargetReader, admitter: Admitter, capacity=None) -> None:
+        """``capacity``: an ``intake.capacity.gate.CapacityGate``; ``None`` admits without limits."""
         self._store = store
         self._targets = targets
         self._admitter = admitter
+        self._capacity = capacity
 
     async def submit(self, envelope: Envelope, candidate: WorkCandidate | None,
                      max_age_seconds: float | None = None) -> IntakeDecision:
@@ -45,8 +57,27 @@ class IntakeService:
                                          "run_id": decision.run_id})
         return decision
 
+    async def resume(self, item_id: str, payload: dict) -> IntakeDecision:
+        """Decide deferred item ``item_id`` again: freshness, policy, capacity; admit if it fits.
+
+        Raises ``KeyError``/``ValueError``/``TypeError`` for a payload that cannot be read
+        (poison) and :class:`Requeue` when the source cannot be read now."""
+        envelope, candidate = from_payload(payload)
+        decision = await self._decide(envelope, candidate, None, resume_item=item_id)
+        log.info("deferred %s (%s): %s (%s)", item_id, candidate.work_key, decision.outcome, decision.reason,
+                 extra={"work_key": candidate.work_key, "workflow_id": decision.workflow_id})
+        return decision
+
+    async def _capacity_context(self, envelope: Envelope, candidate: WorkCandidate,
+                                resume_item: str | None) -> CapacityContext | None:
+        if self._capacity is None:
+            return None
+        return await asyncio.to_thread(self._capacity.context, envelope, candidate, resume_item)
+
     async def _decide(self, envelope: Envelope, candidate: WorkCandidate | None,
-                      max_age_seconds: float | None) -> IntakeDecision:
+                      max_age_seconds: float | None, resume_item: str | None = None) -> IntakeDecision:
+        if resume_item is not None:
+            return await self._check_and_decide(envelope, candidate, resume_item)
         probe = draft_for(envelope, candidate, Outcome.REJECT, Reason.DUPLICATE_DELIVERY,
                           f"delivery {envelope.id} from {envelope.source} was already decided")
         seen = await asyncio.to_thread(self._store.reject_if_delivery_seen, probe)
@@ -61,26 +92,34 @@ class IntakeService:
             return await asyncio.to_thread(self._store.decide, draft_for(
                 envelope, candidate, Outcome.REJECT, Reason.TOO_OLD,
                 f"event is {age:.0f}s old; the source allows {max_age_seconds:.0f}s"))
+        return await self._check_and_decide(envelope, candidate, None)
+
+    async def _check_and_decide(self, envelope: Envelope, candidate: WorkCandidate,
+                                resume_item: str | None) -> IntakeDecision:
+        """Freshness against the source, policy, then the ledger decision with capacity."""
         try:
             snapshot = await self._targets.read(candidate.target)
         except SourceUnavailable as exc:
             retry = exc.retry_after or DEFAULT_DEFER_SECONDS
+            if resume_item is not None:
+                raise Requeue(Block.SOURCE, retry, f"cannot read {candidate.target.target_id}: {exc}") from None
             draft = draft_for(envelope, candidate, Outcome.DEFER, Reason.SOURCE_UNAVAILABLE,
                               f"cannot read {candidate.target.target_id} from the source: {exc}")
             return await asyncio.to_thread(self._store.record, replace(draft, retry_after_seconds=retry))
         version = candidate.input_version or snapshot.current_version
+        ctx = await self._capacity_context(envelope, candidate, resume_item)
         stale = assess_freshness(candidate.input_version, snapshot)
         if stale is not None:
             return await asyncio.to_thread(self._store.decide, draft_for(
                 envelope, candidate, Outcome.REJECT, stale,
-                _freshness_message(stale, candidate, snapshot.current_version), input_version=version))
+                _freshness_message(stale, candidate, snapshot.current_version), input_version=version), ctx)
         refused = evaluate_policy(candidate, snapshot)
         if refused is not None:
             return await asyncio.to_thread(self._store.decide, draft_for(
-                envelope, candidate, Outcome.REJECT, refused, f"refused by {refused}", input_version=version))
+                envelope, candidate, Outcome.REJECT, refused, f"refused by {refused}", input_version=version), ctx)
         decision = await asyncio.to_thread(self._store.decide, draft_for(
             envelope, candidate, Outcome.ACCEPT, Reason.ADMITTED,
-            f"admitting {candidate.work_key} at {version}", input_version=version))
+            f"admitting {candidate.work_key} at {version}", input_version=version), ctx)
         if decision.outcome != Outcome.ACCEPT:
             return decision
         return await self._admit(Admission(decision, envelope, candidate))

@@ -11,6 +11,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio.client import Client
+from temporalio.common import Priority
+
+from intake.capacity import CapacityPlanner
 
 from intake.identity import workflow_id_for
 from intake.policy import POLICY_VERSION
@@ -50,6 +53,14 @@ class TemporalAdmitter:
         self._client = client
         self._settings = settings
         self._search_attributes = search_attributes
+        self._planner = CapacityPlanner(settings.capacity.limits(settings.sources))
+
+    def priority_for(self, admission: Admission) -> Priority:
+        """Temporal's task-queue priority (1 first .. 5 last) and fairness by tenant: the run's
+        workflow and activity tasks (activities inherit it) are dispatched fairly between tenants."""
+        env = admission.envelope
+        return Priority(priority_key=self._planner.priority(env.source, env.trigger_kind),
+                        fairness_key=admission.candidate.tenant.encode()[:64].decode(errors="ignore") or None)
 
     async def admit(self, admission: Admission) -> tuple[str, str | None]:
         order = work_order_for(admission, self._settings, self._search_attributes)
@@ -59,5 +70,6 @@ class TemporalAdmitter:
         handle = await self._client.start_workflow(
             AGENT_WORKFLOW, AgentLoopStart(order.work_key, order.tenant), id=workflow_id,
             task_queue=self._settings.temporal.task_queue, start_signal=WORK_ORDER_SIGNAL,
-            start_signal_args=[order], search_attributes=attrs, rpc_timeout=ADMISSION_RPC_TIMEOUT)
+            start_signal_args=[order], search_attributes=attrs, priority=self.priority_for(admission),
+            rpc_timeout=ADMISSION_RPC_TIMEOUT)
         return workflow_id, handle.result_run_id

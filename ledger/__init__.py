@@ -18,3 +18,10 @@ __all__ = [
     "current_revision", "head_revision", "make_engine", "normalize_url", "require_current", "upgrade",
 ]
 __all__ += ["Credential", "CredentialBroker", "DeadLetter", "DeadLetters", "BudgetDay", "DayBudgetExceeded", "DayBudgets", "Kill", "KillSwitch", "ScanWatermark", "Watermark", "WatermarkStore"]
+from ledger._capacity import CapacityLedger, CapacityRefused
+from ledger._capacity_models import AdmissionCount, Breaker, CapacityCounter, CapacityHold, DeferredItem, RateBucket
+from ledger._deferred import DeferredQueue, PoisonLetters
+from ledger._breakers import BreakerBoard
+
+__all__ += ["AdmissionCount", "Breaker", "BreakerBoard", "CapacityCounter", "CapacityHold", "CapacityLedger",
+            "CapacityRefused", "DeferredItem", "DeferredQueue", "PoisonLetters", "RateBucket"]

@@ -20,7 +20,11 @@ from sqlmodel import Session
 
 from intake.decision import IntakeDecision, Outcome, Reason
 from intake.outbox import PendingAdmission
+from intake.ports import CapacityContext
 from intake.receipts import ReceiptDraft
+from ledger import _deferred
+from ledger._admission_capacity import apply_capacity
+from ledger._capacity import stamp_generation
 from ledger._models import Delivery, Receipt, WorkItem, WorkVersion
 from ledger._sql import as_utc, dialect_insert, new_id, utcnow
 
@@ -79,20 +83,21 @@ class SqlIntakeStore:
             inserted = conn.execute(_INSERT_IF_SEEN, params).scalar_one_or_none()
         return _decision_from_row(row) if inserted is not None else None
 
-    def decide(self, draft: ReceiptDraft) -> IntakeDecision:
+    def decide(self, draft: ReceiptDraft, capacity: CapacityContext | None = None) -> IntakeDecision:
         for attempt in range(_MAX_RACE_RETRIES):
             try:
-                return self._decide_once(draft)
+                return self._decide_once(draft, capacity)
             except IntegrityError:
                 if attempt == _MAX_RACE_RETRIES - 1:
                     raise
         raise AssertionError("unreachable")
 
-    def _decide_once(self, draft: ReceiptDraft) -> IntakeDecision:
+    def _decide_once(self, draft: ReceiptDraft, capacity: CapacityContext | None) -> IntakeDecision:
         receipt_id = new_id()
         generation = None
+        resume = capacity.resume_item if capacity is not None else None
         with Session(self._engine, expire_on_commit=False) as s, s.begin():
-            if draft.delivery_id is not None and not self._claim_delivery(s, draft, receipt_id):
+            if resume is None and draft.delivery_id is not None and not self._claim_delivery(s, draft, receipt_id):
                 draft = draft.with_outcome(Outcome.REJECT, Reason.DUPLICATE_DELIVERY,
                                            f"delivery {draft.delivery_id} from {draft.source} was already decided")
             elif draft.outcome == Outcome.ACCEPT:
@@ -101,13 +106,29 @@ class SqlIntakeStore:
                 if blocked is not None:
                     draft = draft.with_outcome(Outcome.REJECT, Reason.DUPLICATE_WORK, blocked)
                 else:
-                    generation = self._admit_version(s, draft, receipt_id, existing)
+                    placed = apply_capacity(s, draft, capacity, receipt_id) if capacity is not None else None
+                    if placed is not None and placed.requeued:
+                        return _decision_from_row(_receipt_row(placed.draft, self._item_receipt(s, resume)))
+                    draft = placed.draft if placed is not None else draft
+                    if draft.outcome == Outcome.ACCEPT:
+                        generation = self._admit_version(s, draft, receipt_id, existing)
+                        stamp_generation(s, draft.work_key, generation)
+                        if placed is not None and placed.superseded_item:
+                            _deferred.finish(s, placed.superseded_item, "superseded", receipt_id)
             elif draft.reason == Reason.TARGET_CLOSED and draft.work_key:
                 # Tombstone: the domain was reset; a later reopen may admit a finished version again.
                 s.execute(update(WorkItem).where(WorkItem.work_key == draft.work_key).values(reset_at=utcnow()))
+            if resume is not None and draft.outcome != Outcome.DEFER:
+                _deferred.finish(s, resume, "admitted" if draft.outcome == Outcome.ACCEPT else "dropped", receipt_id,
+                                 None if draft.outcome == Outcome.ACCEPT else draft.reason)
             row = _receipt_row(draft, receipt_id, generation)
             s.execute(insert(_RECEIPTS), row)
         return _decision_from_row(row)
+
+    @staticmethod
+    def _item_receipt(s: Session, item_id: str) -> str:
+        from ledger._capacity_models import DeferredItem
+        return s.get(DeferredItem, item_id).receipt_id
 
     @staticmethod
     def _blocking_reason(s: Session, draft: ReceiptDraft, existing: WorkVersion | None) -> str | None:

@@ -23,6 +23,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from sluicegate.capacity_config import CapacityConfig
 from sluicegate.source_config import SourceConfig
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -77,10 +78,37 @@ class ActorConfig(_Section):
     role: Literal["operator", "admin"] = "operator"
 
 
+class ForgeAppConfig(_Section):
+    """A GitHub App: each forge call gets an installation token scoped to one repository."""
+
+    app_id: str = Field(coerce_numbers_to_str=True)
+    """The App ID (a number; YAML may write it unquoted)."""
+    private_key: str | None = Field(default=None, repr=False)
+    """The app's PEM private key (secret: set it from the environment)."""
+    private_key_file: str | None = None
+    installations: dict[str, Annotated[int, Field(gt=0)]] = Field(default_factory=dict)
+    """Tenant -> installation id."""
+    permissions: dict[str, Literal["read", "write"]] = Field(
+        default_factory=lambda: {"pull_requests": "read", "issues": "write", "contents": "read"})
+    refresh_margin_seconds: float = Field(default=300, ge=0)
+    """A cached installation token with less lifetime left than this is replaced."""
+
+    @model_validator(mode="after")
+    def _check(self) -> "ForgeAppConfig":
+        if (self.private_key is None) == (self.private_key_file is None):
+            raise ValueError("set exactly one of private_key (SLUICEGATE_FORGE_APP_PRIVATE_KEY) or "
+                             "private_key_file (SLUICEGATE_FORGE_APP_PRIVATE_KEY_FILE)")
+        if not self.installations:
+            raise ValueError("installations must map every tenant to its installation id")
+        return self
+
+
 class ForgeConfig(_Section):
     base_url: str = "https://api.github.com"
     token: str | None = None
+    """Static token for every call; unused when ``app`` is set."""
     timeout_seconds: float = 10.0
+    app: ForgeAppConfig | None = None
 
 
 class Price(_Section):
@@ -288,6 +316,7 @@ class Settings(_Section):
     """Temporal Schedules running scans, by schedule id (``starter.py schedule apply``)."""
     goals: GoalsConfig = Field(default_factory=GoalsConfig)
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
+    capacity: CapacityConfig = Field(default_factory=CapacityConfig)
     base_dir: Path = PROJECT_ROOT
     """Directory relative paths are resolved against (the config file's directory)."""
 
@@ -320,6 +349,9 @@ ENV_OVERRIDES: dict[str, str] = {
     "SLUICEGATE_MODEL": "model.name",
     "FORGE_BASE_URL": "forge.base_url",
     "FORGE_TOKEN": "forge.token",
+    "SLUICEGATE_FORGE_APP_ID": "forge.app.app_id",
+    "SLUICEGATE_FORGE_APP_PRIVATE_KEY": "forge.app.private_key",
+    "SLUICEGATE_FORGE_APP_PRIVATE_KEY_FILE": "forge.app.private_key_file",
     "SLUICEGATE_GITHUB_WEBHOOK_SECRET": "sources.github.secrets",
     "OTEL_EXPORTER_OTLP_ENDPOINT": "telemetry.otlp_endpoint",
     "SLUICEGATE_TELEMETRY_EXPORTER": "telemetry.exporter",

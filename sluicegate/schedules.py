@@ -21,6 +21,7 @@ from temporalio.client import (
 
 from activities.maintenance import PruneRequest, RelayRequest
 from sluicegate.config import ScheduleConfig, Settings
+from workflows.capacity_contracts import DISPATCH_WORKFLOW, REAP_WORKFLOW, DispatchRequest, ReapRequest
 from workflows.scan_contracts import SCAN_WORKFLOW, ScanRequest
 
 OVERLAP_POLICIES: dict[str, ScheduleOverlapPolicy] = {
@@ -72,10 +73,13 @@ def schedule_for(schedule_id: str, cfg: ScheduleConfig, settings: Settings) -> S
 
 OUTBOX_RELAY_SCHEDULE = "sluicegate-outbox-relay"
 PRUNE_DELIVERIES_SCHEDULE = "sluicegate-prune-deliveries"
+DISPATCH_SCHEDULE = "sluicegate-dispatch-deferred"
+REAP_SCHEDULE = "sluicegate-reap-capacity"
 
 
 def maintenance_schedules(settings: Settings) -> dict[str, Schedule]:
-    """The outbox relay and the delivery-window pruning: skip overlaps, take one missed tick."""
+    """The outbox relay, the delivery-window pruning, the deferred-queue dispatcher and the slot
+    reaper: skip overlaps, take one missed tick."""
     m, queue = settings.maintenance, settings.temporal.task_queue
     policy = SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP, catchup_window=timedelta(minutes=1))
     relay = ScheduleActionStartWorkflow("OutboxRelay", RelayRequest(grace_seconds=m.outbox_grace_seconds),
@@ -84,7 +88,19 @@ def maintenance_schedules(settings: Settings) -> dict[str, Schedule]:
     prune = ScheduleActionStartWorkflow("PruneDeliveries", PruneRequest(window_hours=m.delivery_dedupe_window_hours),
                                         id=PRUNE_DELIVERIES_SCHEDULE, task_queue=queue,
                                         execution_timeout=timedelta(minutes=30))
+    cap = settings.capacity
+    dispatch_req = DispatchRequest(cap.dispatch_batch, cap.max_dispatch_failures, cap.defer_retry_seconds)
+    dispatch = ScheduleActionStartWorkflow(DISPATCH_WORKFLOW, dispatch_req, id=DISPATCH_SCHEDULE, task_queue=queue,
+                                           execution_timeout=timedelta(minutes=10))
+    reap = ScheduleActionStartWorkflow(REAP_WORKFLOW, ReapRequest(cap.reap_grace_seconds, dispatch_req),
+                                       id=REAP_SCHEDULE, task_queue=queue, execution_timeout=timedelta(minutes=10))
+
+    def every(seconds: float) -> ScheduleSpec:
+        return ScheduleSpec(intervals=[ScheduleIntervalSpec(every=timedelta(seconds=seconds))])
+
     return {
+        DISPATCH_SCHEDULE: Schedule(action=dispatch, policy=policy, spec=every(cap.dispatch_interval_seconds)),
+        REAP_SCHEDULE: Schedule(action=reap, policy=policy, spec=every(cap.reap_interval_seconds)),
         OUTBOX_RELAY_SCHEDULE: Schedule(action=relay, policy=policy,
                                         spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=m.outbox_relay_interval)])),
         PRUNE_DELIVERIES_SCHEDULE: Schedule(action=prune, policy=policy,

@@ -41,6 +41,12 @@ class SourceConfig(BaseModel):
     """Event-age bound: an event older than this when received is too old; ``null`` = unbounded."""
     mapping: PayloadMapping | None = Field(default=None, validate_default=True)
     """Generic kinds only: where the payload names owner, repo, number, version; which types act."""
+    concurrency_key: str | None = None
+    """This source's resource in conflict (default: ``capacity.concurrency_key``)."""
+    concurrency_limit: int | None = Field(default=None, ge=1)
+    """Runs at once per concurrency key for this source's work (default: ``capacity.concurrency_limit``)."""
+    priority: int | None = Field(default=None, ge=1, le=5)
+    """1 (first) .. 5 (last); default by trigger family (``capacity.priority_by_trigger``)."""
 
     @model_validator(mode="before")
     @classmethod

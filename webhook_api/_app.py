@@ -22,12 +22,11 @@ from temporalio.client import Client
 from intake.decision import Outcome, Reason, policy_reason
 from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
 from intake.errors import InvalidDelivery
-from intake.forge_reader import ForgeTargetReader
 from intake.identity import review_work_key
 from intake.receipts import ReceiptDraft
-from intake.service import IntakeService
 from intake.temporal_admitter import TemporalAdmitter
 from ledger import SqlIntakeStore
+from sluicegate.capacity_setup import intake_service
 from sluicegate.config import Settings
 from sluicegate.resources import open_forge, open_ledger
 from sluicegate.temporal_client import connect
@@ -72,8 +71,8 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
             forge = open_forge(settings, stack)
             temporal = client or await connect(settings)
             app.state.store = SqlIntakeStore(engine)
-            app.state.intake = IntakeService(app.state.store, ForgeTargetReader(forge),
-                                             TemporalAdmitter(temporal, settings, search_attributes))
+            app.state.intake = intake_service(settings, engine, forge,
+                                              TemporalAdmitter(temporal, settings, search_attributes))
             yield
 
     app = FastAPI(title="Sluicegate webhook API", lifespan=lifespan)

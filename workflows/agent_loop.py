@@ -40,9 +40,12 @@ with workflow.unsafe.imports_passed_through():
         ModelResponse, RunOutcome, ToolCall, ToolRequest, ToolResult, WorkOrder,
     )
     from workflows.review_task import TOOL_ACTIVITIES, TOOLS, initial_messages
+    from workflows.capacity_contracts import ReleaseRequest
 
 SUPERSEDE_PATCH = "supersede-at-step-boundary"
 CONTINUE_AS_NEW_PATCH = "continue-as-new-between-orders"
+RELEASE_CAPACITY_PATCH = "release-capacity-at-end"
+RELEASE_CAPACITY_ACTIVITY = "sluicegate.capacity.release"
 MAX_RECENT_OUTCOMES = 20
 MODEL_ACTIVITY = "sluicegate.model.chat_completion"
 RECORD_OUTCOME_ACTIVITY = "sluicegate.ledger.record_run_outcome"
@@ -89,19 +92,32 @@ class AgentLoopWorkflow:
             self._restore(start.state)
         await workflow.wait_condition(lambda: bool(self._pending), timeout=timedelta(minutes=10))
         orders_this_run = 0
-        while self._pending:
-            order = self._pending.pop(0)
-            self._current = order
-            outcome = await self._run_order(order)
-            self._finished.append(outcome)
-            self._current = None
-            orders_this_run += 1
-            if self._pending and self._should_continue_as_new(start, orders_this_run):
-                await workflow.wait_condition(workflow.all_handlers_finished)
-                workflow.continue_as_new(AgentLoopStart(start.work_key, start.tenant, self._snapshot(),
-                                                        start.max_orders_per_run))
-        await workflow.wait_condition(workflow.all_handlers_finished)
+        while True:
+            while self._pending:
+                order = self._pending.pop(0)
+                self._current = order
+                outcome = await self._run_order(order)
+                self._finished.append(outcome)
+                self._current = None
+                orders_this_run += 1
+                if self._pending and self._should_continue_as_new(start, orders_this_run):
+                    await workflow.wait_condition(workflow.all_handlers_finished)
+                    workflow.continue_as_new(AgentLoopStart(start.work_key, start.tenant, self._snapshot(),
+                                                            start.max_orders_per_run))
+            if self._finished and workflow.patched(RELEASE_CAPACITY_PATCH):
+                await self._release_capacity(start.work_key)
+            await workflow.wait_condition(workflow.all_handlers_finished)
+            if not self._pending:  # an order signalled during the release runs on the slots it reused
+                break
         return AgentLoopResult(work_key=start.work_key, orders=list(self._finished))
+
+    async def _release_capacity(self, work_key: str) -> None:
+        """Give the run's capacity slots back (those taken up to its newest generation) and let the
+        deferred queue into the room. A run that never gets here (terminated) is reaped."""
+        newest = max(o.generation for o in self._finished)
+        await workflow.execute_activity(
+            RELEASE_CAPACITY_ACTIVITY, ReleaseRequest(work_key, newest), start_to_close_timeout=timedelta(minutes=2),
+            retry_policy=RetryPolicy(maximum_attempts=10, maximum_interval=timedelta(seconds=30)))
 
     @staticmethod
     def _should_continue_as_new(start: AgentLoopStart, orders_this_run: int) -> bool:

@@ -14,6 +14,9 @@ from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from activities.maintenance import PruneRequest, RelayRequest, RelayResult
+    from workflows.capacity_contracts import (
+        DISPATCH_WORKFLOW, REAP_WORKFLOW, DispatchRequest, DispatchResult, ReapRequest,
+    )
 
 RETRY = RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(seconds=30))
 
@@ -34,3 +37,25 @@ class PruneDeliveriesWorkflow:
         return await workflow.execute_activity(
             "sluicegate.maintenance.prune_deliveries", req, result_type=int,
             start_to_close_timeout=timedelta(minutes=10), retry_policy=RETRY)
+
+
+@workflow.defn(name=DISPATCH_WORKFLOW)
+class DispatchDeferredWorkflow:
+    """Scheduled pass over the deferred queue (runs also end with one, after their release)."""
+
+    @workflow.run
+    async def run(self, req: DispatchRequest) -> DispatchResult:
+        return await workflow.execute_activity(
+            "sluicegate.capacity.dispatch", req, result_type=DispatchResult,
+            start_to_close_timeout=timedelta(minutes=10), retry_policy=RETRY)
+
+
+@workflow.defn(name=REAP_WORKFLOW)
+class ReapCapacityWorkflow:
+    """Free slots whose run is no longer open in Temporal (terminated, timed out, lost)."""
+
+    @workflow.run
+    async def run(self, req: ReapRequest) -> DispatchResult:
+        return await workflow.execute_activity(
+            "sluicegate.capacity.reap", req, result_type=DispatchResult,
+            start_to_close_timeout=timedelta(minutes=10), heartbeat_timeout=timedelta(minutes=2), retry_policy=RETRY)

@@ -1,0 +1,110 @@
+"""Capacity activities: give slots back when a run ends, dispatch the deferred queue, reap.
+
+* ``release`` — the agent workflow's last act: its slots go back, then a dispatch pass
+  admits deferred work into the room it left (so the queue, not the next newcomer, gets it).
+* ``dispatch`` — the scheduled pass (also picks up work whose retry-after has passed).
+* ``reap`` — frees slots whose run is no longer open in Temporal (terminated, timed out,
+  failed, or never started and no longer pending admission), then dispatches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from temporalio import activity
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
+
+from intake.capacity.dispatch import DispatchReport, dispatch_once
+from intake.identity import workflow_id_for
+from ledger import CapacityLedger, DeferredQueue, PoisonLetters, WorkItem
+from workflows.capacity_contracts import DispatchRequest, DispatchResult, ReapRequest, ReleaseRequest
+
+
+def _result(report: DispatchReport, released: list[str]) -> DispatchResult:
+    return DispatchResult(report.admitted, report.dropped, report.dead, report.deferred, report.skipped, released)
+
+
+class CapacityActivities:
+    def __init__(self, client: Client, capacity: CapacityLedger, queue: DeferredQueue, service,
+                 poison: PoisonLetters, engine, defaults: DispatchRequest | None = None) -> None:
+        self._client = client
+        self._capacity = capacity
+        self._queue = queue
+        self._service = service
+        self._poison = poison
+        self._engine = engine
+        self._defaults = defaults or DispatchRequest()
+        self._dispatching = asyncio.Lock()
+
+    async def _dispatch(self, req: DispatchRequest) -> DispatchReport:
+        async with self._dispatching:  # one pass at a time per worker; the ledger keeps passes safe anyway
+            active = await asyncio.to_thread(self._capacity.active_work_by_tenant)
+            return await dispatch_once(self._queue, self._service, {t: len(k) for t, k in active.items()},
+                                       dead_letters=self._poison, batch=req.batch, max_failures=req.max_failures,
+                                       retry_after=req.retry_after_seconds)
+
+    @activity.defn(name="sluicegate.capacity.release")
+    async def release(self, req: ReleaseRequest) -> DispatchResult:
+        freed = await asyncio.to_thread(self._capacity.release, req.work_key, req.generation)
+        activity.logger.info("released %s", ", ".join(freed) or "no slots", extra={"work_key": req.work_key})
+        try:
+            report = await self._dispatch(self._defaults)
+        except Exception as exc:  # noqa: BLE001 - the release stands; the scheduled pass retries dispatch
+            activity.logger.warning("dispatch after release failed: %r", exc, extra={"work_key": req.work_key})
+            report = DispatchReport()
+        return _result(report, freed)
+
+    @activity.defn(name="sluicegate.capacity.dispatch")
+    async def dispatch(self, req: DispatchRequest) -> DispatchResult:
+        report = await self._dispatch(req)
+        if report.admitted or report.dead or report.dropped:
+            activity.logger.info("dispatched: %d admitted, %d dropped, %d dead, %d still deferred",
+                                 len(report.admitted), len(report.dropped), len(report.dead), report.deferred)
+        return _result(report, [])
+
+    @activity.defn(name="sluicegate.capacity.reap")
+    async def reap(self, req: ReapRequest) -> DispatchResult:
+        holds = await asyncio.to_thread(self._capacity.holds, req.grace_seconds)
+        newest: dict[str, int] = {}
+        for hold in holds:
+            newest[hold.work_key] = max(newest.get(hold.work_key, 0), hold.generation)
+        reaped = []
+        for work_key, generation in newest.items():
+            activity.heartbeat(work_key)
+            if await self._still_open(work_key):
+                continue
+            await asyncio.to_thread(self._capacity.release, work_key, generation)
+            activity.logger.warning("reaped the slots of %s: its run is no longer open", work_key,
+                                    extra={"work_key": work_key})
+            reaped.append(work_key)
+        return _result(await self._dispatch(req.dispatch), reaped)
+
+    async def _still_open(self, work_key: str) -> bool:
+        if await asyncio.to_thread(self._pending_admission, work_key):
+            return True  # accepted, not yet started: the outbox relay will start it
+        try:
+            desc = await self._client.get_workflow_handle(workflow_id_for(work_key)).describe()
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                return False
+            raise
+        return desc.status == WorkflowExecutionStatus.RUNNING
+
+    def _pending_admission(self, work_key: str) -> bool:
+        from sqlmodel import Session
+
+        with Session(self._engine) as s:
+            item = s.get(WorkItem, work_key)
+        return item is not None and item.status == "accepted"
+
+
+def capacity_activities(client: Client, settings, engine, forge, admitter) -> CapacityActivities:
+    """The worker's capacity activities, wired from the settings."""
+    from sluicegate.capacity_setup import intake_service
+
+    cap = settings.capacity
+    return CapacityActivities(client, CapacityLedger(engine), DeferredQueue(engine),
+                              intake_service(settings, engine, forge, admitter),
+                              PoisonLetters(engine, settings.dead_letters.owner_for), engine,
+                              DispatchRequest(cap.dispatch_batch, cap.max_dispatch_failures, cap.defer_retry_seconds))

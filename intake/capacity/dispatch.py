@@ -1,0 +1,104 @@
+"""The dispatcher: admit deferred work as capacity frees, fairly, without letting poison block it.
+
+One pass: take the due items, put them in :func:`fair_order`, and decide each again
+through the intake service (freshness, policy, capacity — exactly as a new delivery).
+A global refusal ends the pass (nothing else can fit); a tenant, quota or rate refusal
+skips that tenant's remaining items; a concurrency-key refusal skips items blocked on
+the same key. An item whose payload cannot be read, or whose dispatch raises, counts a
+failure; after ``max_failures`` it is ``dead`` and goes to the dead letters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Protocol, Sequence
+
+from intake.capacity.fairness import QueuedItem, fair_order
+from intake.capacity.plan import Block
+from intake.decision import Outcome
+
+log = logging.getLogger("sluicegate.dispatch")
+TENANT_BLOCKS = {str(Block.TENANT), str(Block.QUOTA), str(Block.RATE)}
+GLOBAL_BLOCKS = {str(b) for b in Block if b.affects_everyone}
+
+
+class Queued(Protocol):
+    id: str
+    tenant: str
+    priority: int
+    enqueued_at: Any
+    work_key: str
+    blocked_on: str
+    blocked_key: str | None
+    payload: dict
+
+
+class QueuePort(Protocol):
+    def due(self, limit: int = 500) -> Sequence[Queued]: ...
+    def get(self, item_id: str) -> Queued | None: ...
+    def note_failure(self, item_id: str, error: str, max_failures: int, retry_after: float) -> bool: ...
+    def requeue(self, item_id: str, block: Block, retry_after: float, error: str) -> None: ...
+
+
+class DeadLetterPort(Protocol):
+    def poison(self, item: Queued, error: str) -> None: ...
+
+
+@dataclass
+class DispatchReport:
+    admitted: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    deferred: int = 0
+    skipped: int = 0
+    dead: list[str] = field(default_factory=list)
+    stopped_on: str | None = None
+
+
+async def dispatch_once(queue: QueuePort, service, active_by_tenant: Mapping[str, int], *,
+                        dead_letters: DeadLetterPort | None = None, batch: int = 200, max_failures: int = 5,
+                        retry_after: float = 30.0) -> DispatchReport:
+    from intake.service import Requeue  # service imports capacity; avoid the cycle at import time
+
+    report = DispatchReport()
+    items = {i.id: i for i in await asyncio.to_thread(queue.due, batch)}
+    order = fair_order([QueuedItem(i.id, i.tenant, i.priority, i.enqueued_at) for i in items.values()],
+                       active_by_tenant)
+    tenants_full: set[str] = set()
+    keys_full: set[str] = set()
+    for q in order:
+        item = items[q.id]
+        if item.tenant in tenants_full or (item.blocked_key and item.blocked_key in keys_full):
+            report.skipped += 1
+            continue
+        try:
+            decision = await service.resume(item.id, item.payload)
+        except Requeue as wait:
+            await asyncio.to_thread(queue.requeue, item.id, wait.block, wait.retry_after, str(wait))
+            report.deferred += 1
+            continue
+        except Exception as exc:  # noqa: BLE001 - poison or a bug: count it, never block the line
+            error = f"{type(exc).__name__}: {exc}"
+            log.warning("deferred item %s failed to dispatch: %s", item.id, error, extra={"work_key": item.work_key})
+            if await asyncio.to_thread(queue.note_failure, item.id, error, max_failures, retry_after):
+                report.dead.append(item.id)
+                if dead_letters is not None:
+                    await asyncio.to_thread(dead_letters.poison, item, error)
+            continue
+        if decision.outcome == Outcome.ACCEPT:
+            report.admitted.append(item.work_key)
+        elif decision.outcome != Outcome.DEFER:
+            report.dropped.append(item.work_key)
+        else:
+            report.deferred += 1
+            now = await asyncio.to_thread(queue.get, item.id)
+            blocked_on = now.blocked_on if now is not None else str(Block.GLOBAL)
+            if blocked_on in GLOBAL_BLOCKS:
+                report.stopped_on = blocked_on
+                break
+            if blocked_on in TENANT_BLOCKS:
+                tenants_full.add(item.tenant)
+            elif now is not None and now.blocked_key:
+                keys_full.add(now.blocked_key)
+    return report

@@ -1,0 +1,38 @@
+"""What the deferred queue stores to decide an item again later: its envelope and candidate."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def to_payload(envelope: Envelope, candidate: WorkCandidate) -> dict[str, Any]:
+    return {
+        "envelope": {"id": envelope.id, "source": envelope.source, "type": envelope.type,
+                     "subject": envelope.subject, "time": _iso(envelope.time),
+                     "received_at": _iso(envelope.received_at), "trigger_kind": str(envelope.trigger_kind),
+                     "tenant": envelope.tenant, "actor": envelope.actor, "data": envelope.data},
+        "candidate": {"work_key": candidate.work_key, "owner": candidate.target.owner,
+                      "repo": candidate.target.repo, "number": candidate.target.number,
+                      "input_version": candidate.input_version, "tenant": candidate.tenant,
+                      "draft": candidate.draft},
+    }
+
+
+def from_payload(payload: dict[str, Any]) -> tuple[Envelope, WorkCandidate]:
+    """Raises KeyError / ValueError / TypeError on a payload that is not one of ours (poison)."""
+    e, c = payload["envelope"], payload["candidate"]
+    envelope = Envelope(id=e["id"], source=e["source"], type=e["type"], subject=e.get("subject"),
+                        time=datetime.fromisoformat(e["time"]) if e.get("time") else None,
+                        received_at=datetime.fromisoformat(e["received_at"]),
+                        trigger_kind=TriggerKind(e["trigger_kind"]), tenant=e["tenant"], actor=e.get("actor"),
+                        data=dict(e.get("data") or {}))
+    candidate = WorkCandidate(work_key=c["work_key"], target=PullRequestRef(c["owner"], c["repo"], int(c["number"])),
+                              input_version=c.get("input_version"), tenant=c["tenant"], draft=bool(c.get("draft")))
+    return envelope, candidate

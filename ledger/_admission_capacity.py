@@ -1,0 +1,75 @@
+"""The capacity step of ``SqlIntakeStore.decide``: queue order, slots, and the deferred queue.
+
+Called inside the decide transaction for an accept. Returns the (possibly changed) draft:
+still an accept when capacity was taken, a ``duplicate-work`` reject when the same version
+already waits in the queue, or a defer — in which case the item is (re)queued durably in
+the same transaction, so the receipt and the queue entry can never disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from sqlmodel import Session
+
+from intake.capacity import Block, jittered
+from intake.decision import Outcome, Reason
+from intake.ports import CapacityContext
+from intake.receipts import ReceiptDraft
+from ledger import _deferred
+from ledger._capacity import CapacityRefused, acquire, holds_slots
+
+_REASON = {Block.GLOBAL: Reason.CAPACITY, Block.TENANT: Reason.CAPACITY, Block.KEY: Reason.CAPACITY,
+           Block.QUOTA: Reason.QUOTA, Block.RATE: Reason.RATE_LIMITED, Block.BREAKER: Reason.BREAKER_OPEN}
+
+
+@dataclass
+class CapacityOutcome:
+    draft: ReceiptDraft
+    deferred_item: str | None = None
+    requeued: bool = False
+    """A resumed item deferred again: no new receipt, the item's own is kept."""
+    superseded_item: str | None = None
+
+
+def apply_capacity(s: Session, draft: ReceiptDraft, ctx: CapacityContext, receipt_id: str) -> CapacityOutcome:
+    queued = _deferred.waiting_for(s, draft.work_key)
+    if queued is not None and queued.id != ctx.resume_item and queued.input_version == draft.input_version:
+        return CapacityOutcome(draft.with_outcome(
+            Outcome.REJECT, Reason.DUPLICATE_WORK,
+            f"{draft.work_key}@{draft.input_version} is already queued (deferred item {queued.id})"))
+    refused = _refusal(s, draft, ctx)
+    if refused is None:
+        superseded = queued.id if queued is not None and queued.id != ctx.resume_item else None
+        return CapacityOutcome(draft, superseded_item=superseded)
+    retry = refused.retry_after if refused.retry_after is not None else ctx.retry_after_seconds
+    retry = jittered(retry)
+    message = f"deferred: {refused}; retry after {retry:.0f}s"
+    deferred = draft.with_outcome(Outcome.DEFER, _REASON[refused.block], message)
+    deferred = replace(deferred, retry_after_seconds=retry)
+    if ctx.resume_item is not None:
+        _deferred.redefer(s, ctx.resume_item, refused.block, refused.key, retry)
+        return CapacityOutcome(deferred, ctx.resume_item, requeued=True)
+    item = _deferred.enqueue(s, tenant=draft.tenant or "", source=draft.source, work_key=draft.work_key,
+                             input_version=draft.input_version, request=ctx.request, block=refused.block,
+                             blocked_key=refused.key, retry_after=retry, receipt_id=receipt_id,
+                             payload=ctx.payload)
+    return CapacityOutcome(deferred, item.id)
+
+
+def _refusal(s: Session, draft: ReceiptDraft, ctx: CapacityContext) -> CapacityRefused | None:
+    if holds_slots(s, draft.work_key):
+        return None  # a newer version for a running item: it reuses the run's slots (supersede)
+    if ctx.breaker is not None:
+        block, retry, message = ctx.breaker
+        return CapacityRefused(block, None, message, retry)
+    if ctx.resume_item is None:
+        ahead = _deferred.queue_ahead(s, ctx.request.tenant)
+        if ahead is not None and ahead.work_key != draft.work_key:
+            return CapacityRefused(Block(ahead.blocked_on), ahead.blocked_key,
+                                   f"earlier work waits in the queue ({ahead.blocked_on})")
+    try:
+        acquire(s, draft.work_key, ctx.request)
+    except CapacityRefused as refused:
+        return refused
+    return None

@@ -1,0 +1,46 @@
+"""Breaker state per provider in the ledger, shared by every API and worker process."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from intake.capacity import BreakerPolicy, BreakerState, record_failure
+from ledger._capacity_models import Breaker
+from ledger._sql import as_utc, utcnow
+
+
+def _state(row: Breaker) -> BreakerState:
+    return BreakerState(row.provider, row.failures, as_utc(row.window_start), as_utc(row.opened_at), row.last_error)
+
+
+class BreakerBoard:
+    def __init__(self, engine: Engine, policy: BreakerPolicy) -> None:
+        self._engine = engine
+        self.policy = policy
+
+    def states(self) -> list[BreakerState]:
+        with Session(self._engine) as s:
+            return [_state(row) for row in s.execute(select(Breaker)).scalars()]
+
+    def record_failure(self, provider: str, error: str, now: datetime | None = None) -> BreakerState:
+        now = now or utcnow()
+        with Session(self._engine) as s, s.begin():
+            row = s.get(Breaker, provider, with_for_update=True) or Breaker(provider=provider, updated_at=now)
+            new = record_failure(_state(row), now, self.policy, error[:500])
+            row.failures, row.window_start, row.opened_at, row.last_error = (
+                new.failures, new.window_start, new.opened_at, new.last_error)
+            row.updated_at = now
+            s.add(row)
+            return new
+
+    def reset(self, provider: str) -> None:
+        """Operator override: close the breaker now (no ramp)."""
+        with Session(self._engine) as s, s.begin():
+            row = s.get(Breaker, provider)
+            if row is not None:
+                row.failures, row.window_start, row.opened_at, row.updated_at = 0, None, None, utcnow()
+                s.add(row)

@@ -1,0 +1,135 @@
+"""The deferred queue: work refused for capacity waits here, durably, for the dispatcher.
+
+One ``waiting`` item per work key: a newer version of queued work replaces the queued
+version in place (keeping its place in line); the same version again is a duplicate.
+Items leave the queue ``admitted``, ``dropped`` (rejected when re-checked: stale,
+closed), ``superseded`` (a newer version was admitted directly) or ``dead`` (failed to
+dispatch too often: a poison item goes to the dead letters instead of blocking the line).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, or_, select, update
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from intake.capacity import Block, CapacityRequest
+from ledger._capacity_models import DeferredItem
+from ledger._sql import new_id, utcnow
+
+GLOBAL_BLOCKS = tuple(str(b) for b in Block if b.affects_everyone)
+
+
+def waiting_for(s: Session, work_key: str) -> DeferredItem | None:
+    return s.execute(select(DeferredItem).where(DeferredItem.work_key == work_key,
+                                                DeferredItem.status == "waiting")).scalars().first()
+
+
+def queue_ahead(s: Session, tenant: str) -> DeferredItem | None:
+    """A waiting item new work of ``tenant`` must not overtake: the tenant's own, or any item
+    waiting on a global limit (the queue gets freed global capacity before newcomers)."""
+    return s.execute(select(DeferredItem).where(
+        DeferredItem.status == "waiting",
+        or_(DeferredItem.tenant == tenant, DeferredItem.blocked_on.in_(GLOBAL_BLOCKS)))
+        .order_by(DeferredItem.enqueued_at).limit(1)).scalars().first()
+
+
+def enqueue(s: Session, *, tenant: str, source: str, work_key: str, input_version: str | None,
+            request: CapacityRequest, block: Block, blocked_key: str | None, retry_after: float,
+            receipt_id: str, payload: dict[str, Any], now: datetime | None = None) -> DeferredItem:
+    now = now or utcnow()
+    item = waiting_for(s, work_key)
+    due = now + timedelta(seconds=retry_after)
+    if item is not None:  # a newer version replaces the queued one and keeps its place
+        item.input_version, item.payload, item.receipt_id = input_version, payload, receipt_id
+        item.blocked_on, item.blocked_key, item.next_attempt_at, item.updated_at = str(block), blocked_key, due, now
+        item.priority = min(item.priority, request.priority)
+    else:
+        item = DeferredItem(id=new_id(), enqueued_at=now, updated_at=now, tenant=tenant, source=source,
+                            priority=request.priority, work_key=work_key, input_version=input_version,
+                            status="waiting", blocked_on=str(block), blocked_key=blocked_key, next_attempt_at=due,
+                            attempts=0, failures=0, receipt_id=receipt_id, payload=payload)
+    s.add(item)
+    s.flush()
+    return item
+
+
+def redefer(s: Session, item_id: str, block: Block, blocked_key: str | None, retry_after: float) -> None:
+    now = utcnow()
+    s.execute(update(DeferredItem).where(DeferredItem.id == item_id).values(
+        blocked_on=str(block), blocked_key=blocked_key, next_attempt_at=now + timedelta(seconds=retry_after),
+        attempts=DeferredItem.attempts + 1, updated_at=now))
+
+
+def finish(s: Session, item_id: str, status: str, receipt_id: str | None, note: str | None = None) -> None:
+    s.execute(update(DeferredItem).where(DeferredItem.id == item_id, DeferredItem.status == "waiting").values(
+        status=status, final_receipt_id=receipt_id, last_error=note, updated_at=utcnow(),
+        attempts=DeferredItem.attempts + 1))
+
+
+class DeferredQueue:
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def due(self, limit: int = 500, now: datetime | None = None) -> list[DeferredItem]:
+        now = now or utcnow()
+        with Session(self._engine, expire_on_commit=False) as s:
+            return list(s.execute(select(DeferredItem).where(
+                DeferredItem.status == "waiting", DeferredItem.next_attempt_at <= now)
+                .order_by(DeferredItem.priority, DeferredItem.enqueued_at).limit(limit)).scalars())
+
+    def waiting(self) -> list[DeferredItem]:
+        with Session(self._engine, expire_on_commit=False) as s:
+            return list(s.execute(select(DeferredItem).where(DeferredItem.status == "waiting")
+                                  .order_by(DeferredItem.enqueued_at)).scalars())
+
+    def get(self, item_id: str) -> DeferredItem | None:
+        with Session(self._engine, expire_on_commit=False) as s:
+            return s.get(DeferredItem, item_id)
+
+    def note_failure(self, item_id: str, error: str, max_failures: int, retry_after: float) -> bool:
+        """Record a dispatch failure; past ``max_failures`` the item is ``dead``. Returns True if dead."""
+        with Session(self._engine) as s, s.begin():
+            item = s.get(DeferredItem, item_id, with_for_update=True)
+            if item is None or item.status != "waiting":
+                return False
+            item.failures += 1
+            item.last_error = error[:2000]
+            item.updated_at = utcnow()
+            item.next_attempt_at = item.updated_at + timedelta(seconds=retry_after * item.failures)
+            if item.failures >= max_failures:
+                item.status = "dead"
+            s.add(item)
+            return item.status == "dead"
+
+    def requeue(self, item_id: str, block: Block, retry_after: float, error: str) -> None:
+        """The item could not be re-checked now (its source is down): try again later, no failure counted."""
+        with Session(self._engine) as s, s.begin():
+            redefer(s, item_id, block, None, retry_after)
+            s.execute(update(DeferredItem).where(DeferredItem.id == item_id).values(last_error=error[:2000]))
+
+    def counts(self) -> dict[tuple[str, str], int]:
+        with Session(self._engine) as s:
+            rows = s.execute(select(DeferredItem.tenant, DeferredItem.status, func.count())
+                             .group_by(DeferredItem.tenant, DeferredItem.status))
+            return {(t, st): n for t, st, n in rows}
+
+
+class PoisonLetters:
+    """Dead letters for deferred items that could not be dispatched (the dispatcher's port)."""
+
+    def __init__(self, engine: Engine, owner_for) -> None:
+        self._engine = engine
+        self._owner_for = owner_for
+
+    def poison(self, item: DeferredItem, error: str) -> None:
+        from ledger._dead_letters import DeadLetters
+
+        outcome = {"work_key": item.work_key, "input_version": item.input_version or "-", "generation": 0,
+                   "tenant": item.tenant, "source": item.source, "reason": "deferred-dispatch-failed",
+                   "last_error": f"deferred item {item.id}: {error}"[:2000], "retries": item.failures + 1}
+        with Session(self._engine) as s, s.begin():
+            DeadLetters(self._engine).record(s, outcome, self._owner_for(item.tenant, item.source), None)

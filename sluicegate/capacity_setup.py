@@ -1,0 +1,23 @@
+"""Builds the capacity gate and the intake service from the settings (API and worker alike)."""
+
+from __future__ import annotations
+
+from sqlalchemy.engine import Engine
+
+from intake.capacity import CapacityPlanner
+from intake.capacity.gate import CapacityGate
+from intake.forge_reader import ForgeTargetReader
+from intake.ports import Admitter
+from intake.service import IntakeService
+from ledger import BreakerBoard, SqlIntakeStore
+from sluicegate.config import Settings
+
+
+def capacity_gate(settings: Settings, engine: Engine) -> CapacityGate:
+    cap = settings.capacity
+    return CapacityGate(CapacityPlanner(cap.limits(settings.sources)), BreakerBoard(engine, cap.breaker_policy()),
+                        cap.breaker_policy(), cap.breaker.gating_providers, cap.defer_retry_seconds)
+
+
+def intake_service(settings: Settings, engine: Engine, forge, admitter: Admitter) -> IntakeService:
+    return IntakeService(SqlIntakeStore(engine), ForgeTargetReader(forge), admitter, capacity_gate(settings, engine))
