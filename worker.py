@@ -29,7 +29,7 @@ from activities.maintenance import MaintenanceActivities
 from activities.model import ModelActivities, SpendGuard, make_openai_client
 from activities.work_ledger import WorkLedgerActivities
 from intake.temporal_admitter import TemporalAdmitter
-from ledger import CredentialBroker, DayBudgets, KillSwitch, SideEffectLedger, SqlIntakeStore, WorkStore
+from ledger import BreakerBoard, CredentialBroker, DayBudgets, KillSwitch, SideEffectLedger, SqlIntakeStore, WorkStore
 from sluicegate.config import Settings, load_settings
 from sluicegate.resources import open_forge, open_ledger
 from sluicegate.telemetry import setup_logging, setup_tracing
@@ -59,11 +59,12 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
     spend = SpendGuard(DayBudgets(engine, day.global_usd, day.tenants, day.default_tenant_usd),
                        {name: Price(**p.model_dump()) for name, p in settings.model.prices.items()},
                        settings.budgets.step_max_output_tokens)
-    model = ModelActivities(model_client, kills, spend)
+    breakers = BreakerBoard(engine, settings.capacity.breaker_policy())
+    model = ModelActivities(model_client, kills, spend, breakers)
     egress = EgressPolicy(tuple(settings.egress.default),
                           {t: tuple(hosts) for t, hosts in settings.egress.tenants.items()})
     artifacts = ArtifactStore(settings.path(settings.artifacts.dir))
-    gateway = ToolGateway(SideEffectLedger(engine), kills, CredentialBroker(engine))
+    gateway = ToolGateway(SideEffectLedger(engine), kills, CredentialBroker(engine), breakers)
     tools = ForgeTools(forge, gateway, egress, artifacts, settings.artifacts.inline_limit_chars)
     work = WorkLedgerActivities(WorkStore(engine, settings.dead_letters.owner_for))
     admitter = TemporalAdmitter(client, settings, search_attributes)

@@ -75,10 +75,13 @@ def killed_error(kill: Kill) -> ApplicationError:
 
 class ToolGateway:
     def __init__(self, ledger: SideEffectLedger, kills: KillSwitch | None = None,
-                 credentials: CredentialBroker | None = None) -> None:
+                 credentials: CredentialBroker | None = None, breakers=None, provider: str = "forge") -> None:
+        """``breakers``: a ``ledger.BreakerBoard``; transient tool failures feed ``provider``'s breaker."""
         self._ledger = ledger
         self._kills = kills
         self._credentials = credentials
+        self._breakers = breakers
+        self._provider = provider
 
     async def mutate(self, m: Mutation, perform: Callable[[], Awaitable[Effect]],
                      reconcile: Callable[[], Awaitable[Effect | None]]) -> MutationResult:
@@ -118,6 +121,8 @@ class ToolGateway:
             raise ApplicationError(f"{m.operation} refused: {exc}", type="ToolRequestRejected",
                                    non_retryable=True) from None
         except TransientToolError as exc:
+            if self._breakers is not None:
+                await asyncio.to_thread(self._breakers.record_failure, self._provider, f"{m.operation}: {exc}")
             delay = timedelta(seconds=exc.retry_after) if exc.retry_after else None
             raise ApplicationError(f"{m.operation} may not have completed: {exc}", type="ToolUnavailable",
                                    next_retry_delay=delay) from None

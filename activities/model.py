@@ -25,7 +25,7 @@ from temporalio.exceptions import ApplicationError
 from activities.gateway import killed_error
 from activities.heartbeat import heartbeating
 from activities.retry_classes import classify_status
-from ledger import DayBudgetExceeded, DayBudgets, KillSwitch
+from ledger import BreakerBoard, DayBudgetExceeded, DayBudgets, KillSwitch
 from workflows.budget import cost_usd, usage_from_openai
 from workflows.contracts import ModelRequest, ModelResponse, Price, TokenUsage, ToolCall
 
@@ -56,11 +56,28 @@ class SpendGuard:
         return cost_usd(worst, Price(price.input, price.input, max(price.output, price.reasoning), price.reasoning))
 
 
+MODEL_PROVIDER = "model"
+
+
 class ModelActivities:
-    def __init__(self, client: AsyncOpenAI, kills: KillSwitch | None = None, spend: SpendGuard | None = None) -> None:
+    def __init__(self, client: AsyncOpenAI, kills: KillSwitch | None = None, spend: SpendGuard | None = None,
+                 breakers: BreakerBoard | None = None) -> None:
         self._client = client
         self._kills = kills
         self._spend = spend
+        self._breakers = breakers
+
+    async def _feed_breaker(self, error: str) -> None:
+        """A 429, 5xx or unreachable endpoint counts toward the model breaker (intake defers while open)."""
+        if self._breakers is None:
+            return
+        try:
+            state = await asyncio.to_thread(self._breakers.record_failure, MODEL_PROVIDER, error)
+        except Exception as exc:  # noqa: BLE001 - the breaker is advisory; the call's own error matters
+            activity.logger.warning("could not record a model breaker failure: %r", exc)
+            return
+        if state.opened_at is not None and state.failures == self._breakers.policy.failure_threshold:
+            activity.logger.warning("model breaker opened after %d failures: %s", state.failures, error)
 
     @activity.defn(name="sluicegate.model.chat_completion")
     async def chat_completion(self, req: ModelRequest) -> ModelResponse:
@@ -98,8 +115,11 @@ class ModelActivities:
                 max_completion_tokens=max_tokens,
                 extra_headers={WORK_KEY_HEADER: req.work_key, VERSION_HEADER: req.input_version})
         except openai.APIStatusError as exc:
+            if exc.status_code == 429 or exc.status_code >= 500:
+                await self._feed_breaker(f"{exc.status_code}: {exc.message}")
             raise _error_for_status(exc) from None
         except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+            await self._feed_breaker(f"unreachable: {exc}")
             raise ApplicationError(f"model endpoint unreachable: {exc}", type="ModelUnavailable") from None
         choice = completion.choices[0]
         usage = completion.usage
