@@ -8,6 +8,7 @@
     python starter.py goal start --repo acme/api --pr 44 ...
     python starter.py kill --work-key K | --tenant T | --all --actor A --reason R ; unkill (same flags)
     python starter.py dlq list | show ID | retry ID --reason R
+    python starter.py status [--tenant T]      # active runs, deferred queue and positions, breakers
     python starter.py outbox relay ; python starter.py ledger migrate | prune
 
 A manual trigger goes through the webhook API's intake like any webhook: the same
@@ -26,6 +27,7 @@ from rich.console import Console
 from sluicegate.config import load_settings
 from sluicegate.dlq_cli import dlq_app
 from sluicegate.operator_cli import explain_cmd, kill_cmd, ledger_app, outbox_app, receipts, unkill_cmd
+from sluicegate.status_cli import status_cmd
 from sluicegate.trigger_cli import goal_app, schedule_app
 
 app = typer.Typer(help=__doc__.splitlines()[0], no_args_is_help=True)
@@ -68,6 +70,7 @@ app.command()(receipts)
 app.command("explain")(explain_cmd)
 app.command("kill")(kill_cmd)
 app.command("unkill")(unkill_cmd)
+app.command("status")(status_cmd)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,84 @@
+"""``starter.py status``: active runs per key and tenant, the deferred queue, breakers, dead letters."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+import ledger
+from sluicegate.config import load_settings
+from sluicegate.status_views import gather
+
+console = Console()
+
+
+def status_cmd(tenant: Optional[str] = typer.Option(None, help="list this tenant's queued items with positions"),
+               items: int = typer.Option(10, help="how many queued items to list")) -> None:
+    """Backlog at a glance: who holds capacity, who waits (and where in line), breakers, dead letters."""
+    settings = load_settings()
+    engine = ledger.make_engine(settings.ledger_url())
+    try:
+        st = gather(engine, ledger.BreakerBoard(engine, settings.capacity.breaker_policy()))
+    finally:
+        engine.dispose()
+    cap = settings.capacity
+
+    runs = Table(title="active runs (slots held)")
+    for name in ("counter", "active", "limit"):
+        runs.add_column(name)
+    for key, active in sorted(st.counters.items()):
+        runs.add_row(key, str(active), _limit(key, cap))
+    console.print(runs)
+
+    tenants = Table(title="active runs by tenant")
+    tenants.add_column("tenant")
+    tenants.add_column("runs")
+    tenants.add_column("work keys", overflow="fold")
+    for t, keys in sorted(st.active_by_tenant.items()):
+        tenants.add_row(t, str(len(keys)), ", ".join(keys[:5]) + (" …" if len(keys) > 5 else ""))
+    console.print(tenants)
+
+    queue = Table(title=f"deferred queue ({sum(q.waiting for q in st.queue)} waiting)")
+    for name in ("tenant", "waiting", "oldest", "median age", "first position", "blocked on"):
+        queue.add_column(name)
+    for q in st.queue:
+        queue.add_row(q.tenant, str(q.waiting), _age(q.oldest_seconds), _age(q.median_seconds),
+                      str(q.first_position), ", ".join(f"{k} {v}" for k, v in sorted(q.blocked_on.items())))
+    console.print(queue)
+
+    shown = [(p, i) for p, i in st.positions if tenant is None or i.tenant == tenant][:items]
+    if shown:
+        line = Table(title="next in line" + (f" for {tenant}" if tenant else ""))
+        for name in ("position", "item", "tenant", "priority", "work key", "version", "blocked on", "attempts"):
+            line.add_column(name, overflow="fold")
+        for pos, i in shown:
+            line.add_row(str(pos), i.id[:12], i.tenant, str(i.priority), i.work_key, (i.input_version or "-")[:12],
+                         i.blocked_on + (f" ({i.blocked_key})" if i.blocked_key else ""), str(i.attempts))
+        console.print(line)
+
+    breakers = Table(title="breakers")
+    for name in ("provider", "state", "reopens in", "ramp", "last error"):
+        breakers.add_column(name, overflow="fold")
+    for v in st.breakers:
+        breakers.add_row(v.provider, v.state, _age(v.retry_after_seconds) if v.state == "open" else "-",
+                         f"{v.ramp_fraction:.0%}" if v.state == "ramping" else "-", (v.last_error or "-")[:100])
+    console.print(breakers)
+    owners = ", ".join(f"{o} {n}" for o, n in sorted(st.dead_by_owner.items())) or "-"
+    console.print(f"dead letters open: {st.dead_letters_open} ({owners}); see `starter.py dlq list`")
+
+
+def _limit(key: str, cap) -> str:
+    if key == "global":
+        return str(cap.global_active_runs or "∞")
+    if key.startswith("tenant:"):
+        t = cap.tenants.get(key.removeprefix("tenant:"), cap.tenant_defaults)
+        return str(t.max_active_runs or "∞")
+    return str(cap.concurrency_limit or "source")
+
+
+def _age(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
