@@ -21,6 +21,8 @@ from ledger._capacity_models import DeferredItem
 from ledger._sql import new_id, utcnow
 
 GLOBAL_BLOCKS = tuple(str(b) for b in Block if b.affects_everyone)
+SLOT_BLOCKS = (str(Block.GLOBAL), str(Block.TENANT), str(Block.KEY))
+"""Waiting for a slot: due whenever a pass runs (a run's end frees one); the others wait out their time."""
 
 
 def waiting_for(s: Session, work_key: str) -> DeferredItem | None:
@@ -78,7 +80,8 @@ class DeferredQueue:
         now = now or utcnow()
         with Session(self._engine, expire_on_commit=False) as s:
             return list(s.execute(select(DeferredItem).where(
-                DeferredItem.status == "waiting", DeferredItem.next_attempt_at <= now)
+                DeferredItem.status == "waiting",
+                or_(DeferredItem.next_attempt_at <= now, DeferredItem.blocked_on.in_(SLOT_BLOCKS)))
                 .order_by(DeferredItem.priority, DeferredItem.enqueued_at).limit(limit)).scalars())
 
     def waiting(self) -> list[DeferredItem]:

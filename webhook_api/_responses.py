@@ -1,8 +1,10 @@
 """HTTP answers for intake decisions, in one place.
 
 accept → 202; no-work and reject of a valid delivery (duplicate, stale, closed, policy)
-→ 200, so the sender does not redeliver something already decided; defer → 503 with
-``Retry-After``; invalid input → the 4xx its check chose. Every body carries the
+→ 200, so the sender does not redeliver something already decided; a defer for capacity
+(capacity, quota, rate-limited, breaker-open) → 202 with ``Retry-After``: the item waits in
+the durable deferred queue, so the sender must not redeliver; a defer because the source
+could not be read → 503 with ``Retry-After`` (nothing was kept: redeliver); invalid input → the 4xx its check chose. Every body carries the
 receipt id (when one was written), outcome and reason.
 """
 
@@ -10,16 +12,22 @@ from __future__ import annotations
 
 from fastapi.responses import JSONResponse
 
-from intake.decision import IntakeDecision, Outcome
+from intake.decision import IntakeDecision, Outcome, Reason
 from intake.errors import InvalidDelivery
+
+
+QUEUED_DEFERS = {str(Reason.CAPACITY), str(Reason.QUOTA), str(Reason.RATE_LIMITED), str(Reason.BREAKER_OPEN)}
 
 
 def decision_response(decision: IntakeDecision) -> JSONResponse:
     status = {Outcome.ACCEPT: 202, Outcome.DEFER: 503}.get(decision.outcome, 200)
+    if decision.outcome == Outcome.DEFER and str(decision.reason) in QUEUED_DEFERS:
+        status = 202
     headers = {}
     if decision.retry_after_seconds is not None:
         headers["Retry-After"] = str(int(max(1, decision.retry_after_seconds)))
-    body = decision.as_json() | {"admitted": decision.workflow_id is not None}
+    body = decision.as_json() | {"admitted": decision.workflow_id is not None,
+                                 "queued": status == 202 and decision.outcome == Outcome.DEFER}
     return JSONResponse(body, status_code=status, headers=headers)
 
 
