@@ -50,7 +50,7 @@ class ForgeTools:
         self._check_egress(req.tenant)
         try:
             async with heartbeating():
-                diff = await self._forge.get_pull_diff(req.owner, req.repo, req.number)
+                diff = await self._forge.get_pull_diff(req.owner, req.repo, req.number, tenant=req.tenant)
         except ForgeError as exc:
             raise ApplicationError(str(exc), type="ToolUnavailable" if exc.retryable else "ToolRequestRejected",
                                    non_retryable=not exc.retryable) from None
@@ -74,14 +74,15 @@ class ForgeTools:
 
         async def perform():
             try:
-                comment = await self._forge.post_comment(req.owner, req.repo, req.number, f"{body}\n\n{marker}")
+                comment = await self._forge.post_comment(req.owner, req.repo, req.number, f"{body}\n\n{marker}",
+                                                         tenant=req.tenant)
             except ForgeError as exc:
                 raise _as_tool_error(exc) from None
             return str(comment["id"]), {"comment_id": comment["id"], "html_url": comment.get("html_url")}
 
         async def reconcile():
             try:
-                async for comment in self._forge.iter_comments(req.owner, req.repo, req.number):
+                async for comment in self._forge.iter_comments(req.owner, req.repo, req.number, tenant=req.tenant):
                     if marker in (comment.get("body") or ""):
                         return str(comment["id"]), {"comment_id": comment["id"], "html_url": comment.get("html_url")}
             except ForgeError as exc:

@@ -11,6 +11,7 @@ from sqlalchemy.engine import Engine
 
 from ledger import make_engine, require_current
 from sluicegate.config import Settings
+from sluicegate.forge_auth import credentials_from_settings
 from sluicegate.forge_client import ForgeClient
 
 
@@ -23,6 +24,8 @@ def open_ledger(settings: Settings, stack: AsyncExitStack) -> Engine:
 
 
 def open_forge(settings: Settings, stack: AsyncExitStack) -> ForgeClient:
-    forge = ForgeClient(settings.forge.base_url, settings.forge.token, settings.forge.timeout_seconds)
+    """The forge client; with ``forge.app`` every call gets a repository-scoped installation token."""
+    forge = ForgeClient(settings.forge.base_url, timeout_seconds=settings.forge.timeout_seconds,
+                        credentials=credentials_from_settings(settings))
     stack.push_async_callback(forge.aclose)
     return forge

@@ -3,8 +3,9 @@
 Routes: ``GET /repos/{o}/{r}/pulls``, ``GET /repos/{o}/{r}/pulls/{n}``
 (JSON, or the unified diff as ``text/plain`` when ``Accept`` names
 ``application/vnd.github.diff`` / ``application/vnd.github.v3.diff``),
-``GET|POST /repos/{o}/{r}/issues/{n}/comments``; control API under
-``/_sim/`` (see ``_control``).
+``GET|POST /repos/{o}/{r}/issues/{n}/comments``,
+``POST /app/installations/{id}/access_tokens`` (GitHub App mode, ``_apps``);
+control API under ``/_sim/`` (see ``_control``).
 
 Failure modes, as GitHub answers them: unknown repository / pull / path or
 a non-numeric number -> 404 ``{"message": "Not Found"}``; bad token ->
@@ -24,6 +25,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from simulators.forge._apps import GitHubAppSpec
 from simulators.forge._control import build_control_router
 from simulators.forge._gate import install_gate
 from simulators.forge._pagination import link_header, paginate
@@ -80,10 +82,14 @@ def create_forge_app(
     *,
     token: str | None = None,
     fixtures_dir: str | Path | None = None,
+    app: GitHubAppSpec | None = None,
 ) -> FastAPI:
-    """Build the app. ``token`` set -> every API route requires it."""
+    """Build the app. ``token`` set -> every API route requires it; ``app`` -> GitHub App mode
+    (kept across ``reset``), where installation tokens are accepted within their scope."""
     if state is None:
         state = ForgeState(fixtures_dir)
+    if app is not None:
+        state.apps.configure(app, seed=True)
     app = FastAPI(title="Forge simulator (GitHub REST subset)", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.forge = state
 
@@ -160,6 +166,18 @@ def create_forge_app(
             raise _not_found()
         rendered = comment_json(comment, _base(request))
         return JSONResponse(rendered, status_code=201, headers={"Location": rendered["url"]})
+
+    @app.post("/app/installations/{installation_id}/access_tokens")
+    async def create_installation_token(installation_id: str, request: Request) -> Response:
+        try:
+            payload = json.loads(await request.body() or b"null")
+        except ValueError:
+            raise _Fail(400, "Problems parsing JSON") from None
+        status, answer = state.apps.exchange(_number(installation_id), request.headers.get("authorization"),
+                                             payload, state.has_repo)
+        if isinstance(answer, str):
+            raise _Fail(status, answer)
+        return JSONResponse(answer, status_code=status)
 
     app.include_router(build_control_router(state))
     install_gate(app, state, token)

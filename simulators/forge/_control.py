@@ -8,6 +8,13 @@
   merged``; bumps ``updated_at``. Creates the repository/pull if needed.
 * ``GET /_sim/comments`` -- every stored comment with owner/repo/number.
 * ``POST|GET|DELETE /_sim/faults`` -- add / list / clear faults (``_gate``).
+* ``POST /_sim/apps`` -- register (replace) the GitHub App until the next reset:
+  ``{"app_id", "public_key": PEM, "installations": {"<id>": "<account>"},
+  "granted"?: {...}, "token_lifetime_seconds"?: n}``; ``{"app_id": null}`` turns
+  app mode off. ``GET /_sim/apps`` -- the app, issued tokens (no values) and
+  refusals by reason. ``POST /_sim/apps/token_lifetime`` ``{"seconds": n}``
+  (1..3600) -- lifetime of tokens issued from now on. ``DELETE
+  /_sim/apps/tokens`` -- revoke every issued token (see ``_apps``).
 
 Bad control input answers 400 ``{"message": ...}``; a fixture reload
 failure on reset answers 500 and keeps the previous data.
@@ -22,6 +29,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from simulators._faults import FaultSpecError
+from simulators.forge._apps import GitHubAppSpec
 from simulators.forge._gate import parse_fault
 from simulators.forge._records import FixtureError
 from simulators.forge._render import comment_json, pull_json
@@ -99,4 +107,47 @@ def build_control_router(state: ForgeState) -> APIRouter:
     async def clear_faults() -> dict[str, int]:
         return {"cleared": state.faults.clear()}
 
+    @router.post("/apps")
+    async def register_app(request: Request) -> Response:
+        spec = await _json_object(request)
+        if spec is None:
+            return _bad("body must be a JSON object")
+        try:
+            state.apps.configure(_app_spec(spec) if spec.get("app_id") is not None else None)
+        except (ValueError, TypeError) as exc:
+            return _bad(str(exc))
+        return JSONResponse(state.apps.snapshot(), status_code=201)
+
+    @router.get("/apps")
+    async def apps() -> dict[str, Any]:
+        return state.apps.snapshot()
+
+    @router.post("/apps/token_lifetime")
+    async def token_lifetime(request: Request) -> Response:
+        body = await _json_object(request)
+        try:
+            state.apps.set_token_lifetime((body or {}).get("seconds"))
+        except ValueError as exc:
+            return _bad(str(exc))
+        return JSONResponse(state.apps.snapshot())
+
+    @router.delete("/apps/tokens")
+    async def revoke_tokens() -> dict[str, int]:
+        return {"revoked": state.apps.revoke_all()}
+
     return router
+
+
+def _app_spec(spec: dict[str, Any]) -> GitHubAppSpec:
+    unknown = set(spec) - {"app_id", "public_key", "installations", "granted", "token_lifetime_seconds"}
+    if unknown:
+        raise ValueError(f"unknown fields: {sorted(unknown)}")
+    installations = spec.get("installations")
+    if not isinstance(installations, dict) or not all(
+            str(k).isdigit() and isinstance(v, str) for k, v in installations.items()):
+        raise ValueError("installations must map installation ids to account logins")
+    if not isinstance(spec.get("public_key"), str):
+        raise ValueError("public_key must be a PEM string")
+    extra = {k: spec[k] for k in ("granted", "token_lifetime_seconds") if k in spec}
+    return GitHubAppSpec(str(spec["app_id"]), spec["public_key"], {int(k): v for k, v in installations.items()},
+                         **extra)

@@ -4,7 +4,13 @@ Order for every non-``/_sim/`` request: count it (key = METHOD + route
 template, ``<unmatched>`` for unknown paths) -> check the token -> take
 at most one matching fault -> run the handler.
 
-An unauthenticated request is answered 401 without consuming a fault.
+Auth: with neither a static token nor a GitHub App configured, everything is
+open. Otherwise the static token, when configured and presented, is
+accepted; once an app is registered a ``ghs_`` token is judged by ``_apps``
+(401 expired/unknown/revoked, 403 outside its repositories or permissions);
+anything else is 401 ``Bad credentials``. ``/app/...`` routes skip this step: they check the
+app's JWT themselves. An unauthenticated or refused request is answered
+without consuming a fault.
 
 Fault semantics (one fault per request, first match wins):
 
@@ -32,6 +38,7 @@ from fastapi.responses import JSONResponse
 from starlette.routing import Match
 
 from simulators._faults import FaultSpecError, check_number, check_status
+from simulators.forge._apps import presented_token
 from simulators.forge._render import error_body
 from simulators.forge._state import ForgeState
 
@@ -85,6 +92,20 @@ def _authorized(header: str | None, token: str) -> bool:
     return hmac.compare_digest(value.strip().encode(), token.encode())
 
 
+def _refusal(state: ForgeState, token: str | None, header: str | None, method: str, path: str) -> Response | None:
+    if path.startswith("/app/"):
+        return None
+    if token is not None and _authorized(header, token):
+        return None
+    presented = presented_token(header)
+    if state.apps.enabled and presented is not None and presented.startswith("ghs_"):
+        refused = state.apps.authorize(presented, method, path)
+        return None if refused is None else JSONResponse(error_body(*refused), status_code=refused[0])
+    if token is not None or state.apps.enabled:
+        return JSONResponse(error_body(401, "Bad credentials"), status_code=401)
+    return None
+
+
 def _route_template(app: FastAPI, scope: Mapping[str, Any]) -> str:
     partial = None
     for route in app.router.routes:
@@ -116,8 +137,9 @@ def install_gate(app: FastAPI, state: ForgeState, token: str | None) -> None:
             return await call_next(request)
         method = request.method.upper()
         state.record_request(f"{method} {_route_template(app, request.scope)}")
-        if token is not None and not _authorized(request.headers.get("authorization"), token):
-            return JSONResponse(error_body(401, "Bad credentials"), status_code=401)
+        refused = _refusal(state, token, request.headers.get("authorization"), method, path)
+        if refused is not None:
+            return refused
         fault = state.faults.take(lambda f: _matches(f, method, path))
         if fault is None:
             return await call_next(request)

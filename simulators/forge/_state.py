@@ -5,7 +5,8 @@ copies, so callers (HTTP handlers on the server thread, tests on another
 thread) never observe a half-applied change.
 
 Reset semantics: ``reset()`` re-reads the fixtures, drops all comments,
-zeroes the request counters and clears faults. The comment id sequence is
+zeroes the request counters, clears faults and restores the GitHub App
+given at start-up (tokens issued so far are forgotten). The comment id sequence is
 *not* rewound, so an id seen before a reset never names a different
 comment afterwards (a client-side ledger may have stored it).
 
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from simulators._faults import FaultList
+from simulators.forge._apps import GitHubApps
 from simulators.forge._records import (
     DEFAULT_FIXTURES,
     Comment,
@@ -61,6 +63,8 @@ class ForgeState:
         self.clock = clock
         self.commenter = commenter
         self.faults = FaultList()
+        self.apps = GitHubApps()
+        """GitHub App mode (``_apps``): off until an app is registered."""
         self._lock = threading.RLock()
         self._next_comment_id = _FIRST_COMMENT_ID
         self.reset()
@@ -76,6 +80,7 @@ class ForgeState:
             self._requests: Counter[str] = Counter()
             self._comments_posted = 0
             self.faults.clear()
+        self.apps.reset()
 
     # -- pull requests -------------------------------------------------------
     def has_repo(self, owner: str, repo: str) -> bool:
