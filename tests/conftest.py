@@ -53,7 +53,8 @@ async def temporal_env(request: pytest.FixtureRequest):
         env = await WorkflowEnvironment.start_local(
             dev_server_existing_path=_bin("temporal"),
             dev_server_extra_args=[arg for key in SEARCH_ATTRIBUTES
-                                   for arg in ("--search-attribute", f"{key}=Keyword")])
+                                   for arg in ("--search-attribute", f"{key}=Keyword")]
+            + ["--dynamic-config-value", "matching.enableFairness=true"])
     else:
         from temporalio.client import Client
 

@@ -1,0 +1,101 @@
+"""Capacity slots in the ledger: atomic under racing admissions, released exactly, quotas and rates.
+
+Runs on SQLite and PostgreSQL. Racing admissions go through the real ``SqlIntakeStore.decide``
+from many threads at once; the number accepted is counted from what the store answered and
+checked against the counters and holds it wrote.
+"""
+
+from __future__ import annotations
+
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+
+from sqlmodel import Session, select
+
+from intake.capacity import Block, CapacityRequest, RateLimit, SlotClaim
+from intake.decision import Outcome, Reason
+from intake.envelope import TriggerKind
+from intake.ports import CapacityContext
+from intake.receipts import ReceiptDraft
+from ledger import CapacityHold, CapacityLedger, DeferredItem, SqlIntakeStore
+
+
+def _draft(tenant: str, work_key: str, version: str = "v1") -> ReceiptDraft:
+    return ReceiptDraft(outcome=Outcome.ACCEPT, reason=Reason.ADMITTED, message="admitting",
+                        trigger_kind=TriggerKind.EVENT, source="github", received_at=datetime.now(UTC),
+                        delivery_id=str(uuid.uuid4()), tenant=tenant, work_key=work_key, target_id=work_key,
+                        input_version=version)
+
+
+def _ctx(tenant: str, limit: int, **kw) -> CapacityContext:
+    slots = (SlotClaim(f"key:{tenant}-repo", limit, Block.KEY), SlotClaim(f"tenant:{tenant}", 100, Block.TENANT))
+    return CapacityContext(CapacityRequest(tenant, 3, slots, **kw), {"envelope": {}, "candidate": {}})
+
+
+def test_racing_admissions_never_exceed_the_limit(engine):
+    tenant = f"race-{uuid.uuid4().hex[:8]}"
+    store = SqlIntakeStore(engine)
+    keys = [f"github:{tenant}/r#{n}:review" for n in range(24)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        decisions = list(pool.map(lambda k: store.decide(_draft(tenant, k), _ctx(tenant, 3)), keys))
+    accepted = [d for d in decisions if d.outcome == Outcome.ACCEPT]
+    deferred = [d for d in decisions if d.outcome == Outcome.DEFER]
+    assert len(accepted) == 3 and len(deferred) == 21
+    assert {d.reason for d in deferred} <= {"capacity"}
+    counters = CapacityLedger(engine).counters()
+    assert counters[f"key:{tenant}-repo"] == 3 and counters[f"tenant:{tenant}"] == 3
+    with Session(engine) as s:
+        holds = list(s.exec(select(CapacityHold).where(CapacityHold.tenant == tenant)))
+        queued = list(s.exec(select(DeferredItem).where(DeferredItem.tenant == tenant)))
+    assert {h.work_key for h in holds} == {d.work_key for d in accepted}
+    assert all(h.generation == 1 for h in holds)
+    assert sorted(i.work_key for i in queued) == sorted(d.work_key for d in deferred)
+    assert {i.status for i in queued} == {"waiting"}
+
+
+def test_release_gives_back_exactly_the_slots_and_a_newer_generation_keeps_them(engine):
+    tenant = f"rel-{uuid.uuid4().hex[:8]}"
+    store, capacity = SqlIntakeStore(engine), CapacityLedger(engine)
+    key = f"github:{tenant}/r#1:review"
+    assert store.decide(_draft(tenant, key, "v1"), _ctx(tenant, 1)).outcome == Outcome.ACCEPT
+    # a newer version while the run holds its slot: reuses it (supersede), no defer
+    newer = store.decide(_draft(tenant, key, "v2"), _ctx(tenant, 1))
+    assert (newer.outcome, newer.generation) == (Outcome.ACCEPT, 2)
+    assert capacity.release(key, up_to_generation=1) == []  # the old run's end must not free the new one's slot
+    assert sorted(capacity.release(key, up_to_generation=2)) == [f"key:{tenant}-repo", f"tenant:{tenant}"]
+    assert capacity.counters()[f"key:{tenant}-repo"] == 0
+    assert capacity.release(key) == []  # idempotent: a retried release frees nothing twice
+    assert capacity.counters()[f"key:{tenant}-repo"] == 0
+
+
+def test_queued_version_is_deduplicated_and_replaced_by_a_newer_one(engine):
+    tenant = f"q-{uuid.uuid4().hex[:8]}"
+    store = SqlIntakeStore(engine)
+    assert store.decide(_draft(tenant, f"github:{tenant}/r#1:review"), _ctx(tenant, 1)).outcome == Outcome.ACCEPT
+    waiting = f"github:{tenant}/r#2:review"
+    first = store.decide(_draft(tenant, waiting, "v1"), _ctx(tenant, 1))
+    again = store.decide(_draft(tenant, waiting, "v1"), _ctx(tenant, 1))
+    newer = store.decide(_draft(tenant, waiting, "v2"), _ctx(tenant, 1))
+    assert (first.outcome, again.outcome, again.reason, newer.outcome) == (
+        Outcome.DEFER, Outcome.REJECT, "duplicate-work", Outcome.DEFER)
+    with Session(engine) as s:
+        [item] = s.exec(select(DeferredItem).where(DeferredItem.work_key == waiting))
+    assert (item.status, item.input_version) == ("waiting", "v2")
+
+
+def test_day_quota_and_rate_limit_defer_with_a_retry_after(engine):
+    tenant = f"quota-{uuid.uuid4().hex[:8]}"
+    store = SqlIntakeStore(engine)
+    ctx = _ctx(tenant, 100, day_quota=2)
+    outcomes = [store.decide(_draft(tenant, f"github:{tenant}/r#{n}:review"), ctx) for n in range(3)]
+    assert [o.outcome for o in outcomes] == [Outcome.ACCEPT, Outcome.ACCEPT, Outcome.DEFER]
+    assert outcomes[2].reason == "quota" and 0 < outcomes[2].retry_after_seconds <= 86400 * 1.2 + 1
+
+    tenant = f"rate-{uuid.uuid4().hex[:8]}"
+    ctx = _ctx(tenant, 100, rate=RateLimit(f"rate:{tenant}:github", per_second=0.5, burst=2))
+    outcomes = [store.decide(_draft(tenant, f"github:{tenant}/r#{n}:review"), ctx) for n in range(3)]
+    assert [o.outcome for o in outcomes] == [Outcome.ACCEPT, Outcome.ACCEPT, Outcome.DEFER]
+    assert outcomes[2].reason == "rate-limited" and 1.0 <= outcomes[2].retry_after_seconds <= 2.0 * 1.2 + 0.2
+    # a refused rate token gives back the slots it had taken
+    assert CapacityLedger(engine).counters()[f"tenant:{tenant}"] == 2
