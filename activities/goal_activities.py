@@ -56,7 +56,7 @@ class GoalActivities:
             return Observation(exists=True, killed=True,
                                detail=f"killed by {kill.actor} ({kill.scope} {kill.target}): {kill.reason}")
         try:
-            pull = await self._forge.get_pull(req.owner, req.repo, req.number)
+            pull = await self._forge.get_pull(req.owner, req.repo, req.number, tenant=req.tenant or None)
         except ForgeError as exc:
             if exc.status == 404:
                 return Observation(exists=False, detail=f"{target} not found")
@@ -80,7 +80,8 @@ class GoalActivities:
             return ok, "ready" if ok else ("draft" if pull.get("draft") else f"title is {title[:60]!r}")
         if cond.kind == "comment":
             try:
-                async for comment in self._forge.iter_comments(req.owner, req.repo, req.number):
+                async for comment in self._forge.iter_comments(req.owner, req.repo, req.number,
+                                                               tenant=req.tenant or None):
                     body = comment.get("body") or ""
                     if OWN_MARKER not in body and (cond.value or "") in body:
                         who = (comment.get("user") or {}).get("login", "?")

@@ -75,7 +75,7 @@ class ScanActivities:
         owner, _, name = req.repo.partition("/")
         wm = await asyncio.to_thread(self._watermarks.get, req.scan_id, req.repo)
         try:
-            pulls = await self._forge.list_open_pulls(owner, name)
+            pulls = await self._forge.list_open_pulls(owner, name, tenant=req.tenant or None)
         except ForgeError as exc:
             raise forge_failure(exc, f"cannot list open pull requests of {req.repo}") from None
         found: list[tuple] = []

@@ -47,7 +47,7 @@ class MustNotBeCalled:
     def __init__(self) -> None:
         self.calls = 0
 
-    async def read(self, ref):
+    async def read(self, ref, tenant=None):
         self.calls += 1
         raise AssertionError(f"target reader called for {ref} on the duplicate-delivery path")
 
@@ -59,7 +59,7 @@ class MustNotBeCalled:
 class _ClosedTarget:
     """Used once, to decide the delivery before the run (a target-closed reject records it)."""
 
-    async def read(self, ref):
+    async def read(self, ref, tenant=None):
         return TargetSnapshot(exists=True, open=False, current_version=None)
 
 

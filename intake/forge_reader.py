@@ -12,9 +12,9 @@ class ForgeTargetReader:
     def __init__(self, forge: ForgeClient) -> None:
         self._forge = forge
 
-    async def read(self, ref: PullRequestRef) -> TargetSnapshot:
+    async def read(self, ref: PullRequestRef, tenant: str | None = None) -> TargetSnapshot:
         try:
-            pull = await self._forge.get_pull(ref.owner, ref.repo, ref.number)
+            pull = await self._forge.get_pull(ref.owner, ref.repo, ref.number, tenant=tenant)
         except ForgeError as exc:
             if exc.status == 404:
                 return TargetSnapshot(exists=False)

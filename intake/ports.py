@@ -28,8 +28,8 @@ class SourceUnavailable(Exception):
 
 
 class TargetReader(Protocol):
-    async def read(self, ref: PullRequestRef) -> TargetSnapshot:
-        """Current state of the target; raises :class:`SourceUnavailable`."""
+    async def read(self, ref: PullRequestRef, tenant: str | None = None) -> TargetSnapshot:
+        """Current state of the target, read with ``tenant``'s credentials; raises :class:`SourceUnavailable`."""
         ...
 
 

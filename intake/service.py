@@ -98,7 +98,7 @@ class IntakeService:
                                 resume_item: str | None) -> IntakeDecision:
         """Freshness against the source, policy, then the ledger decision with capacity."""
         try:
-            snapshot = await self._targets.read(candidate.target)
+            snapshot = await self._targets.read(candidate.target, tenant=candidate.tenant)
         except SourceUnavailable as exc:
             retry = exc.retry_after or DEFAULT_DEFER_SECONDS
             if resume_item is not None:

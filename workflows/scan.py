@@ -82,7 +82,7 @@ class ScanWorkflow:
         opts = self._options(req)
         try:
             page = await workflow.execute_activity(
-                SCAN_LIST_ACTIVITY, ListCandidatesRequest(req.scan_id, repo, req.max_candidates),
+                SCAN_LIST_ACTIVITY, ListCandidatesRequest(req.scan_id, repo, req.max_candidates, req.tenant),
                 result_type=CandidatePage, **opts)
         except ActivityError as err:
             return f"{repo}: cannot list pull requests ({failure_type(err)})"

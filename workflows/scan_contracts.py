@@ -79,6 +79,8 @@ class ListCandidatesRequest:
     scan_id: str
     repo: str
     limit: int
+    tenant: str = ""
+    """Whose credentials list the repository (a GitHub App installation per tenant)."""
 
 
 @dataclass
