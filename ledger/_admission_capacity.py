@@ -20,7 +20,8 @@ from ledger import _deferred
 from ledger._capacity import CapacityRefused, acquire, holds_slots
 
 _REASON = {Block.GLOBAL: Reason.CAPACITY, Block.TENANT: Reason.CAPACITY, Block.KEY: Reason.CAPACITY,
-           Block.QUOTA: Reason.QUOTA, Block.RATE: Reason.RATE_LIMITED, Block.BREAKER: Reason.BREAKER_OPEN}
+           Block.QUOTA: Reason.QUOTA, Block.RATE: Reason.RATE_LIMITED, Block.BREAKER: Reason.BREAKER_OPEN,
+           Block.SOURCE: Reason.SOURCE_UNAVAILABLE}
 
 
 @dataclass
@@ -64,7 +65,7 @@ def _refusal(s: Session, draft: ReceiptDraft, ctx: CapacityContext) -> CapacityR
         block, retry, message = ctx.breaker
         return CapacityRefused(block, None, message, retry)
     if ctx.resume_item is None:
-        ahead = _deferred.queue_ahead(s, ctx.request.tenant)
+        ahead = _deferred.queue_ahead(s, ctx.request.tenant, tuple(c.key for c in ctx.request.slots))
         if ahead is not None and ahead.work_key != draft.work_key:
             return CapacityRefused(Block(ahead.blocked_on), ahead.blocked_key,
                                    f"earlier work waits in the queue ({ahead.blocked_on})")

@@ -30,12 +30,20 @@ def waiting_for(s: Session, work_key: str) -> DeferredItem | None:
                                                 DeferredItem.status == "waiting")).scalars().first()
 
 
-def queue_ahead(s: Session, tenant: str) -> DeferredItem | None:
-    """A waiting item new work of ``tenant`` must not overtake: the tenant's own, or any item
-    waiting on a global limit (the queue gets freed global capacity before newcomers)."""
+TENANT_BLOCKS = (str(Block.TENANT), str(Block.QUOTA), str(Block.RATE))
+
+
+def queue_ahead(s: Session, tenant: str, slot_keys: tuple[str, ...] = ()) -> DeferredItem | None:
+    """A waiting item that new work must not overtake because it waits on a limit the new work
+    needs too: a global one (any tenant), one of the same tenant's limits, or the same
+    concurrency key. Items waiting on another repository's key or on an unreadable source do
+    not hold the newcomer back."""
+    keys = [k for k in slot_keys if k.startswith("key:")]
     return s.execute(select(DeferredItem).where(
         DeferredItem.status == "waiting",
-        or_(DeferredItem.tenant == tenant, DeferredItem.blocked_on.in_(GLOBAL_BLOCKS)))
+        or_(DeferredItem.blocked_on.in_(GLOBAL_BLOCKS),
+            (DeferredItem.tenant == tenant) & DeferredItem.blocked_on.in_(TENANT_BLOCKS),
+            (DeferredItem.blocked_on == str(Block.KEY)) & DeferredItem.blocked_key.in_(keys)))
         .order_by(DeferredItem.enqueued_at).limit(1)).scalars().first()
 
 
@@ -77,12 +85,23 @@ class DeferredQueue:
         self._engine = engine
 
     def due(self, limit: int = 500, now: datetime | None = None) -> list[DeferredItem]:
+        """Due items, taken per tenant: each tenant's first ``max(1, limit // tenants)`` by priority
+        and age, so a flood of one tenant cannot fill the window a fair pass sees (with more
+        tenants than ``limit`` every tenant still gets its first item in)."""
         now = now or utcnow()
+        due = (DeferredItem.status == "waiting") & or_(DeferredItem.next_attempt_at <= now,
+                                                        DeferredItem.blocked_on.in_(SLOT_BLOCKS))
         with Session(self._engine, expire_on_commit=False) as s:
-            return list(s.execute(select(DeferredItem).where(
-                DeferredItem.status == "waiting",
-                or_(DeferredItem.next_attempt_at <= now, DeferredItem.blocked_on.in_(SLOT_BLOCKS)))
-                .order_by(DeferredItem.priority, DeferredItem.enqueued_at).limit(limit)).scalars())
+            tenants = s.execute(select(func.count(func.distinct(DeferredItem.tenant))).where(due)).scalar() or 0
+            if tenants == 0:
+                return []
+            per_tenant = max(1, limit // tenants)
+            rank = func.row_number().over(partition_by=DeferredItem.tenant,
+                                          order_by=(DeferredItem.priority, DeferredItem.enqueued_at)).label("rank")
+            ranked = select(DeferredItem.id, rank).where(due).subquery()
+            ids = select(ranked.c.id).where(ranked.c.rank <= per_tenant)
+            return list(s.execute(select(DeferredItem).where(DeferredItem.id.in_(ids))
+                                  .order_by(DeferredItem.priority, DeferredItem.enqueued_at)).scalars())
 
     def waiting(self) -> list[DeferredItem]:
         with Session(self._engine, expire_on_commit=False) as s:

@@ -18,7 +18,7 @@ from intake.decision import Outcome, Reason
 from intake.envelope import TriggerKind
 from intake.ports import CapacityContext
 from intake.receipts import ReceiptDraft
-from ledger import CapacityHold, CapacityLedger, DeferredItem, SqlIntakeStore
+from ledger import CapacityHold, CapacityLedger, DeferredItem, DeferredQueue, SqlIntakeStore
 
 
 def _draft(tenant: str, work_key: str, version: str = "v1") -> ReceiptDraft:
@@ -99,3 +99,45 @@ def test_day_quota_and_rate_limit_defer_with_a_retry_after(engine):
     assert outcomes[2].reason == "rate-limited" and 1.0 <= outcomes[2].retry_after_seconds <= 2.0 * 1.2 + 0.2
     # a refused rate token gives back the slots it had taken
     assert CapacityLedger(engine).counters()[f"tenant:{tenant}"] == 2
+
+
+def _key_ctx(tenant: str, repo: str, limit: int = 1) -> CapacityContext:
+    return CapacityContext(CapacityRequest(tenant, 3, (SlotClaim(f"key:repo:{tenant}/{repo}", limit, Block.KEY),)),
+                           {"envelope": {}, "candidate": {}})
+
+
+def test_work_waiting_on_one_repository_does_not_hold_back_another(engine):
+    tenant = f"hol-{uuid.uuid4().hex[:8]}"
+    store = SqlIntakeStore(engine)
+    assert store.decide(_draft(tenant, f"github:{tenant}/api#1:review"), _key_ctx(tenant, "api")).outcome == "accept"
+    waiting = store.decide(_draft(tenant, f"github:{tenant}/api#2:review"), _key_ctx(tenant, "api"))
+    other_repo = store.decide(_draft(tenant, f"github:{tenant}/web#1:review"), _key_ctx(tenant, "web"))
+    same_repo = store.decide(_draft(tenant, f"github:{tenant}/api#3:review"), _key_ctx(tenant, "api"))
+    assert (waiting.outcome, other_repo.outcome, same_repo.outcome) == ("defer", "accept", "defer")
+
+
+def test_an_item_waiting_on_an_unreadable_source_does_not_block_or_break_new_work(engine):
+    tenant = f"src-{uuid.uuid4().hex[:8]}"
+    store, queue = SqlIntakeStore(engine), DeferredQueue(engine)
+    assert store.decide(_draft(tenant, f"github:{tenant}/api#1:review"), _key_ctx(tenant, "api")).outcome == "accept"
+    store.decide(_draft(tenant, f"github:{tenant}/api#2:review"), _key_ctx(tenant, "api"))
+    [item] = [i for i in queue.waiting() if i.tenant == tenant]
+    queue.requeue(item.id, Block.SOURCE, 30.0, "forge 503")
+    fresh = store.decide(_draft(tenant, f"github:{tenant}/web#1:review"), _key_ctx(tenant, "web"))
+    assert fresh.outcome == "accept"
+
+
+def test_a_flood_cannot_fill_the_window_a_dispatch_pass_sees(engine):
+    flood, steady = f"flood-{uuid.uuid4().hex[:8]}", f"steady-{uuid.uuid4().hex[:8]}"
+    store, queue = SqlIntakeStore(engine), DeferredQueue(engine)
+    full = CapacityContext(CapacityRequest(flood, 3, (SlotClaim(f"global-{flood}", 0 + 1, Block.GLOBAL),)),
+                           {"envelope": {}, "candidate": {}})
+    store.decide(_draft(flood, f"github:{flood}/api#0:review"), full)  # takes the only slot
+    for n in range(1, 31):
+        store.decide(_draft(flood, f"github:{flood}/api#{n}:review"), full)
+    steady_ctx = CapacityContext(CapacityRequest(steady, 3, (SlotClaim(f"global-{flood}", 1, Block.GLOBAL),)),
+                                 {"envelope": {}, "candidate": {}})
+    assert store.decide(_draft(steady, f"github:{steady}/api#1:review"), steady_ctx).outcome == "defer"
+    window = [i for i in queue.due(limit=20) if i.tenant in (flood, steady)]
+    assert any(i.tenant == steady for i in window)
+    assert sum(i.tenant == flood for i in window) <= 20
