@@ -15,7 +15,8 @@ from temporalio import activity
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from intake.capacity.dispatch import DispatchReport, dispatch_once
+from intake.capacity import CapacityPlanner
+from intake.capacity.dispatch import DispatchReport, RoomCheck, dispatch_once
 from intake.identity import workflow_id_for
 from ledger import CapacityLedger, DeferredQueue, PoisonLetters, WorkItem
 from workflows.capacity_contracts import DispatchRequest, DispatchResult, ReapRequest, ReleaseRequest
@@ -27,7 +28,8 @@ def _result(report: DispatchReport, released: list[str]) -> DispatchResult:
 
 class CapacityActivities:
     def __init__(self, client: Client, capacity: CapacityLedger, queue: DeferredQueue, service,
-                 poison: PoisonLetters, engine, defaults: DispatchRequest | None = None) -> None:
+                 poison: PoisonLetters, engine, defaults: DispatchRequest | None = None,
+                 planner: CapacityPlanner | None = None) -> None:
         self._client = client
         self._capacity = capacity
         self._queue = queue
@@ -36,13 +38,15 @@ class CapacityActivities:
         self._engine = engine
         self._defaults = defaults or DispatchRequest()
         self._dispatching = asyncio.Lock()
+        self._planner = planner or CapacityPlanner.unlimited()
 
     async def _dispatch(self, req: DispatchRequest) -> DispatchReport:
         async with self._dispatching:  # one pass at a time per worker; the ledger keeps passes safe anyway
             active = await asyncio.to_thread(self._capacity.active_work_by_tenant)
+            room = RoomCheck(await asyncio.to_thread(self._capacity.counters), self._planner)
             return await dispatch_once(self._queue, self._service, {t: len(k) for t, k in active.items()},
                                        dead_letters=self._poison, batch=req.batch, max_failures=req.max_failures,
-                                       retry_after=req.retry_after_seconds)
+                                       retry_after=req.retry_after_seconds, room=room)
 
     @activity.defn(name="sluicegate.capacity.release")
     async def release(self, req: ReleaseRequest) -> DispatchResult:
@@ -107,4 +111,5 @@ def capacity_activities(client: Client, settings, engine, forge, admitter) -> Ca
     return CapacityActivities(client, CapacityLedger(engine), DeferredQueue(engine),
                               intake_service(settings, engine, forge, admitter),
                               PoisonLetters(engine, settings.dead_letters.owner_for), engine,
-                              DispatchRequest(cap.dispatch_batch, cap.max_dispatch_failures, cap.defer_retry_seconds))
+                              DispatchRequest(cap.dispatch_batch, cap.max_dispatch_failures, cap.defer_retry_seconds),
+                              CapacityPlanner(cap.limits(settings.sources)))

@@ -44,7 +44,7 @@ from bench._common import head_sha, percentile  # noqa: E402
 from bench._dup import postgres_database  # noqa: E402
 from bench._e2e import run_dir  # noqa: E402
 from intake.capacity import CapacityPlanner  # noqa: E402
-from intake.capacity.dispatch import DispatchReport, dispatch_once  # noqa: E402
+from intake.capacity.dispatch import DispatchReport, RoomCheck, dispatch_once  # noqa: E402
 from intake.capacity.gate import CapacityGate  # noqa: E402
 from intake.decision import Outcome  # noqa: E402
 from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate  # noqa: E402
@@ -165,8 +165,10 @@ class Dispatcher:
             t = time.perf_counter()
             try:
                 active = await asyncio.to_thread(self._capacity.active_work_by_tenant)
+                room = RoomCheck(await asyncio.to_thread(self._capacity.counters), self.service.capacity.planner)
                 report: DispatchReport = await dispatch_once(
-                    self._queue, self.service, {t: len(k) for t, k in active.items()}, batch=self._batch)
+                    self._queue, self.service, {t: len(k) for t, k in active.items()}, batch=self._batch,
+                    room=room)
             except Exception as exc:  # noqa: BLE001 - reported, and fails the bench
                 self.errors.append(f"dispatch pass ({why}): {type(exc).__name__}: {exc}")
                 return

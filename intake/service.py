@@ -47,6 +47,11 @@ class IntakeService:
         self._admitter = admitter
         self._capacity = capacity
 
+    @property
+    def capacity(self):
+        """The capacity gate (``None``: no limits)."""
+        return self._capacity
+
     async def submit(self, envelope: Envelope, candidate: WorkCandidate | None,
                      max_age_seconds: float | None = None) -> IntakeDecision:
         """Decide one normalized trigger and, when accepted, admit it. ``max_age_seconds``

@@ -46,6 +46,36 @@ class DeadLetterPort(Protocol):
     def poison(self, item: Queued, error: str) -> None: ...
 
 
+class RoomCheck:
+    """Skip an item that cannot fit before spending a forge read on it.
+
+    The counters are read once per pass and kept up to date with this pass's admissions; a
+    run ending during the pass is picked up by the pass its release triggers. The gate in the
+    ledger stays the authority: this only avoids re-deciding items bound to be refused.
+    """
+
+    def __init__(self, counters: Mapping[str, int], planner) -> None:
+        self._counters = dict(counters)
+        self._planner = planner
+
+    def _keys(self, item: Queued) -> list[tuple[str, int | None, Block]]:
+        keys = [("global", self._planner.global_limit(), Block.GLOBAL),
+                (f"tenant:{item.tenant}", self._planner.tenant_limits(item.tenant).max_active_runs, Block.TENANT)]
+        if item.blocked_key and item.blocked_key.startswith("key:"):
+            keys.append((item.blocked_key, self._planner.key_limit(getattr(item, "source", "")), Block.KEY))
+        return keys
+
+    def full(self, item: Queued) -> Block | None:
+        for key, limit, block in self._keys(item):
+            if limit is not None and self._counters.get(key, 0) >= limit:
+                return block
+        return None
+
+    def admitted(self, item: Queued) -> None:
+        for key, _, _ in self._keys(item):
+            self._counters[key] = self._counters.get(key, 0) + 1
+
+
 @dataclass
 class DispatchReport:
     admitted: list[str] = field(default_factory=list)
@@ -58,7 +88,7 @@ class DispatchReport:
 
 async def dispatch_once(queue: QueuePort, service, active_by_tenant: Mapping[str, int], *,
                         dead_letters: DeadLetterPort | None = None, batch: int = 200, max_failures: int = 5,
-                        retry_after: float = 30.0) -> DispatchReport:
+                        retry_after: float = 30.0, room: RoomCheck | None = None) -> DispatchReport:
     from intake.service import Requeue  # service imports capacity; avoid the cycle at import time
 
     report = DispatchReport()
@@ -70,6 +100,14 @@ async def dispatch_once(queue: QueuePort, service, active_by_tenant: Mapping[str
     for q in order:
         item = items[q.id]
         if item.tenant in tenants_full or (item.blocked_key and item.blocked_key in keys_full):
+            report.skipped += 1
+            continue
+        known_full = room.full(item) if room is not None else None
+        if known_full == Block.GLOBAL:
+            report.stopped_on = str(known_full)
+            break
+        if known_full is not None:
+            (tenants_full.add(item.tenant) if known_full == Block.TENANT else keys_full.add(item.blocked_key))
             report.skipped += 1
             continue
         try:
@@ -88,6 +126,8 @@ async def dispatch_once(queue: QueuePort, service, active_by_tenant: Mapping[str
             continue
         if decision.outcome == Outcome.ACCEPT:
             report.admitted.append(item.work_key)
+            if room is not None:
+                room.admitted(item)
         elif decision.outcome != Outcome.DEFER:
             report.dropped.append(item.work_key)
         else:

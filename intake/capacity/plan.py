@@ -106,6 +106,10 @@ class CapacityPlanner:
     def global_limit(self) -> int | None:
         return self._limits.global_active_runs
 
+    def key_limit(self, source: str) -> int | None:
+        """The concurrency-key limit for work from ``source``."""
+        return self._limits.source_keys.get(source, (None, self._limits.concurrency_limit))[1]
+
     def priority(self, source: str, trigger: TriggerKind) -> int:
         value = self._limits.source_priority.get(source, self._limits.priority_by_trigger.get(str(trigger), 3))
         return min(5, max(1, value))
