@@ -58,6 +58,13 @@ class Check:
     """A failed fatal check (an invariant) makes the exit status 1; others are warnings."""
 
 
+# This bench measures dedupe and supersede against the naive baseline; capacity limits would
+# defer part of the burst and replace queued versions, which bench/capacity_bench.py measures.
+NO_CAPACITY_LIMITS = {f"SLUICEGATE__CAPACITY__{k}": "1000000" for k in (
+    "GLOBAL_ACTIVE_RUNS", "CONCURRENCY_LIMIT", "TENANT_DEFAULTS__MAX_ACTIVE_RUNS",
+    "TENANT_DEFAULTS__ADMISSIONS_PER_DAY", "TENANT_DEFAULTS__RATE_PER_SECOND", "TENANT_DEFAULTS__BURST")}
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="smoke run: 120 deliveries (~25-40 s)")
@@ -271,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     intake = naive = None
     checks: list[Check] = []
     error: str | None = None
-    stack = DevStack({**isolated_overrides(tmp), "SLUICEGATE_TELEMETRY_EXPORTER": "none"}, headless=True,
+    stack = DevStack({**isolated_overrides(tmp), "SLUICEGATE_TELEMETRY_EXPORTER": "none", **NO_CAPACITY_LIMITS},
+                     headless=True,
                      log_dir=tmp / "logs")
     try:
         t = time.perf_counter()
