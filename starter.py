@@ -9,6 +9,7 @@
     python starter.py kill --work-key K | --tenant T | --all --actor A --reason R ; unkill (same flags)
     python starter.py dlq list | show ID | retry ID --reason R
     python starter.py status [--tenant T]      # active runs, deferred queue and positions, breakers
+    python starter.py breaker reset model --actor A --reason R
     python starter.py outbox relay ; python starter.py ledger migrate | prune
 
 A manual trigger goes through the webhook API's intake like any webhook: the same
@@ -27,7 +28,7 @@ from rich.console import Console
 from sluicegate.config import load_settings
 from sluicegate.dlq_cli import dlq_app
 from sluicegate.operator_cli import explain_cmd, kill_cmd, ledger_app, outbox_app, receipts, unkill_cmd
-from sluicegate.status_cli import status_cmd
+from sluicegate.status_cli import breaker_app, status_cmd
 from sluicegate.trigger_cli import goal_app, schedule_app
 
 app = typer.Typer(help=__doc__.splitlines()[0], no_args_is_help=True)
@@ -36,6 +37,7 @@ app.add_typer(outbox_app, name="outbox")
 app.add_typer(schedule_app, name="schedule")
 app.add_typer(goal_app, name="goal")
 app.add_typer(dlq_app, name="dlq")
+app.add_typer(breaker_app, name="breaker")
 console = Console()
 
 

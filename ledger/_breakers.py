@@ -37,10 +37,13 @@ class BreakerBoard:
             s.add(row)
             return new
 
-    def reset(self, provider: str) -> None:
-        """Operator override: close the breaker now (no ramp)."""
+    def reset(self, provider: str, note: str) -> bool:
+        """Operator override: close the breaker now (no ramp); ``note`` (who, why) replaces the last error."""
         with Session(self._engine) as s, s.begin():
-            row = s.get(Breaker, provider)
-            if row is not None:
-                row.failures, row.window_start, row.opened_at, row.updated_at = 0, None, None, utcnow()
-                s.add(row)
+            row = s.get(Breaker, provider, with_for_update=True)
+            if row is None:
+                return False
+            row.failures, row.window_start, row.opened_at, row.updated_at = 0, None, None, utcnow()
+            row.last_error = note[:500]
+            s.add(row)
+            return True

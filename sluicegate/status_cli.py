@@ -13,6 +13,25 @@ from sluicegate.config import load_settings
 from sluicegate.status_views import gather
 
 console = Console()
+breaker_app = typer.Typer(help="Provider circuit breakers.", no_args_is_help=True)
+
+
+@breaker_app.command("reset")
+def breaker_reset(provider: str = typer.Argument(..., help="model | forge"),
+                  actor: str = typer.Option(..., help="who (recorded)"),
+                  reason: str = typer.Option(..., help="why (recorded)")) -> None:
+    """Close a breaker now, without the ramp: only when the provider is known healthy again."""
+    settings = load_settings()
+    engine = ledger.make_engine(settings.ledger_url())
+    try:
+        done = ledger.BreakerBoard(engine, settings.capacity.breaker_policy()).reset(
+            provider, f"reset by {actor}: {reason}")
+    finally:
+        engine.dispose()
+    if not done:
+        console.print(f"[red]no breaker named {provider!r}[/] (it has never recorded a failure)")
+        raise typer.Exit(1)
+    console.print(f"{provider} breaker closed by {actor}; deferred work is admitted at the next dispatch pass")
 
 
 def status_cmd(tenant: Optional[str] = typer.Option(None, help="list this tenant's queued items with positions"),
