@@ -11,7 +11,7 @@ from rich.console import Console
 
 from demo.outcome import judge, observe, wait_for_runs
 from demo.render import render
-from demo.scenario import DemoDriver, play
+from demo.scenario import DEMO_OVERRIDES, DemoDriver, play
 from sluicegate.devstack import DevStack, StackError
 
 
@@ -26,7 +26,7 @@ def fresh_ledger(settings) -> None:
 
 def main() -> int:
     console = Console(width=None if sys.stdout.isatty() else 140)
-    stack = DevStack()
+    stack = DevStack(DEMO_OVERRIDES)
     s = stack.settings
     if not s.ledger_url().startswith("sqlite:///"):
         console.print("[red]the demo resets its ledger and runs only on the embedded SQLite ledger[/]")

@@ -16,7 +16,7 @@ from sqlmodel import Session, select
 
 from activities.keys import marker_for, operation_key
 from demo.scenario import Sent
-from ledger import Receipt, WorkVersion, make_engine
+from ledger import DeferredItem, Receipt, WorkVersion, make_engine
 from sluicegate.config import Settings
 
 TERMINAL = {"done", "failed", "budget_exhausted", "superseded", "killed"}
@@ -50,14 +50,16 @@ class Verdict:
 
 
 def wait_for_runs(settings: Settings, timeout: float = 180.0) -> list[WorkVersion]:
-    """Wait until every admitted work version has finished; returns them."""
+    """Wait until nothing waits in the deferred queue and every admitted work version has
+    finished; returns the versions."""
     engine = make_engine(settings.ledger_url())
     deadline = time.monotonic() + timeout
     try:
         while True:
             with Session(engine) as s:
                 versions = list(s.exec(select(WorkVersion)).all())
-            if all(v.status in TERMINAL for v in versions) or time.monotonic() > deadline:
+                queued = s.exec(select(DeferredItem).where(DeferredItem.status == "waiting")).first()
+            if (queued is None and all(v.status in TERMINAL for v in versions)) or time.monotonic() > deadline:
                 return versions
             time.sleep(0.5)
     finally:
@@ -83,6 +85,10 @@ def judge(sent: list[Sent], seen: Observed) -> Verdict:
     v.add("every delivery has a receipt", not missing, ", ".join(missing))
     wrong = [f"{s.label}: expected {s.expect}, got {s.got}" for s in sent if s.got != s.expect]
     v.add("every delivery decided as expected", not wrong, "; ".join(wrong))
+    deferred = {r.delivery_id for r in seen.receipts if r.outcome == "defer"}
+    later = {r.delivery_id for r in seen.receipts if r.outcome == "accept" and r.delivery_id in deferred}
+    v.add("every delivery deferred for capacity was admitted once its slot freed", deferred == later,
+          f"deferred {len(deferred)}, admitted later {len(later)}")
     accepted = {(r.work_key, r.input_version) for r in seen.receipts if r.outcome == "accept"}
     runs = Counter((w.work_key, w.input_version) for w in seen.versions)
     v.add("one run per (work key, version)", set(runs) == accepted and all(n == 1 for n in runs.values()),

@@ -10,14 +10,19 @@ from demo.scenario import Sent
 
 
 def render(console: Console, sent: list[Sent], seen: Observed, verdict: Verdict) -> None:
-    receipts = {r.delivery_id: r for r in seen.receipts}
+    receipts: dict[str, object] = {}
+    for r in seen.receipts:  # the first decision per delivery (a deferred one is admitted later)
+        receipts.setdefault(r.delivery_id, r)
+    admitted_later = {r.delivery_id for r in seen.receipts if r.outcome == "accept"}
     table = Table(title="Receipts: one per delivery, written before any model call")
     for col in ("delivery", "what was sent", "work key", "version", "outcome", "reason", "HTTP"):
         table.add_column(col, overflow="fold")
     for s in sent:
         r = receipts.get(s.delivery_id)
         outcome = r.outcome if r else "(none)"
-        style = {"accept": "green", "reject": "yellow"}.get(outcome, "red")
+        style = {"accept": "green", "reject": "yellow", "defer": "cyan"}.get(outcome, "red")
+        if outcome == "defer" and s.delivery_id in admitted_later:
+            outcome = "defer → accept"
         table.add_row(s.delivery_id[:13], s.label, (r.work_key if r else s.work_key) or "-",
                       ((r.input_version if r else s.version) or "-")[:10], f"[{style}]{outcome}[/]",
                       r.reason if r else "-", str(s.status))
@@ -29,13 +34,15 @@ def render(console: Console, sent: list[Sent], seen: Observed, verdict: Verdict)
         for k in usage:
             usage[k] += (result.get("usage") or {}).get(k, 0)
         cost += result.get("cost_usd", 0.0)
-    stopped = [r for r in seen.receipts if r.outcome != "accept"]
+    stopped = [r for r in seen.receipts if r.outcome == "reject"]
     summary = Table(title="Summary", show_header=False)
     summary.add_column("what")
     summary.add_column("count", justify="right")
     for what, value in (
         ("deliveries received", len(sent)),
         ("runs admitted", len(seen.versions)),
+        ("deferred for capacity (repository busy), admitted when its slot freed",
+         sum(r.outcome == "defer" for r in seen.receipts)),
         ("runs superseded by a newer head (stopped at a step boundary)",
          sum(w.status == "superseded" for w in seen.versions)),
         ("model calls made", seen.model_stats.get("calls", 0)),

@@ -80,6 +80,11 @@ class DemoDriver:
 
 NEW_HEAD_42 = "5c1e6b2d9a8f4e3c7b0a1d2e3f405162738495a6"
 
+# One run at a time per repository, so the stream shows capacity at work: the manual trigger
+# for acme/api#44 arrives while acme/api#42 is running, is deferred into the queue, and is
+# admitted by the dispatcher when #42's run ends (acme/web is another repository: not held).
+DEMO_OVERRIDES = {"SLUICEGATE__CAPACITY__CONCURRENCY_LIMIT": "1"}
+
 
 def play(driver: DemoDriver) -> list[Sent]:
     """Send the demo stream; returns every delivery with its answer."""
@@ -99,5 +104,5 @@ def play(driver: DemoDriver) -> list[Sent]:
     d.webhook("event for closed PR acme/api#43", "acme/api", 43, api43, "reopened", ("reject", "target-closed"))
     d.webhook("bad signature", "acme/api", 44, api44, "opened", ("reject", "bad-signature"),
               secret="not-the-secret")
-    d.manual("manual trigger by alice", "acme/api", 44, "alice", ("accept", "admitted"))
+    d.manual("manual trigger by alice (acme/api is busy)", "acme/api", 44, "alice", ("defer", "capacity"))
     return d.sent
