@@ -24,6 +24,7 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from sluicegate.capacity_config import CapacityConfig
+from sluicegate.forge_config import ForgeAppConfig, ForgeConfig
 from sluicegate.source_config import SourceConfig
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -76,39 +77,6 @@ class WebhookApiConfig(_Section):
 class ActorConfig(_Section):
     token: str
     role: Literal["operator", "admin"] = "operator"
-
-
-class ForgeAppConfig(_Section):
-    """A GitHub App: each forge call gets an installation token scoped to one repository."""
-
-    app_id: str = Field(coerce_numbers_to_str=True)
-    """The App ID (a number; YAML may write it unquoted)."""
-    private_key: str | None = Field(default=None, repr=False)
-    """The app's PEM private key (secret: set it from the environment)."""
-    private_key_file: str | None = None
-    installations: dict[str, Annotated[int, Field(gt=0)]] = Field(default_factory=dict)
-    """Tenant -> installation id."""
-    permissions: dict[str, Literal["read", "write"]] = Field(
-        default_factory=lambda: {"pull_requests": "read", "issues": "write", "contents": "read"})
-    refresh_margin_seconds: float = Field(default=300, ge=0)
-    """A cached installation token with less lifetime left than this is replaced."""
-
-    @model_validator(mode="after")
-    def _check(self) -> "ForgeAppConfig":
-        if (self.private_key is None) == (self.private_key_file is None):
-            raise ValueError("set exactly one of private_key (SLUICEGATE_FORGE_APP_PRIVATE_KEY) or "
-                             "private_key_file (SLUICEGATE_FORGE_APP_PRIVATE_KEY_FILE)")
-        if not self.installations:
-            raise ValueError("installations must map every tenant to its installation id")
-        return self
-
-
-class ForgeConfig(_Section):
-    base_url: str = "https://api.github.com"
-    token: str | None = None
-    """Static token for every call; unused when ``app`` is set."""
-    timeout_seconds: float = 10.0
-    app: ForgeAppConfig | None = None
 
 
 class Price(_Section):
