@@ -24,7 +24,7 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from sluicegate.capacity_config import CapacityConfig
-from sluicegate.forge_config import ForgeAppConfig, ForgeConfig
+from sluicegate.forge_config import ForgeAppConfig, ForgeConfig  # noqa: F401 - ForgeAppConfig re-exported
 from sluicegate.source_config import SourceConfig
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from datetime import timedelta
 
 import httpx
 import pytest
