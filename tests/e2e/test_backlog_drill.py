@@ -34,7 +34,7 @@ BACKLOG = (45, 46, 47, 48, 49, 50)
 def test_backlog_after_a_model_outage_drains_gradually_and_completely(stack_factory):
     stack = stack_factory(SLUICEGATE__CAPACITY__GLOBAL_ACTIVE_RUNS=str(GLOBAL_LIMIT),
                           SLUICEGATE__CAPACITY__BREAKER__FAILURE_THRESHOLD="3",
-                          SLUICEGATE__CAPACITY__BREAKER__OPEN_SECONDS="3",
+                          SLUICEGATE__CAPACITY__BREAKER__OPEN_SECONDS="10",  # room to send the backlog while open
                           SLUICEGATE__CAPACITY__BREAKER__RAMP_SECONDS="8",
                           SLUICEGATE__CAPACITY__DISPATCH_INTERVAL_SECONDS="1")
     s, web = stack.settings, StackHttp(stack)

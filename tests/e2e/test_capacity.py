@@ -42,7 +42,7 @@ def _receipts(engine, work_key: str) -> list[Receipt]:
 def test_concurrency_key_limit_one_runs_three_pull_requests_one_at_a_time(stack_factory):
     stack = stack_factory(SLUICEGATE__CAPACITY__CONCURRENCY_LIMIT="1")
     web = StackHttp(stack)
-    web.model_fault(delay_seconds=0.5, times=None)  # runs last a few seconds, long enough to overlap
+    web.model_fault(delay_seconds=1.0, times=None)  # a run lasts 3+ s: the three deliveries arrive during it
     for n in (45, 46):
         _open_pr(web, n)
     answers = [web.send_opened("acme/api", n) for n in (42, 45, 46)]
@@ -108,7 +108,7 @@ def test_slots_of_a_terminated_run_are_reaped_and_the_queue_moves(stack_factory)
 
 def test_model_breaker_opens_on_429s_defers_intake_and_lets_work_back_after(stack_factory):
     stack = stack_factory(SLUICEGATE__CAPACITY__BREAKER__FAILURE_THRESHOLD="3",
-                          SLUICEGATE__CAPACITY__BREAKER__OPEN_SECONDS="4",
+                          SLUICEGATE__CAPACITY__BREAKER__OPEN_SECONDS="6",
                           SLUICEGATE__CAPACITY__BREAKER__RAMP_SECONDS="4")
     web = StackHttp(stack)
     web.model_fault(status=429, retry_after=0.2, times=3)
@@ -141,7 +141,7 @@ def test_model_breaker_opens_on_429s_defers_intake_and_lets_work_back_after(stac
         time.sleep(0.5)
     assert item().status == "admitted"
     [accept] = [r for r in _receipts(engine, "github:acme/api#44:review") if r.outcome == "accept"]
-    assert as_utc(accept.created_at) >= opened_at + timedelta(seconds=4)  # not before the breaker's open time
+    assert as_utc(accept.created_at) >= opened_at + timedelta(seconds=6)  # not before the breaker's open time
     versions = {v.work_key: v.status for v in wait_for_runs(stack.settings, timeout=120)}
     assert versions == {"github:acme/api#42:review": "done", "github:acme/api#44:review": "done"}
     engine.dispose()
