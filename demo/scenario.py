@@ -41,12 +41,19 @@ class DemoDriver:
         forge = settings.simulators.forge
         self.forge = httpx.Client(base_url=f"http://{forge.host}:{forge.port}", timeout=30,
                                   headers={"Authorization": f"Bearer {settings.forge.token}"})
+        model = settings.simulators.model
+        self.model = httpx.Client(base_url=f"http://{model.host}:{model.port}", timeout=30)
         self.secret = settings.sources["github"].secret
         self.sent: list[Sent] = []
 
     def close(self) -> None:
         self.api.close()
         self.forge.close()
+        self.model.close()
+
+    def model_latency(self, seconds: float) -> None:
+        """Make every model answer take ``seconds``, like a real provider (the simulator is instant)."""
+        self.model.post("/_sim/faults", json={"delay_seconds": seconds, "times": None}).raise_for_status()
 
     def head(self, repo: str, number: int) -> str:
         return self.forge.get(f"/repos/{repo}/pulls/{number}").raise_for_status().json()["head"]["sha"]
@@ -89,6 +96,7 @@ DEMO_OVERRIDES = {"SLUICEGATE__CAPACITY__CONCURRENCY_LIMIT": "1"}
 def play(driver: DemoDriver) -> list[Sent]:
     """Send the demo stream; returns every delivery with its answer."""
     d = driver
+    d.model_latency(0.4)  # acme/api#42's run is still going when the manual trigger for #44 arrives
     api42, web7, api43, api44 = (d.head("acme/api", 42), d.head("acme/web", 7), d.head("acme/api", 43),
                                  d.head("acme/api", 44))
     first = d.webhook("PR acme/api#42 opened", "acme/api", 42, api42, "opened", ("accept", "admitted"))
