@@ -29,9 +29,10 @@ from activities.maintenance import MaintenanceActivities
 from activities.model import ModelActivities, SpendGuard, make_openai_client
 from activities.work_ledger import WorkLedgerActivities
 from intake.temporal_admitter import TemporalAdmitter
-from ledger import BreakerBoard, CredentialBroker, DayBudgets, KillSwitch, SideEffectLedger, SqlIntakeStore, WorkStore
+from ledger import BreakerBoard, CapacityLedger, CredentialBroker, DeferredQueue, DayBudgets, KillSwitch, SideEffectLedger, SqlIntakeStore, WorkStore
 from sluicegate.config import Settings, load_settings
 from sluicegate.resources import open_forge, open_ledger
+from sluicegate.metrics import observe_capacity, setup_metrics
 from sluicegate.telemetry import setup_logging, setup_tracing
 from sluicegate.temporal_client import connect
 from workflows.agent_loop import AgentLoopWorkflow
@@ -85,12 +86,17 @@ async def main() -> None:
     settings = load_settings()
     setup_logging(settings, "worker")
     provider = setup_tracing(settings, "worker")
+    setup_metrics(settings, "worker")
     client = await connect(settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     async with AsyncExitStack() as stack:
+        gauges = open_ledger(settings, stack)  # read at each metrics export
+        queue = DeferredQueue(gauges)
+        observe_capacity(CapacityLedger(gauges).counters,
+                         lambda: {t: n for (t, status), n in queue.counts().items() if status == "waiting"})
         worker = await create_worker(client, settings, stack)
         async with worker:
             log.info("worker polling %s on %s/%s", settings.temporal.task_queue, settings.temporal.address,

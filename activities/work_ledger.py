@@ -8,6 +8,7 @@ from dataclasses import asdict
 from temporalio import activity
 
 from ledger import WorkStore
+from sluicegate.metrics import record_outcome
 from workflows.contracts import RunOutcome
 
 
@@ -22,7 +23,9 @@ class WorkLedgerActivities:
             generation=outcome.generation, status=outcome.status, run_id=activity.info().workflow_run_id,
             result=asdict(outcome), receipt_id=outcome.receipt_id, operation_keys=outcome.operation_keys,
             external_ids=outcome.external_ids)
-        if not recorded:
+        if recorded:
+            record_outcome(outcome)
+        else:
             activity.logger.warning("outcome for %s@%s gen %s not recorded: no such admission in the ledger, or a newer generation owns it",
                                     outcome.work_key, outcome.input_version, outcome.generation,
                                     extra={"work_key": outcome.work_key})

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from typing import Callable
 from dataclasses import replace
 
 from intake.capacity.plan import Block
@@ -40,12 +42,22 @@ class Requeue(Exception):
 
 
 class IntakeService:
-    def __init__(self, store: IntakeStore, targets: TargetReader, admitter: Admitter, capacity=None) -> None:
-        """``capacity``: an ``intake.capacity.gate.CapacityGate``; ``None`` admits without limits."""
+    def __init__(self, store: IntakeStore, targets: TargetReader, admitter: Admitter, capacity=None,
+                 on_decision: Callable[[IntakeDecision, Envelope, float], None] | None = None) -> None:
+        """``capacity``: an ``intake.capacity.gate.CapacityGate``; ``None`` admits without limits.
+        ``on_decision(decision, envelope, seconds)``: called after every decision (metrics)."""
         self._store = store
         self._targets = targets
         self._admitter = admitter
         self._capacity = capacity
+        self._on_decision = on_decision
+
+    def _observed(self, decision: IntakeDecision, envelope: Envelope, started: float) -> None:
+        if self._on_decision is not None:
+            try:
+                self._on_decision(decision, envelope, time.perf_counter() - started)
+            except Exception:  # noqa: BLE001 - telemetry must never change a decision
+                log.exception("recording the decision's metrics failed")
 
     @property
     def capacity(self):
@@ -56,7 +68,9 @@ class IntakeService:
                      max_age_seconds: float | None = None) -> IntakeDecision:
         """Decide one normalized trigger and, when accepted, admit it. ``max_age_seconds``
         bounds the event's age (its source's setting); ``None`` means no bound."""
+        started = time.perf_counter()
         decision = await self._decide(envelope, candidate, max_age_seconds)
+        self._observed(decision, envelope, started)
         log.info("%s %s from %s: %s (%s)", envelope.type, envelope.id, envelope.source, decision.outcome,
                  decision.reason, extra={"work_key": decision.work_key, "workflow_id": decision.workflow_id,
                                          "run_id": decision.run_id})
@@ -68,7 +82,9 @@ class IntakeService:
         Raises ``KeyError``/``ValueError``/``TypeError`` for a payload that cannot be read
         (poison) and :class:`Requeue` when the source cannot be read now."""
         envelope, candidate = from_payload(payload)
+        started = time.perf_counter()
         decision = await self._decide(envelope, candidate, None, resume_item=item_id)
+        self._observed(decision, envelope, started)
         log.info("deferred %s (%s): %s (%s)", item_id, candidate.work_key, decision.outcome, decision.reason,
                  extra={"work_key": candidate.work_key, "workflow_id": decision.workflow_id})
         return decision

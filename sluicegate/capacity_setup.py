@@ -11,6 +11,7 @@ from intake.ports import Admitter
 from intake.service import IntakeService
 from ledger import BreakerBoard, SqlIntakeStore
 from sluicegate.config import Settings
+from sluicegate.metrics import record_decision
 
 
 def capacity_gate(settings: Settings, engine: Engine) -> CapacityGate:
@@ -20,4 +21,5 @@ def capacity_gate(settings: Settings, engine: Engine) -> CapacityGate:
 
 
 def intake_service(settings: Settings, engine: Engine, forge, admitter: Admitter) -> IntakeService:
-    return IntakeService(SqlIntakeStore(engine), ForgeTargetReader(forge), admitter, capacity_gate(settings, engine))
+    return IntakeService(SqlIntakeStore(engine), ForgeTargetReader(forge), admitter, capacity_gate(settings, engine),
+                         on_decision=record_decision)

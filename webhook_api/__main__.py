@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
+import signal
+
 import uvicorn
 
 from sluicegate.config import load_settings
+from sluicegate.metrics import setup_metrics
 from sluicegate.telemetry import setup_logging, setup_tracing
 from webhook_api import create_app
+
+
+def _exit_after_shutdown(signum, frame) -> None:
+    raise SystemExit(0)
 
 
 def main() -> None:
     settings = load_settings()
     setup_logging(settings, "api")
     setup_tracing(settings, "api")
+    setup_metrics(settings, "api")
+    # uvicorn shuts down gracefully on SIGTERM/SIGINT, then re-raises the signal to the handler
+    # that was installed before it: make that a normal exit, so the exit handlers flush the
+    # last spans and metrics (the default handler would kill the process first).
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _exit_after_shutdown)
     uvicorn.run(create_app(settings), host=settings.webhook_api.host, port=settings.webhook_api.port,
                 log_config=None, access_log=False)
 

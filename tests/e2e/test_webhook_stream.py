@@ -28,7 +28,13 @@ def test_stream_holds_every_invariant_and_traces_end_to_end(stack_factory):
     done = sum(w.status == "done" for w in versions)
     assert done >= 3 and len(seen.comments) >= done  # acme/api#42's first head may be superseded
 
-    stack.stop()  # flush spans
+    stack.stop()  # flush spans and metrics
+    decided = _decisions_counted(stack.settings)
+    through_intake = [s for s in sent if s.got[1] != "bad-signature"]  # refused before intake runs
+    assert decided.get(("sluicegate-api", "accept"), 0) + decided.get(("sluicegate-api", "reject"), 0) \
+        + decided.get(("sluicegate-api", "defer"), 0) == len(through_intake)
+    assert decided.get(("sluicegate-worker", "accept"), 0) == 1  # the deferred trigger, admitted by the dispatcher
+
     spans = [json.loads(line) for line in stack.settings.path(stack.settings.telemetry.file).read_text().splitlines()]
     first = sent[0].delivery_id
     root = min((s for s in spans if s["attributes"].get("sluicegate.delivery_id") == first),
@@ -38,3 +44,21 @@ def test_stream_holds_every_invariant_and_traces_end_to_end(stack_factory):
     assert ("sluicegate-api", "SignalWithStartWorkflow:AgentLoop") in same_trace
     assert ("sluicegate-worker", "RunActivity:sluicegate.tool.post_review_comment") in same_trace
     assert ("sluicegate-worker", "RunActivity:sluicegate.model.chat_completion") in same_trace
+
+
+def _decisions_counted(settings) -> dict[tuple[str, str], int]:
+    """``sluicegate.intake.decisions`` per (service, outcome), from the last export of each process."""
+    traces = settings.path(settings.telemetry.file)
+    latest: dict[tuple[str, str], int] = {}
+    for line in traces.with_name(traces.stem + ".metrics.jsonl").read_text().splitlines():
+        for rm in json.loads(line)["resource_metrics"]:
+            service = rm["resource"]["attributes"]["service.name"]
+            totals: dict[tuple[str, str], int] = {}
+            for sm in rm["scope_metrics"]:
+                for metric in sm["metrics"]:
+                    if metric["name"] == "sluicegate.intake.decisions":
+                        for p in metric["data"]["data_points"]:
+                            key = (service, p["attributes"]["outcome"])
+                            totals[key] = totals.get(key, 0) + p["value"]
+            latest.update(totals)  # counters are cumulative: the last export holds the totals
+    return latest
