@@ -26,6 +26,11 @@ def _result(report: DispatchReport, released: list[str]) -> DispatchResult:
     return DispatchResult(report.admitted, report.dropped, report.dead, report.deferred, report.skipped, released)
 
 
+RELEASE_PASS_SECONDS = 60.0
+"""A release's dispatch pass is bounded well inside the activity's 2-minute timeout: the release
+itself must never fail because the queue is slow (the scheduled pass carries on)."""
+
+
 class CapacityActivities:
     def __init__(self, client: Client, capacity: CapacityLedger, queue: DeferredQueue, service,
                  poison: PoisonLetters, engine, defaults: DispatchRequest | None = None,
@@ -52,8 +57,10 @@ class CapacityActivities:
     async def release(self, req: ReleaseRequest) -> DispatchResult:
         freed = await asyncio.to_thread(self._capacity.release, req.work_key, req.generation)
         activity.logger.info("released %s", ", ".join(freed) or "no slots", extra={"work_key": req.work_key})
+        if self._dispatching.locked():  # a pass is running on this worker; it (or the next) uses the room
+            return _result(DispatchReport(), freed)
         try:
-            report = await self._dispatch(self._defaults)
+            report = await asyncio.wait_for(self._dispatch(self._defaults), timeout=RELEASE_PASS_SECONDS)
         except Exception as exc:  # noqa: BLE001 - the release stands; the scheduled pass retries dispatch
             activity.logger.warning("dispatch after release failed: %r", exc, extra={"work_key": req.work_key})
             report = DispatchReport()

@@ -44,6 +44,9 @@ class CapacityContext:
     """An open breaker: (block, retry after seconds, message) — defer without trying slots."""
     resume_item: str | None = None
     """Deciding deferred item ``resume_item`` again (its delivery is already recorded)."""
+    resume_receipt: str | None = None
+    """The item's defer receipt when the dispatcher read it: if a newer version replaced the
+    queued one since (a new receipt), this decision is about a stale payload and is not applied."""
     retry_after_seconds: float = 30.0
     """How long a refused slot/queue defer asks to wait (jittered by the caller)."""
 

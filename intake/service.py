@@ -76,29 +76,32 @@ class IntakeService:
                                          "run_id": decision.run_id})
         return decision
 
-    async def resume(self, item_id: str, payload: dict) -> IntakeDecision:
+    async def resume(self, item_id: str, payload: dict, receipt_id: str | None = None) -> IntakeDecision:
         """Decide deferred item ``item_id`` again: freshness, policy, capacity; admit if it fits.
 
         Raises ``KeyError``/``ValueError``/``TypeError`` for a payload that cannot be read
         (poison) and :class:`Requeue` when the source cannot be read now."""
         envelope, candidate = from_payload(payload)
         started = time.perf_counter()
-        decision = await self._decide(envelope, candidate, None, resume_item=item_id)
+        decision = await self._decide(envelope, candidate, None, resume_item=item_id, resume_receipt=receipt_id)
         self._observed(decision, envelope, started)
         log.info("deferred %s (%s): %s (%s)", item_id, candidate.work_key, decision.outcome, decision.reason,
                  extra={"work_key": candidate.work_key, "workflow_id": decision.workflow_id})
         return decision
 
-    async def _capacity_context(self, envelope: Envelope, candidate: WorkCandidate,
-                                resume_item: str | None) -> CapacityContext | None:
+    async def _capacity_context(self, envelope: Envelope, candidate: WorkCandidate, resume_item: str | None,
+                                resume_receipt: str | None = None) -> CapacityContext | None:
         if self._capacity is None:
-            return None
-        return await asyncio.to_thread(self._capacity.context, envelope, candidate, resume_item)
+            if resume_item is None:
+                return None
+            raise ValueError("resuming a deferred item needs the capacity gate")
+        return await asyncio.to_thread(self._capacity.context, envelope, candidate, resume_item, resume_receipt)
 
     async def _decide(self, envelope: Envelope, candidate: WorkCandidate | None,
-                      max_age_seconds: float | None, resume_item: str | None = None) -> IntakeDecision:
+                      max_age_seconds: float | None, resume_item: str | None = None,
+                      resume_receipt: str | None = None) -> IntakeDecision:
         if resume_item is not None:
-            return await self._check_and_decide(envelope, candidate, resume_item)
+            return await self._check_and_decide(envelope, candidate, resume_item, resume_receipt)
         probe = draft_for(envelope, candidate, Outcome.REJECT, Reason.DUPLICATE_DELIVERY,
                           f"delivery {envelope.id} from {envelope.source} was already decided")
         seen = await asyncio.to_thread(self._store.reject_if_delivery_seen, probe)
@@ -116,7 +119,7 @@ class IntakeService:
         return await self._check_and_decide(envelope, candidate, None)
 
     async def _check_and_decide(self, envelope: Envelope, candidate: WorkCandidate,
-                                resume_item: str | None) -> IntakeDecision:
+                                resume_item: str | None, resume_receipt: str | None = None) -> IntakeDecision:
         """Freshness against the source, policy, then the ledger decision with capacity."""
         try:
             snapshot = await self._targets.read(candidate.target, tenant=candidate.tenant)
@@ -128,7 +131,7 @@ class IntakeService:
                               f"cannot read {candidate.target.target_id} from the source: {exc}")
             return await asyncio.to_thread(self._store.record, replace(draft, retry_after_seconds=retry))
         version = candidate.input_version or snapshot.current_version
-        ctx = await self._capacity_context(envelope, candidate, resume_item)
+        ctx = await self._capacity_context(envelope, candidate, resume_item, resume_receipt)
         stale = assess_freshness(candidate.input_version, snapshot)
         if stale is not None:
             return await asyncio.to_thread(self._store.decide, draft_for(

@@ -44,7 +44,8 @@ def apply_capacity(s: Session, draft: ReceiptDraft, ctx: CapacityContext, receip
         superseded = queued.id if queued is not None and queued.id != ctx.resume_item else None
         return CapacityOutcome(draft, superseded_item=superseded)
     retry = refused.retry_after if refused.retry_after is not None else ctx.retry_after_seconds
-    retry = jittered(retry)
+    if refused.block != Block.QUOTA:  # a quota returns at midnight exactly; the fair order sorts them then
+        retry = jittered(retry)
     message = f"deferred: {refused}; retry after {retry:.0f}s"
     deferred = draft.with_outcome(Outcome.DEFER, _REASON[refused.block], message)
     deferred = replace(deferred, retry_after_seconds=retry)
@@ -65,7 +66,8 @@ def _refusal(s: Session, draft: ReceiptDraft, ctx: CapacityContext) -> CapacityR
         block, retry, message = ctx.breaker
         return CapacityRefused(block, None, message, retry)
     if ctx.resume_item is None:
-        ahead = _deferred.queue_ahead(s, ctx.request.tenant, tuple(c.key for c in ctx.request.slots))
+        rate = ctx.request.rate.bucket if ctx.request.rate is not None else None
+        ahead = _deferred.queue_ahead(s, ctx.request.tenant, tuple(c.key for c in ctx.request.slots), rate)
         if ahead is not None and ahead.work_key != draft.work_key:
             return CapacityRefused(Block(ahead.blocked_on), ahead.blocked_key,
                                    f"earlier work waits in the queue ({ahead.blocked_on})")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from intake.capacity import BreakerPolicy, BreakerState, record_failure
-from ledger._capacity_models import Breaker
-from ledger._sql import as_utc, utcnow
+from ledger._capacity_models import Breaker, DeferredItem
+from ledger._sql import as_utc, dialect_insert, utcnow
 
 
 def _state(row: Breaker) -> BreakerState:
@@ -29,7 +29,9 @@ class BreakerBoard:
     def record_failure(self, provider: str, error: str, now: datetime | None = None) -> BreakerState:
         now = now or utcnow()
         with Session(self._engine) as s, s.begin():
-            row = s.get(Breaker, provider, with_for_update=True) or Breaker(provider=provider, updated_at=now)
+            s.execute(dialect_insert(s, Breaker).values(provider=provider, failures=0, updated_at=now)
+                      .on_conflict_do_nothing())  # two first failures at once must not collide
+            row = s.get(Breaker, provider, with_for_update=True)
             new = record_failure(_state(row), now, self.policy, error[:500])
             row.failures, row.window_start, row.opened_at, row.last_error = (
                 new.failures, new.window_start, new.opened_at, new.last_error)
@@ -46,4 +48,7 @@ class BreakerBoard:
             row.failures, row.window_start, row.opened_at, row.updated_at = 0, None, None, utcnow()
             row.last_error = note[:500]
             s.add(row)
+            s.execute(update(DeferredItem).where(DeferredItem.status == "waiting",
+                                                 DeferredItem.blocked_on == "breaker-open")
+                      .values(next_attempt_at=utcnow()))  # due at the next pass
             return True

@@ -41,7 +41,10 @@ def _lower_counter(s: Session, model, key_cols: dict, column) -> None:
 
 
 def holds_slots(s: Session, work_key: str) -> bool:
-    return s.execute(select(CapacityHold.slot_key).where(CapacityHold.work_key == work_key).limit(1)).first() is not None
+    """Does ``work_key``'s run hold slots? Locks them (PostgreSQL), so a release committing meanwhile
+    is waited for and seen: a newer generation never "reuses" slots that were just given back."""
+    rows = s.execute(select(CapacityHold.slot_key).where(CapacityHold.work_key == work_key).with_for_update())
+    return rows.first() is not None
 
 
 def acquire(s: Session, work_key: str, req: CapacityRequest, now: datetime | None = None) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import case, func, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
@@ -30,19 +30,23 @@ def waiting_for(s: Session, work_key: str) -> DeferredItem | None:
                                                 DeferredItem.status == "waiting")).scalars().first()
 
 
-TENANT_BLOCKS = (str(Block.TENANT), str(Block.QUOTA), str(Block.RATE))
+TENANT_BLOCKS = (str(Block.TENANT), str(Block.QUOTA))
 
 
-def queue_ahead(s: Session, tenant: str, slot_keys: tuple[str, ...] = ()) -> DeferredItem | None:
+def queue_ahead(s: Session, tenant: str, slot_keys: tuple[str, ...] = (),
+                rate_bucket: str | None = None) -> DeferredItem | None:
     """A waiting item that new work must not overtake because it waits on a limit the new work
-    needs too: a global one (any tenant), one of the same tenant's limits, or the same
-    concurrency key. Items waiting on another repository's key or on an unreadable source do
-    not hold the newcomer back."""
+    needs too: the global slot limit (any tenant), the same tenant's active-run or day limit,
+    the same rate bucket, or the same concurrency key. Items waiting on another repository's
+    key, another source's bucket or an unreadable source do not hold the newcomer back, nor do
+    items waiting on a breaker (the caller checks the breaker's state now: a closed breaker
+    must not keep deferring work behind items it once blocked)."""
     keys = [k for k in slot_keys if k.startswith("key:")]
     return s.execute(select(DeferredItem).where(
         DeferredItem.status == "waiting",
-        or_(DeferredItem.blocked_on.in_(GLOBAL_BLOCKS),
+        or_(DeferredItem.blocked_on == str(Block.GLOBAL),
             (DeferredItem.tenant == tenant) & DeferredItem.blocked_on.in_(TENANT_BLOCKS),
+            (DeferredItem.blocked_on == str(Block.RATE)) & (DeferredItem.blocked_key == (rate_bucket or "")),
             (DeferredItem.blocked_on == str(Block.KEY)) & DeferredItem.blocked_key.in_(keys)))
         .order_by(DeferredItem.enqueued_at).limit(1)).scalars().first()
 
@@ -89,14 +93,17 @@ class DeferredQueue:
         and age, so a flood of one tenant cannot fill the window a fair pass sees (with more
         tenants than ``limit`` every tenant still gets its first item in)."""
         now = now or utcnow()
-        due = (DeferredItem.status == "waiting") & or_(DeferredItem.next_attempt_at <= now,
-                                                        DeferredItem.blocked_on.in_(SLOT_BLOCKS))
+        slot_ready = DeferredItem.blocked_on.in_(SLOT_BLOCKS) & (DeferredItem.failures == 0)  # else: backoff
+        due = (DeferredItem.status == "waiting") & or_(DeferredItem.next_attempt_at <= now, slot_ready)
         with Session(self._engine, expire_on_commit=False) as s:
             tenants = s.execute(select(func.count(func.distinct(DeferredItem.tenant))).where(due)).scalar() or 0
             if tenants == 0:
                 return []
             per_tenant = max(1, limit // tenants)
-            rank = func.row_number().over(partition_by=DeferredItem.tenant,
+            # Items waiting on one concurrency key form their own line within the tenant, so a busy
+            # repository's backlog cannot fill the tenant's whole share of the window.
+            line = case((DeferredItem.blocked_on == str(Block.KEY), DeferredItem.blocked_key), else_="")
+            rank = func.row_number().over(partition_by=(DeferredItem.tenant, line),
                                           order_by=(DeferredItem.priority, DeferredItem.enqueued_at)).label("rank")
             ranked = select(DeferredItem.id, rank).where(due).subquery()
             ids = select(ranked.c.id).where(ranked.c.rank <= per_tenant)

@@ -97,6 +97,10 @@ class SqlIntakeStore:
         generation = None
         resume = capacity.resume_item if capacity is not None else None
         with Session(self._engine, expire_on_commit=False) as s, s.begin():
+            if resume is not None:
+                changed = self._resumed_item_changed(s, resume, capacity.resume_receipt)
+                if changed is not None:
+                    return changed  # nothing written: the next pass decides the item as it is now
             if resume is None and draft.delivery_id is not None and not self._claim_delivery(s, draft, receipt_id):
                 draft = draft.with_outcome(Outcome.REJECT, Reason.DUPLICATE_DELIVERY,
                                            f"delivery {draft.delivery_id} from {draft.source} was already decided")
@@ -124,6 +128,19 @@ class SqlIntakeStore:
             row = _receipt_row(draft, receipt_id, generation)
             s.execute(insert(_RECEIPTS), row)
         return _decision_from_row(row)
+
+    @staticmethod
+    def _resumed_item_changed(s: Session, item_id: str, expected_receipt: str | None) -> IntakeDecision | None:
+        """Lock the deferred item; if it left the queue or a newer version replaced its payload
+        since the dispatcher read it, answer a no-op defer instead of deciding a stale payload."""
+        from ledger._capacity_models import DeferredItem
+        item = s.get(DeferredItem, item_id, with_for_update=True)
+        if item is not None and item.status == "waiting" and (expected_receipt in (None, item.receipt_id)):
+            return None
+        what = "left the queue" if item is None or item.status != "waiting" else "was replaced by a newer version"
+        return IntakeDecision(Outcome.DEFER, Reason.CAPACITY, f"deferred item {item_id} {what} while it was decided",
+                              receipt_id=item.receipt_id if item is not None else "", work_key=item.work_key
+                              if item is not None else None, input_version=item.input_version if item else None)
 
     @staticmethod
     def _item_receipt(s: Session, item_id: str) -> str:

@@ -115,9 +115,13 @@ class AgentLoopWorkflow:
         """Give the run's capacity slots back (those taken up to its newest generation) and let the
         deferred queue into the room. A run that never gets here (terminated) is reaped."""
         newest = max(o.generation for o in self._finished)
-        await workflow.execute_activity(
-            RELEASE_CAPACITY_ACTIVITY, ReleaseRequest(work_key, newest), start_to_close_timeout=timedelta(minutes=2),
-            retry_policy=RetryPolicy(maximum_attempts=10, maximum_interval=timedelta(seconds=30)))
+        try:
+            await workflow.execute_activity(
+                RELEASE_CAPACITY_ACTIVITY, ReleaseRequest(work_key, newest), start_to_close_timeout=timedelta(minutes=2),
+                retry_policy=RetryPolicy(maximum_attempts=10, maximum_interval=timedelta(seconds=30)))
+        except ActivityError as err:  # the run's work is done; never fail it for this
+            workflow.logger.warning("could not release the capacity of %s (%s); the reaper will",
+                                    work_key, failure_type(err), extra={"work_key": work_key})
 
     @staticmethod
     def _should_continue_as_new(start: AgentLoopStart, orders_this_run: int) -> bool:

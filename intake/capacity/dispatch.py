@@ -20,7 +20,7 @@ from intake.capacity.plan import Block
 from intake.decision import Outcome
 
 log = logging.getLogger("sluicegate.dispatch")
-TENANT_BLOCKS = {str(Block.TENANT), str(Block.QUOTA), str(Block.RATE)}
+TENANT_BLOCKS = {str(Block.TENANT), str(Block.QUOTA)}
 GLOBAL_BLOCKS = {str(b) for b in Block if b.affects_everyone}
 
 
@@ -111,7 +111,7 @@ async def dispatch_once(queue: QueuePort, service, active_by_tenant: Mapping[str
             report.skipped += 1
             continue
         try:
-            decision = await service.resume(item.id, item.payload)
+            decision = await service.resume(item.id, item.payload, item.receipt_id)
         except Requeue as wait:
             await asyncio.to_thread(queue.requeue, item.id, wait.block, wait.retry_after, str(wait))
             report.deferred += 1

@@ -12,7 +12,7 @@ from typing import Callable, Protocol, Sequence
 
 from intake.capacity.breaker import BreakerPolicy, BreakerState, BreakerView, breaker_gate, ramped_limit
 from intake.capacity.payload import to_payload
-from intake.capacity.plan import Block, CapacityPlanner, jittered
+from intake.capacity.plan import Block, CapacityPlanner
 from intake.envelope import Envelope, WorkCandidate
 from intake.ports import CapacityContext
 
@@ -45,16 +45,18 @@ class CapacityGate:
         now = self._clock()
         return [breaker_gate(st, now, self._policy) for st in self._cached[1] if st.provider in self._providers]
 
-    def context(self, envelope: Envelope, candidate: WorkCandidate, resume_item: str | None = None) -> CapacityContext:
+    def context(self, envelope: Envelope, candidate: WorkCandidate, resume_item: str | None = None,
+                resume_receipt: str | None = None) -> CapacityContext:
         """Synchronous (it may read the ledger): run it in a thread from async code."""
         views = self.views()
         opened = [v for v in views if v.state == "open"]
         breaker = None
         if opened:
             worst = max(opened, key=lambda v: v.retry_after_seconds)
-            breaker = (Block.BREAKER, jittered(worst.retry_after_seconds + 1.0),
+            breaker = (Block.BREAKER, worst.retry_after_seconds + 1.0,  # jittered where the defer is written
                        f"the {worst.provider} breaker is open after repeated failures "
                        f"(last: {worst.last_error or 'unknown'})")
         limit = ramped_limit(self.planner.global_limit(), views)
         request = self.planner.plan(candidate, envelope.source, envelope.trigger_kind, global_limit=limit)
-        return CapacityContext(request, to_payload(envelope, candidate), breaker, resume_item, self._retry_after)
+        return CapacityContext(request, to_payload(envelope, candidate), breaker, resume_item, resume_receipt,
+                               self._retry_after)

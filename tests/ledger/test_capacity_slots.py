@@ -139,5 +139,53 @@ def test_a_flood_cannot_fill_the_window_a_dispatch_pass_sees(engine):
                                  {"envelope": {}, "candidate": {}})
     assert store.decide(_draft(steady, f"github:{steady}/api#1:review"), steady_ctx).outcome == "defer"
     window = [i for i in queue.due(limit=20) if i.tenant in (flood, steady)]
+    # This test's items wait on a global block, which holds back every tenant's new work: clear
+    # them so later tests on the shared session ledger start from an empty line.
+    with Session(engine) as s, s.begin():
+        for item in s.exec(select(DeferredItem).where(DeferredItem.tenant.in_((flood, steady)))):
+            item.status = "dropped"
+            s.add(item)
     assert any(i.tenant == steady for i in window)
     assert sum(i.tenant == flood for i in window) <= 20
+
+
+def test_a_dispatcher_decision_on_a_replaced_payload_is_not_applied(engine):
+    tenant = f"stale-{uuid.uuid4().hex[:8]}"
+    store, queue = SqlIntakeStore(engine), DeferredQueue(engine)
+    store.decide(_draft(tenant, f"github:{tenant}/api#1:review"), _key_ctx(tenant, "api"))
+    key = f"github:{tenant}/api#2:review"
+    store.decide(_draft(tenant, key, "old"), _key_ctx(tenant, "api"))
+    [read] = [i for i in queue.waiting() if i.work_key == key]  # what a dispatch pass read
+    store.decide(_draft(tenant, key, "new"), _key_ctx(tenant, "api"))  # a newer head replaces it
+    CapacityLedger(engine).release(f"github:{tenant}/api#1:review")
+    stale = CapacityContext(_key_ctx(tenant, "api").request, {}, resume_item=read.id, resume_receipt=read.receipt_id)
+    answer = store.decide(_draft(tenant, key, "old"), stale)
+    assert answer.outcome == "defer" and "replaced" in answer.message
+    [item] = [i for i in queue.waiting() if i.work_key == key]
+    assert (item.id, item.input_version, item.status) == (read.id, "new", "waiting")
+
+
+def test_closed_breakers_and_other_sources_buckets_do_not_hold_new_work_back(engine):
+    tenant = f"brk-{uuid.uuid4().hex[:8]}"
+    store = SqlIntakeStore(engine)
+    open_ctx = CapacityContext(CapacityRequest(tenant, 3, ()), {}, breaker=(Block.BREAKER, 5.0, "model breaker open"))
+    assert store.decide(_draft(tenant, f"github:{tenant}/api#1:review"), open_ctx).reason == "breaker-open"
+    assert store.decide(_draft(tenant, f"github:{tenant}/api#2:review"), _ctx(tenant, 5)).outcome == "accept"
+
+    rate = lambda source: CapacityContext(CapacityRequest(  # noqa: E731
+        tenant, 3, (), rate=RateLimit(f"rate:{tenant}:{source}", per_second=0.01, burst=1)), {})
+    assert store.decide(_draft(tenant, f"github:{tenant}/api#3:review"), rate("github")).outcome == "accept"
+    assert store.decide(_draft(tenant, f"github:{tenant}/api#4:review"), rate("github")).reason == "rate-limited"
+    assert store.decide(_draft(tenant, f"github:{tenant}/api#5:review"), rate("manual")).outcome == "accept"
+
+
+def test_racing_first_failures_of_a_breaker_are_all_counted(engine):
+    from intake.capacity import BreakerPolicy
+    from ledger import BreakerBoard
+
+    provider = f"model-{uuid.uuid4().hex[:8]}"
+    board = BreakerBoard(engine, BreakerPolicy(failure_threshold=100, window_seconds=600))
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda n: board.record_failure(provider, f"503 #{n}"), range(16)))
+    [state] = [b for b in board.states() if b.provider == provider]
+    assert state.failures == 16
