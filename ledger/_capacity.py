@@ -128,9 +128,6 @@ class CapacityLedger:
         with Session(self._engine) as s:
             return {k: a for k, a in s.execute(select(CapacityCounter.key, CapacityCounter.active))}
 
-    def active_by_tenant(self) -> dict[str, int]:
-        return {k.removeprefix("tenant:"): v for k, v in self.counters().items() if k.startswith("tenant:")}
-
     def active_work_by_tenant(self) -> dict[str, list[str]]:
         """Work keys holding slots, by tenant (works whether or not a tenant limit is configured)."""
         out: dict[str, set[str]] = {}

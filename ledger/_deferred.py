@@ -20,7 +20,6 @@ from intake.capacity import Block, CapacityRequest
 from ledger._capacity_models import DeferredItem
 from ledger._sql import new_id, utcnow
 
-GLOBAL_BLOCKS = tuple(str(b) for b in Block if b.affects_everyone)
 SLOT_BLOCKS = (str(Block.GLOBAL), str(Block.TENANT), str(Block.KEY))
 """Waiting for a slot: due whenever a pass runs (a run's end frees one); the others wait out their time."""
 

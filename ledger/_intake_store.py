@@ -25,6 +25,7 @@ from intake.receipts import ReceiptDraft
 from ledger import _deferred
 from ledger._admission_capacity import apply_capacity
 from ledger._capacity import stamp_generation
+from ledger._capacity_models import DeferredItem
 from ledger._models import Delivery, Receipt, WorkItem, WorkVersion
 from ledger._sql import as_utc, dialect_insert, new_id, utcnow
 
@@ -133,7 +134,6 @@ class SqlIntakeStore:
     def _resumed_item_changed(s: Session, item_id: str, expected_receipt: str | None) -> IntakeDecision | None:
         """Lock the deferred item; if it left the queue or a newer version replaced its payload
         since the dispatcher read it, answer a no-op defer instead of deciding a stale payload."""
-        from ledger._capacity_models import DeferredItem
         item = s.get(DeferredItem, item_id, with_for_update=True)
         if item is not None and item.status == "waiting" and (expected_receipt in (None, item.receipt_id)):
             return None
@@ -144,7 +144,6 @@ class SqlIntakeStore:
 
     @staticmethod
     def _item_receipt(s: Session, item_id: str) -> str:
-        from ledger._capacity_models import DeferredItem
         return s.get(DeferredItem, item_id).receipt_id
 
     @staticmethod
