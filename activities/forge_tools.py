@@ -19,6 +19,7 @@ from activities.egress import EgressPolicy
 from activities.gateway import Mutation, PermanentToolError, ToolGateway, TransientToolError
 from activities.heartbeat import heartbeating
 from activities.keys import marker_for, operation_key
+from intake.identity import with_tenant
 from sluicegate.forge_client import ForgeClient, ForgeError
 from workflows.contracts import ToolRequest, ToolResult
 from workflows.review_task import POST_COMMENT
@@ -70,7 +71,11 @@ class ForgeTools:
         body = _comment_body(req.arguments)
         op_key = operation_key(req.work_key, POST_COMMENT, req.input_version, req.effect_discriminator)
         marker = marker_for(op_key)
-        mutation = Mutation(op_key, req.work_key, POST_COMMENT, req.input_version, req.generation, req.tenant)
+        # The operation key stays derived from the key the run carries (a run admitted before the
+        # tenancy upgrade keeps its keys, so its in-flight effects still match); the ledger row and
+        # the kill check use today's form of the key.
+        mutation = Mutation(op_key, with_tenant(req.work_key, req.tenant), POST_COMMENT, req.input_version,
+                            req.generation, req.tenant)
 
         async def perform():
             try:

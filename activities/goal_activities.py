@@ -23,6 +23,7 @@ from temporalio import activity
 from activities.scan_activities import forge_failure, record_receipt_once
 from intake.envelope import PullRequestRef
 from intake.identity import review_work_key
+from intake.outbox import parse_target
 from intake.ports import IntakeStore
 from ledger import KillSwitch
 from sluicegate.forge_client import ForgeClient, ForgeError
@@ -50,8 +51,8 @@ class GoalActivities:
     @activity.defn(name=GOAL_OBSERVE_ACTIVITY)
     async def observe(self, req: ObserveRequest) -> Observation:
         target = f"{req.owner}/{req.repo}#{req.number}"
-        work_key = review_work_key(PullRequestRef(req.owner, req.repo, req.number))
-        kill = await asyncio.to_thread(KillSwitch(self._engine).active_for, work_key, req.tenant or None)
+        work_key = review_work_key(req.tenant, PullRequestRef(req.owner, req.repo, req.number))
+        kill = await asyncio.to_thread(KillSwitch(self._engine).active_for, work_key, req.tenant)
         if kill is not None:
             return Observation(exists=True, killed=True,
                                detail=f"killed by {kill.actor} ({kill.scope} {kill.target}): {kill.reason}")
@@ -94,10 +95,5 @@ class GoalActivities:
     @activity.defn(name=GOAL_BOUND_ACTIVITY)
     async def record_bound_reached(self, req: ReceiptRequest) -> ReceiptRef:
         if req.work_key is None and req.target_id:
-            from intake.envelope import PullRequestRef
-            from intake.identity import review_work_key
-
-            owner_repo, _, number = req.target_id.partition("#")
-            owner, _, repo = owner_repo.partition("/")
-            req.work_key = review_work_key(PullRequestRef(owner, repo, int(number)))
+            req.work_key = review_work_key(req.tenant, parse_target(req.target_id))
         return await asyncio.to_thread(record_receipt_once, self._store, self._engine, req)

@@ -1,7 +1,7 @@
 """``sluicegate.intake.submit``: the real intake pipeline, run from a workflow (scans and goals).
 
 The activity turns an :class:`IntakeRequest` into the same envelope + work candidate the
-webhook path builds (work key from ``review_work_key``) and calls
+webhook path builds (work key from ``review_candidate``: tenant and target) and calls
 ``IntakeService.submit``: delivery dedupe, freshness re-read, policy, the ledger decision
 and signal-with-start. The delivery id comes from the workflow (deterministic per run and
 candidate), so a retried attempt is answered ``duplicate-delivery`` by the ledger instead
@@ -21,7 +21,7 @@ from temporalio.client import Client
 from sluicegate.capacity_setup import intake_service
 
 from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
-from intake.identity import review_work_key
+from intake.identity import review_candidate
 from intake.service import IntakeService
 from intake.temporal_admitter import TemporalAdmitter
 from ledger import SqlIntakeStore, WatermarkStore
@@ -42,8 +42,7 @@ def envelope_for(req: IntakeRequest, received_at: datetime) -> tuple[Envelope, W
     envelope = Envelope(id=req.delivery_id, source=req.source, type=req.event_type, subject=ref.target_id,
                         time=parse_time(req.emitted_at), received_at=received_at,
                         trigger_kind=TriggerKind(req.trigger_kind), tenant=req.tenant, actor=req.actor)
-    candidate = WorkCandidate(work_key=review_work_key(ref), target=ref, input_version=req.input_version,
-                              tenant=req.tenant, draft=req.draft)
+    candidate = review_candidate(req.tenant, ref, req.input_version, req.draft)
     return envelope, candidate
 
 

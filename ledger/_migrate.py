@@ -52,10 +52,10 @@ def current_revision(url: str) -> str | None:
         engine.dispose()
 
 
-def upgrade(url: str) -> str:
-    """Upgrade the ledger at ``url`` to the head revision and return it."""
-    command.upgrade(_alembic_config(url), "head")
-    return head_revision()
+def upgrade(url: str, revision: str = "head") -> str:
+    """Upgrade the ledger at ``url`` to ``revision`` (default: the head) and return it."""
+    command.upgrade(_alembic_config(url), revision)
+    return head_revision() if revision == "head" else revision
 
 
 def require_current(url: str) -> None:

@@ -26,6 +26,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from sluicegate.capacity_config import CapacityConfig
 from sluicegate.forge_config import ForgeAppConfig, ForgeConfig  # noqa: F401 - ForgeAppConfig re-exported
 from sluicegate.source_config import SourceConfig
+from sluicegate.tenancy_config import Role, actor_shape, check_tenancy
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG_FILE = PROJECT_ROOT / "temporal-dev.yaml"
@@ -75,8 +76,16 @@ class WebhookApiConfig(_Section):
 
 
 class ActorConfig(_Section):
+    """An operator allowed to send manual triggers, with a role per tenant (``intake/actors.py``)."""
+
     token: str
-    role: Literal["operator", "admin"] = "operator"
+    tenants: dict[str, Role] = Field(min_length=1)
+    """Tenant -> ``operator`` | ``admin``; the tenant ``*`` grants the role in every tenant."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tenant_roles(cls, data: Any) -> Any:
+        return actor_shape(data)
 
 
 class Price(_Section):
@@ -287,6 +296,11 @@ class Settings(_Section):
     capacity: CapacityConfig = Field(default_factory=CapacityConfig)
     base_dir: Path = PROJECT_ROOT
     """Directory relative paths are resolved against (the config file's directory)."""
+
+    @model_validator(mode="after")
+    def _tenancy(self) -> "Settings":
+        check_tenancy(self)
+        return self
 
     def path(self, p: Path) -> Path:
         """Resolve a configured path against the config file's directory."""

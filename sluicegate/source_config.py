@@ -6,7 +6,10 @@ Validated at start-up, with the dotted path in the error, against these failure 
   whatever it is given into *some* key and every delivery would fail as ``bad-signature``;
 * a generic source (``standard-webhooks``, ``cloudevents``) without a mapping: it could
   never name work; a ``github`` source with one: it would be silently ignored;
-* the old single ``secret:`` key next to ``secrets:``: which one wins would be a guess.
+* the old single ``secret:`` key next to ``secrets:``: which one wins would be a guess;
+* no ``repositories``: a source that serves "whatever its payload names" would let its
+  sender pick any repository the forge credential can read (``out-of-scope`` needs a list);
+  ``["*/*"]`` says "everything" deliberately.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from intake.identity import TENANT_PATTERN
+from intake.scope import check_glob
 from intake.sources.mapping import PayloadMapping
 
 SourceKind = Literal["github", "standard-webhooks", "cloudevents"]
@@ -34,7 +39,10 @@ class SourceConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: SourceKind
-    tenant: str
+    tenant: str = Field(pattern=TENANT_PATTERN)
+    """Whose work this source's deliveries are (budget, forge credentials, egress, dedupe partition)."""
+    repositories: list[str] = Field(min_length=1)
+    """``owner/repo`` globs this source serves (``acme/*``); a delivery naming any other is ``out-of-scope``."""
     secrets: list[str] = Field(min_length=1)
     """github: webhook secrets; standard-webhooks: ``whsec_<base64>`` keys; cloudevents: bearer tokens."""
     max_age_seconds: float | None = Field(default=3600, gt=0)
@@ -66,6 +74,11 @@ class SourceConfig(BaseModel):
             if info.data.get("kind") == "standard-webhooks" and not is_whsec(secret):
                 raise ValueError(f"secrets[{i}] must be {WHSEC_PREFIX}<base64 of at least {MIN_WHSEC_BYTES} bytes>")
         return secrets
+
+    @field_validator("repositories")
+    @classmethod
+    def _usable_globs(cls, globs: list[str]) -> list[str]:
+        return [check_glob(g) for g in globs]
 
     @field_validator("mapping")
     @classmethod

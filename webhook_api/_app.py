@@ -20,15 +20,17 @@ from pydantic import BaseModel, ConfigDict, Field
 from temporalio.client import Client
 
 from intake.decision import Outcome, Reason, policy_reason
-from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
+from intake.actors import choose_tenant
+from intake.envelope import Envelope, PullRequestRef, TriggerKind
 from intake.errors import InvalidDelivery
-from intake.identity import review_work_key
+from intake.identity import TENANT_PATTERN, review_candidate
 from intake.receipts import ReceiptDraft
 from intake.temporal_admitter import TemporalAdmitter
 from ledger import SqlIntakeStore
 from sluicegate.capacity_setup import intake_service
 from sluicegate.config import Settings
 from sluicegate.resources import open_forge, open_ledger
+from sluicegate.tenancy_config import configured_tenants
 from sluicegate.temporal_client import connect
 from webhook_api._responses import decision_response, invalid_response
 from webhook_api._sources import delivery_hint, parse_delivery
@@ -40,14 +42,15 @@ class ManualTrigger(BaseModel):
     """A manual run request; the actor comes from the bearer token, never from the body."""
 
     model_config = ConfigDict(extra="forbid")
-    source: str = "github"
+    tenant: str | None = Field(default=None, pattern=TENANT_PATTERN)
+    """Which of the actor's tenants to act in; needed only when the actor holds roles in several."""
     repository: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", max_length=200)
     number: int = Field(gt=0)
     input_version: str | None = Field(default=None, max_length=128)
     request_id: str | None = Field(default=None, min_length=1, max_length=128)
     reason: str = Field(min_length=1, max_length=500)
     force: bool = False
-    """Re-run a version already done. Only actors with role ``admin``; recorded on the receipt."""
+    """Re-run a version already done. Only actors with role ``admin`` in the tenant; recorded on the receipt."""
 
 
 async def _read_limited(request: Request, limit: int) -> bytes | None:
@@ -76,6 +79,7 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
             yield
 
     app = FastAPI(title="Sluicegate webhook API", lifespan=lifespan)
+    tenants = configured_tenants(settings)
 
     async def reject_invalid(request: Request, err: InvalidDelivery, source: str, tenant: str | None,
                              received_at: datetime, trigger_kind: TriggerKind = TriggerKind.EVENT,
@@ -127,20 +131,23 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
         with tracer.start_as_current_span("manual trigger", kind=trace.SpanKind.SERVER):
             request_id = trigger.request_id or f"manual-{uuid.uuid4()}"
             actor = _actor_for(request.headers.get("authorization"), settings)
-            src = settings.sources.get(trigger.source)
-            if actor is None:  # checked first: an unauthenticated caller learns nothing about sources
+            if actor is None:  # checked first: an unauthenticated caller learns nothing about tenants
                 err = InvalidDelivery(Reason.UNAUTHORIZED_ACTOR, "a configured actor's bearer token is required",
                                       401, request_id, "manual.review")
-                return await reject_invalid(request, err, "manual", src.tenant if src else None, received_at,
-                                            TriggerKind.MANUAL)
-            if src is None:
-                return JSONResponse({"outcome": "reject", "reason": str(Reason.UNKNOWN_SOURCE),
-                                     "message": f"no source named {trigger.source!r} is configured"}, status_code=404)
-            if trigger.force and settings.actors[actor].role != "admin":
+                return await reject_invalid(request, err, "manual", None, received_at, TriggerKind.MANUAL)
+            # The tenant comes from the actor's grants; the body may only choose among them.
+            choice = choose_tenant(actor, settings.actors[actor].tenants, trigger.tenant, tenants)
+            if choice.tenant is None:
+                err = InvalidDelivery(Reason.BAD_INPUT if choice.ambiguous else Reason.OUT_OF_SCOPE,
+                                      choice.refusal or "", 422 if choice.ambiguous else 403, request_id,
+                                      "manual.review")
+                return await reject_invalid(request, err, "manual", None, received_at, TriggerKind.MANUAL, actor)
+            tenant = choice.tenant
+            if trigger.force and choice.role != "admin":
                 err = InvalidDelivery(policy_reason("override-not-permitted"),
-                                      f"actor {actor!r} may not force a re-run (role admin required)", 403,
-                                      request_id, "manual.review")
-                return await reject_invalid(request, err, "manual", src.tenant, received_at, TriggerKind.MANUAL,
+                                      f"actor {actor!r} may not force a re-run in tenant {tenant!r} (role admin "
+                                      "required there)", 403, request_id, "manual.review")
+                return await reject_invalid(request, err, "manual", tenant, received_at, TriggerKind.MANUAL,
                                             actor)
             owner, repo = trigger.repository.split("/", 1)
             ref = PullRequestRef(owner, repo, trigger.number)
@@ -150,8 +157,8 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
                 data["override"] = f"rerun-done: {trigger.reason}"[:256]
             envelope = Envelope(id=request_id, source="manual", type="manual.review", subject=ref.target_id,
                                 time=received_at, received_at=received_at, trigger_kind=TriggerKind.MANUAL,
-                                tenant=src.tenant, actor=actor, data=data)
-            candidate = WorkCandidate(review_work_key(ref), ref, trigger.input_version, src.tenant)
+                                tenant=tenant, actor=actor, data=data)
+            candidate = review_candidate(tenant, ref, trigger.input_version)
             return decision_response(await request.app.state.intake.submit(envelope, candidate))
 
     return app

@@ -31,42 +31,42 @@ def test_repo_config_has_one_source_of_each_kind_naming_the_same_work():
 
 
 def test_legacy_single_secret_is_a_one_element_list(tmp_path):
-    s = _load(tmp_path, {"github": {"kind": "github", "tenant": "t", "secret": "x"}})
+    s = _load(tmp_path, {"github": {"kind": "github", "tenant": "acme", "repositories": ["acme/*"], "secret": "x"}})
     assert s.sources["github"].secrets == ["x"] and s.sources["github"].secret == "x"
 
 
 @pytest.mark.parametrize("legacy", [True, False])
 def test_env_secret_replaces_the_list(tmp_path, legacy):
-    src = {"kind": "github", "tenant": "t"} | ({"secret": "x"} if legacy else {"secrets": ["x", "y"]})
+    src = {"kind": "github", "tenant": "acme", "repositories": ["acme/*"]} | ({"secret": "x"} if legacy else {"secrets": ["x", "y"]})
     s = _load(tmp_path, {"github": src}, env={"SLUICEGATE_GITHUB_WEBHOOK_SECRET": "from-env"})
     assert s.sources["github"].secrets == ["from-env"]
 
 
 def test_rotation_from_the_environment_sets_the_whole_list(tmp_path):
-    src = {"kind": "github", "tenant": "t", "secrets": ["x"]}
+    src = {"kind": "github", "tenant": "acme", "repositories": ["acme/*"], "secrets": ["x"]}
     s = _load(tmp_path, {"github": src}, env={"SLUICEGATE__SOURCES__GITHUB__SECRETS": "[new, old]"})
     assert s.sources["github"].secrets == ["new", "old"]
 
 
 @pytest.mark.parametrize("source, path, text", [
-    ({"kind": "github", "tenant": "t", "secret": "x", "secrets": ["y"]}, "sources.s", "either secret or secrets"),
-    ({"kind": "github", "tenant": "t", "secrets": []}, "sources.s.secrets", "at least 1"),
-    ({"kind": "gitlab", "tenant": "t", "secrets": ["x"]}, "sources.s.kind", "github"),
-    ({"kind": "standard-webhooks", "tenant": "t", "secrets": [WHSEC, "plain"], "mapping": MAPPING},
+    ({"kind": "github", "tenant": "acme", "repositories": ["acme/*"], "secret": "x", "secrets": ["y"]}, "sources.s", "either secret or secrets"),
+    ({"kind": "github", "tenant": "acme", "repositories": ["acme/*"], "secrets": []}, "sources.s.secrets", "at least 1"),
+    ({"kind": "gitlab", "tenant": "acme", "repositories": ["acme/*"], "secrets": ["x"]}, "sources.s.kind", "github"),
+    ({"kind": "standard-webhooks", "tenant": "acme", "repositories": ["acme/*"], "secrets": [WHSEC, "plain"], "mapping": MAPPING},
      "sources.s.secrets", "secrets[1] must be whsec_"),
-    ({"kind": "standard-webhooks", "tenant": "t", "secrets": ["whsec_c2hvcnQ="], "mapping": MAPPING},
+    ({"kind": "standard-webhooks", "tenant": "acme", "repositories": ["acme/*"], "secrets": ["whsec_c2hvcnQ="], "mapping": MAPPING},
      "sources.s.secrets", "at least 24 bytes"),
-    ({"kind": "cloudevents", "tenant": "t", "secrets": ["x"]}, "sources.s.mapping", "needs a mapping"),
-    ({"kind": "github", "tenant": "t", "secrets": ["x"], "mapping": MAPPING}, "sources.s.mapping", "remove mapping"),
-    ({"kind": "cloudevents", "tenant": "t", "secrets": ["x"], "mapping": MAPPING | {"owner": "a..b"}},
+    ({"kind": "cloudevents", "tenant": "acme", "repositories": ["acme/*"], "secrets": ["x"]}, "sources.s.mapping", "needs a mapping"),
+    ({"kind": "github", "tenant": "acme", "repositories": ["acme/*"], "secrets": ["x"], "mapping": MAPPING}, "sources.s.mapping", "remove mapping"),
+    ({"kind": "cloudevents", "tenant": "acme", "repositories": ["acme/*"], "secrets": ["x"], "mapping": MAPPING | {"owner": "a..b"}},
      "sources.s.mapping.owner", "empty segment"),
-    ({"kind": "cloudevents", "tenant": "t", "secrets": ["x"], "mapping": MAPPING | {"actionable_types": []}},
+    ({"kind": "cloudevents", "tenant": "acme", "repositories": ["acme/*"], "secrets": ["x"], "mapping": MAPPING | {"actionable_types": []}},
      "sources.s.mapping.actionable_types", "at least 1"),
-    ({"kind": "cloudevents", "tenant": "t", "secrets": ["x"], "mapping": MAPPING | {"type": "kind"}},
+    ({"kind": "cloudevents", "tenant": "acme", "repositories": ["acme/*"], "secrets": ["x"], "mapping": MAPPING | {"type": "kind"}},
      "sources.s.mapping", "remove mapping.type"),
-    ({"kind": "cloudevents", "tenant": "t", "secrets": ["x"], "mapping": MAPPING | {"versoin": "d"}},
+    ({"kind": "cloudevents", "tenant": "acme", "repositories": ["acme/*"], "secrets": ["x"], "mapping": MAPPING | {"versoin": "d"}},
      "sources.s.mapping.versoin", "Extra inputs"),
-    ({"kind": "github", "tenant": "t", "secrets": ["x"], "max_age_seconds": 0}, "sources.s.max_age_seconds", "greater"),
+    ({"kind": "github", "tenant": "acme", "repositories": ["acme/*"], "secrets": ["x"], "max_age_seconds": 0}, "sources.s.max_age_seconds", "greater"),
 ])
 def test_invalid_sources_name_their_path(tmp_path, source, path, text):
     with pytest.raises(ConfigError) as info:

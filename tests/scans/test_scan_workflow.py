@@ -13,13 +13,14 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.intake_activity import IntakeActivities
 from intake.decision import Outcome, Reason
-from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
+from intake.envelope import Envelope, PullRequestRef, TriggerKind
 from intake.forge_reader import ForgeTargetReader
-from intake.identity import review_work_key
+from intake.identity import review_candidate
 from intake.service import IntakeService
 from intake.temporal_admitter import TemporalAdmitter
 from ledger import SqlIntakeStore, WatermarkStore
 from sluicegate.forge_client import ForgeClient
+from sluicegate.tenancy_config import scope_rules
 from tests.scans.conftest import agent_results, running_worker
 from tests.support.sims import FORGE_TOKEN
 from workflows.scan import delivery_id_for
@@ -100,7 +101,8 @@ async def test_event_then_scan_for_one_version_is_one_run(temporal_env, ctx, sim
     client, req = temporal_env.client, _request(ctx, max_candidates=10)
     forge = ForgeClient(ctx.settings.forge.base_url, FORGE_TOKEN, timeout_seconds=5)
     service = IntakeService(SqlIntakeStore(ctx.engine), ForgeTargetReader(forge),
-                            TemporalAdmitter(client, ctx.settings, search_attributes=False))
+                            TemporalAdmitter(client, ctx.settings, search_attributes=False),
+                            scope=scope_rules(ctx.settings))
     ref = PullRequestRef(ctx.owner.upper(), "API", 44)  # the webhook's spelling does not matter
     now = datetime.now(UTC)
     try:
@@ -108,7 +110,7 @@ async def test_event_then_scan_for_one_version_is_one_run(temporal_env, ctx, sim
             event = await service.submit(
                 Envelope(id=str(uuid.uuid4()), source="github", type="pull_request.opened", subject=ref.target_id,
                          time=now, received_at=now, trigger_kind=TriggerKind.EVENT, tenant="acme"),
-                WorkCandidate(review_work_key(ref), ref, PR44_HEAD, "acme"))
+                review_candidate("acme", ref, PR44_HEAD))
             assert (event.outcome, event.work_key) == (Outcome.ACCEPT, ctx.key("api", 44))
             scan = await _scan(client, ctx, req)
             by_key = {d.work_key: (d.outcome, d.reason) for d in scan.decisions}
@@ -161,7 +163,8 @@ async def test_retried_intake_attempt_is_a_duplicate_delivery_not_a_second_decis
     client = temporal_env.client
     forge = ForgeClient(ctx.settings.forge.base_url, FORGE_TOKEN, timeout_seconds=5)
     activities = IntakeActivities(IntakeService(SqlIntakeStore(ctx.engine), ForgeTargetReader(forge),
-                                                TemporalAdmitter(client, ctx.settings, search_attributes=False)))
+                                                TemporalAdmitter(client, ctx.settings, search_attributes=False),
+                                                scope=scope_rules(ctx.settings)))
     request = IntakeRequest(trigger_kind="schedule", source="scan:retry", event_type="scan.pull_request",
                             delivery_id=delivery_id_for(str(uuid.uuid4()), f"{ctx.owner}/web#7", WEB7_HEAD),
                             tenant="acme", owner=ctx.owner, repo="web", number=7, input_version=WEB7_HEAD,
