@@ -1,7 +1,8 @@
 """Per-request gate for the forge API: counting, auth, fault injection.
 
 Order for every non-``/_sim/`` request: count it (key = METHOD + route
-template, ``<unmatched>`` for unknown paths) -> check the token -> take
+template, ``<unmatched>`` for unknown paths; and by ``owner/repo`` for
+``/repos/...`` paths, so a test can prove a repository was never read) -> check the token -> take
 at most one matching fault -> run the handler.
 
 Auth: with neither a static token nor a GitHub App configured, everything is
@@ -45,6 +46,8 @@ from simulators.forge._state import ForgeState
 __all__ = ["install_gate", "parse_fault"]
 
 _FAULT_KEYS = {"method", "path", "status", "times", "hang_seconds", "after_commit", "retry_after"}
+
+_REPO_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)(?:/|$)")
 
 
 def parse_fault(spec: Any) -> dict[str, Any]:
@@ -136,7 +139,9 @@ def install_gate(app: FastAPI, state: ForgeState, token: str | None) -> None:
         if path == "/_sim" or path.startswith("/_sim/"):
             return await call_next(request)
         method = request.method.upper()
-        state.record_request(f"{method} {_route_template(app, request.scope)}")
+        repo = _REPO_PATH.match(path)
+        state.record_request(f"{method} {_route_template(app, request.scope)}",
+                             f"{repo['owner']}/{repo['repo']}" if repo else None)
         refused = _refusal(state, token, request.headers.get("authorization"), method, path)
         if refused is not None:
             return refused

@@ -43,7 +43,7 @@ async def main(name: str) -> None:
             async with worker:
                 first = work_order(settings)
                 handle = await start_order(env.client, "record-histories", first,
-                                           workflow_id="agent/github:acme/api#42:review")
+                                           workflow_id="agent/acme/github:acme/api#42:review")
                 await start_order(env.client, "record-histories",
                                   work_order(settings, version="5c1e6b2d9a8f4e3c7b0a1d2e3f405162738495a6",
                                              generation=2), workflow_id=handle.id)
