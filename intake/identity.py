@@ -36,7 +36,8 @@ TENANT_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
 """Tenant names: lower-case letters, digits, ``_`` and ``-``; no ``/`` (it ends the tenant in a work key)."""
 _TENANT = re.compile(TENANT_PATTERN)
 _KEY = re.compile(r"^(?:(?P<tenant>[a-z0-9][a-z0-9_-]{0,62})/)?(?P<forge>[a-z0-9_-]+):"
-                  r"(?P<owner>[^/#:\s]+)/(?P<repo>[^/#:\s]+)#(?P<number>[1-9][0-9]{0,18}):(?P<task>[a-z0-9_-]+)$")
+                  r"(?P<owner>[a-z0-9_.-]{1,100})/(?P<repo>[a-z0-9_.-]{1,100})#(?P<number>[1-9][0-9]{0,18}):"
+                  r"(?P<task>[a-z0-9_-]+)$")
 
 
 def is_tenant_name(name: object) -> bool:
