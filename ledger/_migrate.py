@@ -58,6 +58,11 @@ def upgrade(url: str, revision: str = "head") -> str:
     return head_revision() if revision == "head" else revision
 
 
+def downgrade(url: str, revision: str) -> None:
+    """Downgrade the ledger at ``url`` to ``revision`` (tests of a migration; operators roll forward)."""
+    command.downgrade(_alembic_config(url), revision)
+
+
 def require_current(url: str) -> None:
     """Raise :class:`LedgerSchemaError` unless the ledger is at the head revision."""
     current, expected = current_revision(url), head_revision()

@@ -43,13 +43,17 @@ class StackHttp:
                       headers={"Authorization": f"Bearer {self.settings.forge.token}"})
         return r.raise_for_status().json()["head"]["sha"]
 
-    def send_opened(self, repo: str, number: int, sha: str | None = None) -> httpx.Response:
+    def send_opened(self, repo: str, number: int, sha: str | None = None, source: str = "github") -> httpx.Response:
         """A signed GitHub ``pull_request`` ``opened`` delivery for the PR's current (or given) head."""
         owner, name = repo.split("/")
         body = encode(pull_request_payload(owner, name, number, sha or self.head(repo, number)))
-        return httpx.post(f"{self.api}/webhooks/github", content=body, timeout=30,
-                          headers=delivery_headers(self.settings.sources["github"].secret, body,
+        return httpx.post(f"{self.api}/webhooks/{source}", content=body, timeout=30,
+                          headers=delivery_headers(self.settings.sources[source].secret, body,
                                                    delivery_id=str(uuid.uuid4())))
+
+    def forge_reads(self, repo: str) -> int:
+        """API requests the forge simulator has seen for ``repo`` (answered or refused)."""
+        return httpx.get(f"{self.forge}/_sim/stats").json()["by_repository"].get(repo.lower(), 0)
 
     def model_fault(self, **fault) -> None:
         httpx.post(f"{self.model}/_sim/faults", json=fault).raise_for_status()
