@@ -107,6 +107,21 @@ def ledger_url(request: pytest.FixtureRequest) -> str:
     return request.getfixturevalue(f"{request.param}_url")
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def empty_ledger_url(request: pytest.FixtureRequest, tmp_path: Path):
+    """A database of this test's own, with no schema (the session's ledgers are already at the head)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'own-ledger.sqlite'}"
+        return
+    request.getfixturevalue("postgres_url")  # skips (or fails, when required) if PostgreSQL is unreachable
+    admin, name = _postgres_admin_url(), f"sluicegate_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield admin.rsplit("/", 1)[0] + "/" + name
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @pytest.fixture
 def engine(ledger_url: str):
     eng = ledger.make_engine(ledger_url)

@@ -8,39 +8,17 @@ through today's models, so the test keeps meaning the same when later migrations
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
 
-import psycopg
 import pytest
 import sqlalchemy as sa
 
 import ledger
 from intake.capacity.payload import from_payload
-from tests.conftest import _postgres_admin_url
 
 BEFORE = "0008"
 A1, B2, NO_TENANT, NO_ITEM = ("github:acme/api#1:review", "github:acme/api#2:review", "github:x/y#3:review",
                               "github:gone/x#9:review")
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def empty_ledger(request, tmp_path):
-    """A database of its own (the session's ledgers are already at the head)."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'old.sqlite'}"
-        return
-    admin = _postgres_admin_url()
-    try:
-        conn = psycopg.connect(admin, autocommit=True, connect_timeout=3)
-    except psycopg.OperationalError as exc:
-        pytest.skip(f"PostgreSQL at {admin} is unreachable: {exc}")
-    name = f"sluicegate_migration_{uuid.uuid4().hex[:12]}"
-    with conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    yield admin.rsplit("/", 1)[0] + "/" + name
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _filler(column: sa.Column):
@@ -99,10 +77,10 @@ def _old_ledger(url: str):
     return engine
 
 
-def test_upgrade_puts_each_rows_tenant_in_front_of_its_work_key(empty_ledger):
-    engine = _old_ledger(empty_ledger)
+def test_upgrade_puts_each_rows_tenant_in_front_of_its_work_key(empty_ledger_url):
+    engine = _old_ledger(empty_ledger_url)
     try:
-        assert ledger.upgrade(empty_ledger) == ledger.head_revision()
+        assert ledger.upgrade(empty_ledger_url) == ledger.head_revision()
         new_a1, new_b2 = "acme/" + A1, "beta/" + B2
         assert _column(engine, "work_items", "work_key") == sorted([new_a1, new_b2, NO_TENANT])
         assert _column(engine, "work_versions", "work_key") == sorted([new_a1, new_b2, NO_TENANT])
@@ -125,16 +103,16 @@ def test_upgrade_puts_each_rows_tenant_in_front_of_its_work_key(empty_ledger):
             payload = conn.execute(sa.select(sa.Table("deferred_items", sa.MetaData(), autoload_with=engine)
                                              .c.payload)).scalar_one()
         assert from_payload(payload)[1].work_key == new_a1
-        ledger.require_current(empty_ledger)
+        ledger.require_current(empty_ledger_url)
     finally:
         engine.dispose()
 
 
-def test_downgrade_strips_the_tenant_again(empty_ledger):
-    engine = _old_ledger(empty_ledger)
+def test_downgrade_strips_the_tenant_again(empty_ledger_url):
+    engine = _old_ledger(empty_ledger_url)
     try:
-        ledger.upgrade(empty_ledger)
-        ledger.downgrade(empty_ledger, BEFORE)
+        ledger.upgrade(empty_ledger_url)
+        ledger.downgrade(empty_ledger_url, BEFORE)
         assert _column(engine, "work_items", "work_key") == sorted([A1, B2, NO_TENANT])
         assert _column(engine, "receipts", "work_key", "work_key IS NOT NULL") == sorted([A1, B2, NO_ITEM])
         assert _column(engine, "kills", "target") == sorted([A1, NO_ITEM, "acme"])
@@ -142,14 +120,14 @@ def test_downgrade_strips_the_tenant_again(empty_ledger):
         engine.dispose()
 
 
-def test_a_stored_tenant_name_that_cannot_head_a_key_stops_the_upgrade_before_any_write(empty_ledger):
-    engine = _old_ledger(empty_ledger)
+def test_a_stored_tenant_name_that_cannot_head_a_key_stops_the_upgrade_before_any_write(empty_ledger_url):
+    engine = _old_ledger(empty_ledger_url)
     try:
         _insert(engine, "work_items", work_key="github:o/r#4:review", tenant="Acme Corp", target_id="o/r#4",
                 generation=1, status="done")
         with pytest.raises(Exception, match="'Acme Corp'"):
-            ledger.upgrade(empty_ledger)
-        assert ledger.current_revision(empty_ledger) == BEFORE
+            ledger.upgrade(empty_ledger_url)
+        assert ledger.current_revision(empty_ledger_url) == BEFORE
         assert "acme/" + A1 not in _column(engine, "work_items", "work_key")
     finally:
         engine.dispose()

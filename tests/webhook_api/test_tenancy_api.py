@@ -17,7 +17,7 @@ import ledger
 from activities.keys import operation_key
 from demo.github_payloads import delivery_headers, encode, pull_request_payload
 from ledger import BeginState, CapacityHold, CapacityLedger, SideEffectLedger, WorkItem
-from tests.support.tenants import BETA_SECRET, SHARED_OWNER, bearer, two_tenants
+from tests.support.tenants import BETA_SECRET, SHARED_OWNER, TOKENS, bearer, two_tenants
 from tests.webhook_api.deliveries import std_body, std_headers
 from tests.webhook_api.server import post, receipts, running_api
 from workflows.review_task import POST_COMMENT
@@ -186,3 +186,18 @@ def test_two_tenants_reviewing_one_repository_are_independent(api, sims):
                              generation=1).state == BeginState.DONE
     finally:
         engine.dispose()
+
+
+def test_the_trigger_cli_names_the_tenant_for_an_actor_in_several(api, sims):
+    from typer.testing import CliRunner
+
+    from starter import app
+
+    server, _, _ = api
+    owner, repo, number, _ = _pull(sims, SHARED_OWNER)
+    args = ["trigger", "--repo", f"{owner}/{repo}", "--pr", str(number), "--reason", "cli", "--api-url", server.base_url]
+    env = {"SLUICEGATE_ACTOR_TOKEN": TOKENS["dana"]}
+    unnamed = CliRunner().invoke(app, args, env=env)
+    assert unnamed.exit_code == 1 and "bad-input" in unnamed.output
+    named = CliRunner().invoke(app, [*args, "--tenant", "beta"], env=env)
+    assert named.exit_code == 0 and f"beta/github:{owner}/{repo}#7:review" in named.output
