@@ -26,6 +26,7 @@ from intake.service import IntakeService
 from intake.temporal_admitter import TemporalAdmitter
 from ledger import SqlIntakeStore, WatermarkStore
 from sluicegate.config import Settings
+from sluicegate.tenancy_config import scope_rules
 from sluicegate.forge_client import ForgeClient
 from workflows.scan_contracts import INTAKE_SUBMIT_ACTIVITY, IntakeRequest, IntakeResult
 
@@ -68,10 +69,10 @@ def trigger_activities(client: Client, settings: Settings, engine: Engine, forge
     from activities.goal_activities import GoalActivities
     from activities.scan_activities import ScanActivities
 
-    store = SqlIntakeStore(engine)
+    store, scope = SqlIntakeStore(engine), scope_rules(settings)
     intake = IntakeActivities(intake_service(settings, engine, forge,
                                              TemporalAdmitter(client, settings, search_attributes)))
-    scans = ScanActivities(forge, WatermarkStore(engine), store, engine)
-    goals = GoalActivities(forge, store, engine)
+    scans = ScanActivities(forge, WatermarkStore(engine), store, engine, scope)
+    goals = GoalActivities(forge, store, engine, scope)
     return [intake.submit, scans.list_candidates, scans.advance_watermark, scans.record_no_work, goals.observe,
             goals.record_bound_reached]

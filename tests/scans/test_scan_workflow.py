@@ -9,6 +9,8 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
+import pytest
+from temporalio.client import WorkflowFailureError
 from temporalio.testing import ActivityEnvironment
 
 from activities.intake_activity import IntakeActivities
@@ -206,3 +208,21 @@ async def test_scan_and_goal_histories_replay_deterministically(temporal_env, ct
     replayer = Replayer(workflows=[ScanWorkflow, GoalWorkflow])
     for handle in (*scans, goal):
         await replayer.replay_workflow(await handle.fetch_history())
+
+
+async def test_a_scan_started_by_hand_never_reads_a_repository_outside_its_tenant(temporal_env, ctx, sims):
+    """Configured schedules are checked at load; a scan started some other way is held to the scope
+    by its listing activity: the outside repository fails without a forge request, the rest is scanned."""
+    client = temporal_env.client
+    outside = f"globex/{uuid.uuid4().hex[:8]}"
+    sims.forge_ctl("POST", f"/pulls/{outside}/1", json={"head_sha": NEW_HEAD})
+    req = _request(ctx, repos=[outside, ctx.repo("web")])
+    async with running_worker(client, ctx, search_attributes=False):
+        with pytest.raises(WorkflowFailureError) as info:
+            await _scan(client, ctx, req)
+        await agent_results(client, [r.workflow_id for r in ctx.receipts(source=scan_source(req.scan_id))
+                                     if r.outcome == "accept"])
+    assert f"{outside}: cannot list pull requests (out-of-scope)" in str(info.value.cause)
+    assert [(r.work_key, r.outcome) for r in ctx.receipts(source=scan_source(req.scan_id))] == [
+        (ctx.key("web", 7), "accept")]
+    assert sims.forge_ctl("GET", "/stats").json()["by_repository"].get(outside, 0) == 0
