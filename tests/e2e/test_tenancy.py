@@ -1,5 +1,6 @@
 """Two tenants on one stack (API, worker, simulators as processes): one repository reviewed by
-both is two runs and two comments; a repository a source does not serve is never read."""
+both is two runs and two comments; a repository a source does not serve is never read; a manual
+trigger runs in its actor's tenant and forces only as that tenant's admin."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from activities.keys import marker_for, operation_key
 from demo.outcome import wait_for_runs
 from tests.e2e.conftest import StackHttp
-from tests.support.tenants import BETA_SOURCE, SHARED_OWNER, two_tenants
+from tests.support.tenants import BETA_SOURCE, SHARED_OWNER, bearer, two_tenants
 from workflows.review_task import POST_COMMENT
 
 pytestmark = pytest.mark.e2e
@@ -34,3 +35,15 @@ def test_two_tenants_review_one_pull_request_independently_and_scope_holds(stack
     markers = {t: marker_for(operation_key(f"{t}/github:{repo}#5:review", POST_COMMENT, sha)) for t in ("acme", "beta")}
     assert len(bodies) == 2 and all(sum(m in b for b in bodies) == 1 for m in markers.values())
     assert web.forge_reads("acme/api") == 0
+
+    # The manual trigger's tenant is the actor's: a foreign tenant is refused, force needs admin there.
+    manual = f"{web.api}/v1/triggers/manual"
+    body = {"repository": repo, "number": 5, "reason": "e2e", "force": True}
+    alice = {"Authorization": f"Bearer {s.actors['alice'].token}"}
+    assert httpx.post(manual, json={**body, "tenant": "beta"}, headers=alice).json()["reason"] == "out-of-scope"
+    assert httpx.post(manual, json=body, headers=alice).json()["reason"] == "policy:override-not-permitted"
+    assert httpx.post(manual, json={**body, "tenant": "acme"}, headers=bearer("bob")).status_code == 403
+    forced = httpx.post(manual, json=body, headers=bearer("bob"))  # admin in beta, his only tenant
+    assert (forced.status_code, forced.json()["work_key"], forced.json()["generation"]) == (
+        202, f"beta/github:{repo}#5:review", 2)
+    wait_for_runs(s, timeout=120)
