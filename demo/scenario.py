@@ -40,7 +40,7 @@ class DemoDriver:
         self.api = httpx.Client(base_url=f"http://{api.host}:{api.port}", timeout=30)
         forge = settings.simulators.forge
         self.forge = httpx.Client(base_url=f"http://{forge.host}:{forge.port}", timeout=30,
-                                  headers={"Authorization": f"Bearer {settings.forge.token}"})
+                                  headers={"Authorization": f"Bearer {settings.forge.token.get_secret_value()}"})
         model = settings.simulators.model
         self.model = httpx.Client(base_url=f"http://{model.host}:{model.port}", timeout=30)
         self.secret = settings.sources["github"].secret
@@ -72,7 +72,7 @@ class DemoDriver:
 
     def manual(self, label: str, repo: str, number: int, actor: str, expect: tuple[str, str]) -> Sent:
         request_id = f"manual-{uuid.uuid4()}"
-        token = self.settings.actors[actor].token
+        token = self.settings.actors[actor].token.get_secret_value()
         r = self.api.post("/v1/triggers/manual", headers={"Authorization": f"Bearer {token}"},
                           json={"repository": repo, "number": number, "request_id": request_id,
                                 "reason": "operator asked for a review of a PR whose webhook never arrived"})
