@@ -30,6 +30,11 @@ class Sent:
     def got(self) -> tuple[str, str]:
         return (self.answer.get("outcome", "?"), self.answer.get("reason", "?"))
 
+    @property
+    def unauthenticated(self) -> bool:
+        """Refused before its sender was authenticated: counted, never recorded (no receipt)."""
+        return self.expect[1] in UNAUTHENTICATED_REASONS
+
 
 class DemoDriver:
     """Talks to the webhook API and to the forge simulator's control API."""
@@ -85,6 +90,7 @@ class DemoDriver:
         return sent
 
 
+UNAUTHENTICATED_REASONS = frozenset({"bad-signature", "unauthorized-actor"})
 NEW_HEAD_42 = "5c1e6b2d9a8f4e3c7b0a1d2e3f405162738495a6"
 
 # One run at a time per repository, so the stream shows capacity at work: the manual trigger
