@@ -34,8 +34,11 @@ def stdhooks(t: Target, pull, top: dict[str, Any] | None = None, data: dict[str,
 
 def cloudevent(t: Target, pull, binary: bool = True, token: str | None = None, **attributes: Any):
     event = cloud_event(*pull, id=str(uuid.uuid4()), **attributes)
-    return (ce_binary if binary else ce_structured)(event, token if token is not None else
-                                                    t.settings.sources["events"].secret)
+    headers, body = (ce_binary if binary else ce_structured)(event, token if token is not None else
+                                                             t.settings.sources["events"].secret)
+    if token == "":
+        headers["authorization"] = "Bearer"  # an empty token (HTTP carries no trailing space)
+    return headers, body
 
 
 def post(t: Target, path: str, headers: dict[str, str], body: bytes | None = None, **kw) -> httpx.Response:

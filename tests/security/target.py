@@ -126,6 +126,10 @@ class Target:
         r = self.http.post(f"{self.api}/webhooks/github", content=body,
                            headers=delivery_headers(self.settings.sources["github"].secret, body))
         assert r.status_code == 202 and r.json()["admitted"], r.text
+        return self.wait_done(pull, timeout)
+
+    def wait_done(self, pull: tuple[str, str, int, str], timeout: float = 180) -> tuple[str, str, int, str]:
+        """Wait until the run for ``pull``'s head is done and its last writes have landed."""
         key = f"github:{pull[0]}/{pull[1]}#{pull[2]}:review"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
