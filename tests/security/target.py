@@ -101,6 +101,15 @@ class Target:
                 return delta
             time.sleep(0.3)
 
+    def wait_total(self, before: dict[tuple[str, str], int], expected: int, timeout: float = 30) -> int:
+        """Wait for the next exports until the counter's total grew by ``expected``; the growth seen."""
+        deadline = time.monotonic() + timeout
+        while True:
+            grew = sum(self.unauthenticated().values()) - sum(before.values())
+            if grew >= expected or time.monotonic() > deadline:
+                return grew
+            time.sleep(0.3)
+
     def api_memory_kib(self) -> dict[str, int]:
         """``VmHWM`` (peak resident) and ``VmRSS`` of the API process, in KiB."""
         pid = self.stack.processes["webhook-api"].proc.pid
