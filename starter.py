@@ -23,7 +23,11 @@ from typing import Optional
 
 import httpx
 import typer
+from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
+
+from intake.manual_request import ManualTrigger, problems
 
 from sluicegate.config import load_settings
 from sluicegate.dlq_cli import dlq_app
@@ -31,7 +35,8 @@ from sluicegate.operator_cli import explain_cmd, kill_cmd, ledger_app, outbox_ap
 from sluicegate.status_cli import breaker_app, status_cmd
 from sluicegate.trigger_cli import goal_app, schedule_app
 
-app = typer.Typer(help=__doc__.splitlines()[0], no_args_is_help=True)
+# Every Typer app here prints tracebacks without locals: a local may hold a token or the settings.
+app = typer.Typer(pretty_exceptions_show_locals=False, help=__doc__.splitlines()[0], no_args_is_help=True)
 app.add_typer(ledger_app, name="ledger")
 app.add_typer(outbox_app, name="outbox")
 app.add_typer(schedule_app, name="schedule")
@@ -57,6 +62,11 @@ def trigger(
     base = api_url or f"http://{s.webhook_api.host}:{s.webhook_api.port}"
     body = {"repository": repo, "number": pr, "reason": reason, "input_version": version,
             "request_id": request_id or f"manual-{uuid.uuid4()}", "force": force}
+    try:  # the API's own model and hygiene rules: a bad value is refused before anything is sent
+        ManualTrigger.model_validate(body)
+    except ValidationError as exc:
+        console.print(f"[red]not sent: invalid {escape(problems(exc))}[/]")
+        raise typer.Exit(2) from None
     try:
         r = httpx.post(f"{base}/v1/triggers/manual", json=body, headers={"Authorization": f"Bearer {actor_token}"},
                        timeout=30)

@@ -31,6 +31,7 @@ from activities.work_ledger import WorkLedgerActivities
 from intake.temporal_admitter import TemporalAdmitter
 from ledger import BreakerBoard, CapacityLedger, CredentialBroker, DeferredQueue, DayBudgets, KillSwitch, SideEffectLedger, SqlIntakeStore, WorkStore
 from sluicegate.config import Settings, load_settings
+from sluicegate.dev_guard import refuse_published_secrets
 from sluicegate.resources import open_forge, open_ledger
 from sluicegate.metrics import observe_capacity, setup_metrics
 from sluicegate.telemetry import setup_logging, setup_tracing
@@ -52,7 +53,7 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
     ``search_attributes=False`` only for servers without Sluicegate's (the time-skipping one)."""
     engine = open_ledger(settings, stack)
     forge = open_forge(settings, stack)
-    model_client = make_openai_client(settings.model.base_url, settings.model.api_key,
+    model_client = make_openai_client(settings.model.base_url, settings.model.api_key.get_secret_value(),
                                       settings.model.timeout_seconds)
     stack.push_async_callback(model_client.close)
     kills = KillSwitch(engine)
@@ -84,6 +85,7 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
 
 async def main() -> None:
     settings = load_settings()
+    refuse_published_secrets(settings, "worker", settings.temporal.address.rpartition(":")[0])
     setup_logging(settings, "worker")
     provider = setup_tracing(settings, "worker")
     setup_metrics(settings, "worker")

@@ -160,6 +160,9 @@ def signed_bodies(stream: Stream, secret: str) -> list[tuple[dict[str, str], byt
             continue
         payload = pull_request_payload(it.owner, it.repo, it.number, it.sha, action=it.action)
         payload["pull_request"]["updated_at"] = stamp
+        # Each item is a distinct event, as GitHub's bodies are: the same bytes under a new
+        # delivery id would be a replay (replayed-body), not the stale or new event meant here.
+        payload["bench_event"] = it.index
         body = json.dumps(payload).encode()
         out.append((delivery_headers(secret, body, delivery_id=it.delivery_id), body))
     return out

@@ -64,12 +64,16 @@ class Delivery(SQLModel, table=True):
     """A delivery id seen from a source; written with the receipt that decided it."""
 
     __tablename__ = "deliveries"
-    __table_args__ = (Index("ix_deliveries_received_at", "received_at"),)
+    __table_args__ = (Index("ix_deliveries_received_at", "received_at"),
+                      Index("ux_deliveries_body_digest", "source", "body_digest", unique=True))
 
     source: str = Field(primary_key=True, max_length=128)
     delivery_id: str = Field(primary_key=True, max_length=256)
     received_at: datetime = _ts()
     receipt_id: str = Field(max_length=40)
+    body_digest: str | None = Field(default=None, max_length=64)
+    """sha256 of the signed content less the delivery id (webhooks only): the same digest under
+    another delivery id from the same source is a replay. Pruned with the delivery id."""
 
 
 class WorkItem(SQLModel, table=True):

@@ -25,6 +25,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from sluicegate.capacity_config import CapacityConfig
 from sluicegate.forge_config import ForgeAppConfig, ForgeConfig  # noqa: F401 - ForgeAppConfig re-exported
+from sluicegate.secret_fields import Credential, VerifierSecret
 from sluicegate.source_config import SourceConfig
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -47,10 +48,10 @@ class TemporalConfig(_Section):
     tls_client_cert: Path | None = None
     """PEM client certificate for mTLS (Temporal Cloud or a self-hosted cluster)."""
     tls_client_key: Path | None = None
-    api_key: str | None = None
-    payload_key: str | None = None
+    api_key: Credential | None = None
+    payload_key: Credential | None = None
     """Base64 AES-256 key: encrypt every payload (see sluicegate/codec.py). Unset: plaintext."""
-    payload_old_keys: list[str] = Field(default_factory=list)
+    payload_old_keys: list[Credential] = Field(default_factory=list)
     """Retired keys, still used to decrypt histories written with them."""
 
 
@@ -71,11 +72,15 @@ class LedgerConfig(_Section):
 class WebhookApiConfig(_Section):
     host: str = "127.0.0.1"
     port: int = 8300
-    max_body_bytes: int = 1024 * 1024
+    max_body_bytes: int = Field(default=1024 * 1024, gt=0)
+    refusal_log_lines: int = Field(default=10, ge=1)
+    """Log lines for unauthenticated refusals per interval; the rest are counted in the next line."""
+    refusal_log_interval_seconds: float = Field(default=60.0, gt=0)
 
 
 class ActorConfig(_Section):
-    token: str
+    token: VerifierSecret
+    """Sent as ``Authorization: Bearer <token>``; at least 16 characters."""
     role: Literal["operator", "admin"] = "operator"
 
 
@@ -90,7 +95,7 @@ class Price(_Section):
 
 class ModelConfig(_Section):
     base_url: str
-    api_key: str
+    api_key: Credential
     name: str
     timeout_seconds: float = 60.0
     prices: dict[str, Price]
@@ -269,7 +274,9 @@ class Settings(_Section):
     ledger: LedgerConfig = Field(default_factory=LedgerConfig)
     webhook_api: WebhookApiConfig = Field(default_factory=WebhookApiConfig)
     sources: dict[str, SourceConfig] = Field(default_factory=dict)
-    actors: dict[str, ActorConfig] = Field(default_factory=dict)
+    actors: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$")], ActorConfig] = Field(
+        default_factory=dict)
+    """Operators allowed to send manual triggers, by name (the name is recorded on receipts)."""
     forge: ForgeConfig = Field(default_factory=ForgeConfig)
     model: ModelConfig
     budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)
@@ -285,6 +292,9 @@ class Settings(_Section):
     goals: GoalsConfig = Field(default_factory=GoalsConfig)
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
     capacity: CapacityConfig = Field(default_factory=CapacityConfig)
+    dev_mode: bool = False
+    """Local development (``SLUICEGATE_DEV_MODE=1``, set by the dev stack, tests and benches):
+    the API and worker may start with the secrets published in temporal-dev.yaml, on loopback only."""
     base_dir: Path = PROJECT_ROOT
     """Directory relative paths are resolved against (the config file's directory)."""
 
@@ -322,6 +332,7 @@ ENV_OVERRIDES: dict[str, str] = {
     "SLUICEGATE_FORGE_APP_PRIVATE_KEY_FILE": "forge.app.private_key_file",
     "SLUICEGATE_GITHUB_WEBHOOK_SECRET": "sources.github.secrets",
     "OTEL_EXPORTER_OTLP_ENDPOINT": "telemetry.otlp_endpoint",
+    "SLUICEGATE_DEV_MODE": "dev_mode",
     "SLUICEGATE_TELEMETRY_EXPORTER": "telemetry.exporter",
 }
 # Variables holding one value for a list setting: it replaces the whole list (to rotate from
@@ -416,5 +427,6 @@ def load_settings(path: Path | str | None = None, env: Mapping[str, str] | None 
     try:
         return Settings.model_validate(tree)
     except ValidationError as exc:
-        lines = [f"  {'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
-        raise ConfigError(f"invalid configuration in {cfg_path}:\n" + "\n".join(lines)) from exc
+        lines = [f"  {'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors(include_input=False)]
+        # ``from None``: pydantic's own error text quotes each input, and an input may be a secret.
+        raise ConfigError(f"invalid configuration in {cfg_path}:\n" + "\n".join(lines)) from None

@@ -10,6 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from sluicegate.secret_fields import Credential
+
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -20,7 +22,7 @@ class ForgeAppConfig(_Section):
 
     app_id: str = Field(coerce_numbers_to_str=True)
     """The App ID (a number; YAML may write it unquoted)."""
-    private_key: str | None = Field(default=None, repr=False)
+    private_key: Credential | None = None
     """The app's PEM private key (secret: set it from the environment)."""
     private_key_file: str | None = None
     installations: dict[str, Annotated[int, Field(gt=0)]] = Field(default_factory=dict)
@@ -42,7 +44,7 @@ class ForgeAppConfig(_Section):
 
 class ForgeConfig(_Section):
     base_url: str = "https://api.github.com"
-    token: str | None = None
+    token: Credential | None = None
     """Static token for every call; unused when ``app`` is set."""
     timeout_seconds: float = 10.0
     app: ForgeAppConfig | None = None

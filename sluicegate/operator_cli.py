@@ -16,8 +16,8 @@ from sluicegate.config import load_settings
 from sluicegate.operator_views import print_chain, receipts_table
 
 console = Console()
-ledger_app = typer.Typer(help="Ledger schema and retention.", no_args_is_help=True)
-outbox_app = typer.Typer(help="The admission outbox.", no_args_is_help=True)
+ledger_app = typer.Typer(pretty_exceptions_show_locals=False, help="Ledger schema and retention.", no_args_is_help=True)
+outbox_app = typer.Typer(pretty_exceptions_show_locals=False, help="The admission outbox.", no_args_is_help=True)
 
 
 def _engine():

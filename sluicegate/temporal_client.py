@@ -23,7 +23,7 @@ async def connect(settings: Settings) -> Client:
         tls = TLSConfig(client_cert=settings.path(cfg.tls_client_cert).read_bytes(),
                         client_private_key=settings.path(cfg.tls_client_key).read_bytes())
     return await Client.connect(cfg.address, namespace=cfg.namespace, tls=tls or bool(cfg.api_key),
-                                api_key=cfg.api_key, interceptors=[tracing_interceptor()],
+                                api_key=cfg.api_key.get_secret_value() if cfg.api_key else None, interceptors=[tracing_interceptor()],
                                 data_converter=data_converter(settings))
 
 
@@ -32,7 +32,8 @@ def payload_codec(settings: Settings) -> EncryptionCodec | None:
     if not cfg.payload_key:
         return None
     try:
-        return EncryptionCodec(parse_key(cfg.payload_key), [parse_key(k) for k in cfg.payload_old_keys])
+        return EncryptionCodec(parse_key(cfg.payload_key.get_secret_value()),
+                               [parse_key(k.get_secret_value()) for k in cfg.payload_old_keys])
     except PayloadKeyError as exc:
         raise ConfigError(f"temporal.payload_key / SLUICEGATE_PAYLOAD_KEY: {exc}") from None
 

@@ -18,14 +18,12 @@ import shutil
 import uuid
 from pathlib import Path
 
-import psycopg
 import pytest
 import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
 import ledger
 
-DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/postgres"
 SEARCH_ATTRIBUTES = ["SluicegateWorkKey", "SluicegateTenant", "SluicegateTrigger", "SluicegateInputVersion",
                      "SluicegateStatus"]
 
@@ -71,28 +69,12 @@ def task_queue() -> str:
 # --- ledger backends -------------------------------------------------------------------------
 
 
-def _postgres_admin_url() -> str:
-    return os.environ.get("SLUICEGATE_TEST_POSTGRES_URL", DEFAULT_PG)
-
-
 @pytest.fixture(scope="session")
 def postgres_url():
-    admin = _postgres_admin_url()
-    try:
-        conn = psycopg.connect(admin, autocommit=True, connect_timeout=3)
-    except psycopg.OperationalError as exc:
-        message = f"PostgreSQL at {admin} is unreachable: {exc}"
-        if os.environ.get("SLUICEGATE_REQUIRE_POSTGRES") == "1":
-            pytest.fail(message + " (SLUICEGATE_REQUIRE_POSTGRES=1)")
-        pytest.skip(message)
-    name = f"sluicegate_test_{uuid.uuid4().hex[:12]}"
-    with conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    url = admin.rsplit("/", 1)[0] + "/" + name
+    name, url = create_database("sluicegate_test")
     ledger.upgrade(url)
     yield url
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    drop_database(name)
 
 
 @pytest.fixture(scope="session")
@@ -115,3 +97,4 @@ def engine(ledger_url: str):
 
 
 from tests.support.sims import sims  # noqa: E402,F401  (fixture re-export)
+from tests.support.postgres import create_database, drop_database  # noqa: E402

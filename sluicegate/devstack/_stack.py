@@ -46,7 +46,8 @@ async def _temporal_ready(settings: Settings) -> bool:
 class DevStack:
     def __init__(self, env_overrides: dict[str, str] | None = None, *, headless: bool = False,
                  with_api: bool = True, with_worker: bool = True, log_dir: Path | None = None) -> None:
-        self.env = {**os.environ, **(env_overrides or {})}
+        # The dev stack runs the published dev secrets on loopback: dev mode (sluicegate/dev_guard.py).
+        self.env = {"SLUICEGATE_DEV_MODE": "1", **os.environ, **(env_overrides or {})}
         self.settings = load_settings(env=self.env)
         self.headless = headless
         self.with_api = with_api
@@ -96,9 +97,9 @@ class DevStack:
         if s.simulators.forge.fixtures:
             forge_args += ["--fixtures", str(s.path(s.simulators.forge.fixtures))]
         if s.forge.token:
-            forge_args += ["--token", s.forge.token]
+            forge_args += ["--token", s.forge.token.get_secret_value()]
         model_args = [py, "-m", "simulators.model", "--host", s.simulators.model.host,
-                      "--port", str(s.simulators.model.port), "--api-key", s.model.api_key]
+                      "--port", str(s.simulators.model.port), "--api-key", s.model.api_key.get_secret_value()]
         for name, argv, addr in (("forge-simulator", forge_args, s.simulators.forge),
                                  ("model-simulator", model_args, s.simulators.model)):
             proc = self._process(name, argv)

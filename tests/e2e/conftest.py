@@ -40,7 +40,7 @@ class StackHttp:
 
     def head(self, repo: str, number: int) -> str:
         r = httpx.get(f"{self.forge}/repos/{repo}/pulls/{number}",
-                      headers={"Authorization": f"Bearer {self.settings.forge.token}"})
+                      headers={"Authorization": f"Bearer {self.settings.forge.token.get_secret_value()}"})
         return r.raise_for_status().json()["head"]["sha"]
 
     def send_opened(self, repo: str, number: int, sha: str | None = None) -> httpx.Response:
