@@ -79,7 +79,8 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
                     work.record_run_outcome, maintenance.relay_outbox, maintenance.prune_deliveries,
                     capacity.release, capacity.dispatch, capacity.reap,
                     *trigger_activities(client, settings, engine, forge, search_attributes)],
-        graceful_shutdown_timeout=timedelta(seconds=10))
+        graceful_shutdown_timeout=timedelta(seconds=10),
+        max_heartbeat_throttle_interval=timedelta(seconds=settings.temporal.heartbeat_throttle_seconds))
 
 
 async def main() -> None:

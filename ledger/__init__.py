@@ -25,3 +25,6 @@ from ledger._breakers import BreakerBoard
 
 __all__ += ["AdmissionCount", "Breaker", "BreakerBoard", "CapacityCounter", "CapacityHold", "CapacityLedger",
             "CapacityRefused", "DeferredItem", "DeferredQueue", "PoisonLetters", "RateBucket"]
+from ledger._cancels import CancelRequest, CancelRequests
+
+__all__ += ["CancelRequest", "CancelRequests"]

@@ -52,6 +52,9 @@ class TemporalConfig(_Section):
     """Base64 AES-256 key: encrypt every payload (see sluicegate/codec.py). Unset: plaintext."""
     payload_old_keys: list[str] = Field(default_factory=list)
     """Retired keys, still used to decrypt histories written with them."""
+    heartbeat_throttle_seconds: float = Field(default=2.0, gt=0)
+    """Longest a worker holds back an activity's heartbeat: a cancel reaches a running model or
+    tool call within about this (Temporal delivers cancels in heartbeat answers)."""
 
 
 class DevServerConfig(_Section):

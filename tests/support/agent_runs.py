@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import uuid
 from contextlib import AsyncExitStack
+from dataclasses import replace
+from datetime import UTC, datetime
 
 from temporalio.client import Client, WorkflowHandle
 
@@ -47,4 +49,24 @@ async def run_orders(client: Client, settings: Settings, task_queue: str, *order
             return await handle.result()
 
 
-__all__ = ["PR42_HEAD", "run_orders", "start_order", "work_order"]
+def admit_in_ledger(settings: Settings, order: WorkOrder) -> WorkOrder:
+    """Accept and admit ``order``'s version in the ledger as intake would (receipt, generation,
+    ``admitted`` version); returns the order carrying that receipt and generation."""
+    from intake.decision import Outcome, Reason
+    from intake.envelope import TriggerKind
+    from intake.identity import workflow_id_for
+    from intake.receipts import ReceiptDraft
+    from ledger import SqlIntakeStore, make_engine
+
+    engine = make_engine(settings.ledger_url())
+    store = SqlIntakeStore(engine)
+    decision = store.decide(ReceiptDraft(
+        outcome=Outcome.ACCEPT, reason=Reason.ADMITTED, message="", source=order.source,
+        trigger_kind=TriggerKind.EVENT, received_at=datetime.now(UTC), delivery_id=uuid.uuid4().hex,
+        work_key=order.work_key, input_version=order.input_version, tenant=order.tenant))
+    store.mark_admitted(decision, workflow_id_for(order.work_key), None)
+    engine.dispose()
+    return replace(order, generation=decision.generation, receipt_id=decision.receipt_id)
+
+
+__all__ = ["PR42_HEAD", "admit_in_ledger", "run_orders", "start_order", "work_order"]
