@@ -11,6 +11,8 @@ dead letter in the same transaction; cancelled ones never do (a person decided).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Callable, Collection
 
 from sqlalchemy import select, update
@@ -26,6 +28,22 @@ from workflows.contracts import NEEDS_A_PERSON, RunStatus
 
 NOTED_ON_RECEIPT = frozenset({RunStatus.SUPERSEDED, RunStatus.CANCELLED, RunStatus.TERMINATED, RunStatus.TIMED_OUT})
 """Outcomes whose reason is appended to the admission receipt's message (``; run <reason>``)."""
+
+
+@dataclass(frozen=True)
+class OpenVersion:
+    """A version a run owns, as the reconciler compares it with Temporal."""
+
+    work_key: str
+    input_version: str
+    generation: int
+    status: str
+    workflow_id: str | None
+    run_id: str | None
+    """The run the version was signalled into (it may have continued as new since)."""
+    receipt_id: str
+    tenant: str
+    source: str
 
 
 class WorkStore:
@@ -68,6 +86,18 @@ class WorkStore:
                             "run_id": run_id}
                 DeadLetters(self._engine).record(s, {**result, **identity}, owner, workflow_id)
         return done == 1
+
+    def open_versions(self, statuses: Collection[str], older_than_seconds: float, limit: int) -> list[OpenVersion]:
+        """Versions in ``statuses`` last written longer ago than the grace period, oldest first."""
+        cutoff = utcnow() - timedelta(seconds=older_than_seconds)
+        query = (select(WorkVersion.work_key, WorkVersion.input_version, WorkVersion.generation, WorkVersion.status,
+                        WorkVersion.workflow_id, WorkVersion.run_id, WorkVersion.receipt_id, Receipt.tenant,
+                        Receipt.source)
+                 .join(Receipt, Receipt.id == WorkVersion.receipt_id, isouter=True)
+                 .where(WorkVersion.status.in_(list(statuses)), WorkVersion.updated_at < cutoff)
+                 .order_by(WorkVersion.updated_at).limit(limit))
+        with self._engine.connect() as conn:
+            return [OpenVersion(*row[:7], row.tenant or "", row.source or "") for row in conn.execute(query)]
 
 
 def _confirm_cancel(s: Session, work_key: str, result: dict[str, Any]) -> dict[str, Any]:

@@ -209,6 +209,10 @@ class MaintenanceConfig(_Section):
     delivery_dedupe_window_hours: float = Field(default=168.0, gt=0)
     """How long a delivery id is remembered; a redelivery after this is decided afresh."""
     prune_interval: Duration = timedelta(hours=1)
+    reconcile_interval: Duration = timedelta(minutes=2)
+    """How often versions whose run closed without an outcome are given their real one."""
+    reconcile_grace_seconds: float = Field(default=60.0, ge=0)
+    """Versions admitted more recently than this are left alone by the reconciler."""
 
 
 class ScheduleConfig(_Section):
