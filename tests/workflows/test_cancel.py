@@ -124,3 +124,35 @@ async def test_pending_orders_end_cancelled_with_the_current_one(temporal_env, s
     assert versions[newer.input_version].result["steps"] == 0
     assert sims.model_stats()["calls"] == 1  # the newer order never reached the model
 
+
+
+async def test_cancel_during_the_comment_post_stops_the_tool_call(temporal_env, settings, sims, task_queue):
+    """The tool activity heartbeats too: a post hanging at the forge is cut off; its side effect stays
+    ``in_flight`` (a later run of the version reconciles it before posting, as after a crash)."""
+    from ledger import SideEffect
+
+    order = admit_in_ledger(settings, work_order(settings, version=uuid.uuid4().hex + "2" * 8))
+    sims.forge_ctl("POST", "/faults", json={"method": "POST", "path": "/comments$", "hang_seconds": 30, "times": 1})
+
+    def posting() -> bool:
+        return any(k.startswith("POST") and "comments" in k for k in sims.forge_ctl("GET", "/stats").json()["requests"])
+
+    async with AsyncExitStack() as stack:
+        async with await create_worker(temporal_env.client, settings, stack, task_queue):
+            handle = await start_order(temporal_env.client, task_queue, order)
+            deadline = time.monotonic() + 30
+            while not posting():
+                assert time.monotonic() < deadline, "the comment post never started"
+                await asyncio.sleep(0.05)
+            await handle.cancel()
+            with pytest.raises(WorkflowFailureError):
+                await handle.result()
+            events = [e async for e in handle.fetch_history_events()]
+    assert len([e for e in events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED]) == 1
+    version = _versions(settings, order.work_key)[order.input_version]
+    assert (version.status, version.result["steps"]) == ("cancelled", 2)  # two model calls were spent, and kept
+    engine = make_engine(settings.ledger_url())
+    with Session(engine) as s:
+        effects = list(s.exec(select(SideEffect).where(SideEffect.target_version == order.input_version)))
+    engine.dispose()
+    assert [e.status for e in effects] == ["in_flight"] and sims.comments() == []
