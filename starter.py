@@ -7,6 +7,9 @@
     python starter.py schedule apply | list | trigger ID | pause ID | backfill ID ...
     python starter.py goal start --repo acme/api --pr 44 ...
     python starter.py kill --work-key K | --tenant T | --all --actor A --reason R ; unkill (same flags)
+    python starter.py cancel 'github:acme/api#42:review' --actor A --reason R   # recorded, then cancelled
+    python starter.py reconcile                # give runs that closed without an outcome their real one
+    python starter.py drill cancel | temporal-restart   # one drill on its own throwaway stack
     python starter.py dlq list | show ID | retry ID --reason R
     python starter.py status [--tenant T]      # active runs, deferred queue and positions, breakers
     python starter.py breaker reset model --actor A --reason R
@@ -31,7 +34,9 @@ from intake.manual_request import ManualTrigger, problems
 
 from sluicegate.config import load_settings
 from sluicegate.dlq_cli import dlq_app
+from sluicegate.drill_cli import drill_app
 from sluicegate.operator_cli import explain_cmd, kill_cmd, ledger_app, outbox_app, receipts, unkill_cmd
+from sluicegate.runs_cli import cancel_cmd, reconcile_cmd
 from sluicegate.status_cli import breaker_app, status_cmd
 from sluicegate.trigger_cli import goal_app, schedule_app
 
@@ -43,6 +48,7 @@ app.add_typer(schedule_app, name="schedule")
 app.add_typer(goal_app, name="goal")
 app.add_typer(dlq_app, name="dlq")
 app.add_typer(breaker_app, name="breaker")
+app.add_typer(drill_app, name="drill")
 console = Console()
 
 
@@ -83,6 +89,8 @@ app.command("explain")(explain_cmd)
 app.command("kill")(kill_cmd)
 app.command("unkill")(unkill_cmd)
 app.command("status")(status_cmd)
+app.command("cancel")(cancel_cmd)
+app.command("reconcile")(reconcile_cmd)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from activities.gateway import ToolGateway
 from activities.intake_activity import trigger_activities
 from activities.maintenance import MaintenanceActivities
 from activities.model import ModelActivities, SpendGuard, make_openai_client
+from activities.run_reconciler import ReconcileActivities, RunReconciler
 from activities.work_ledger import WorkLedgerActivities
 from intake.temporal_admitter import TemporalAdmitter
 from ledger import BreakerBoard, CapacityLedger, CredentialBroker, DeferredQueue, DayBudgets, KillSwitch, SideEffectLedger, SqlIntakeStore, WorkStore
@@ -40,7 +41,7 @@ from workflows.agent_loop import AgentLoopWorkflow
 from workflows.contracts import Price
 from workflows.goal import GoalWorkflow
 from workflows.maintenance import (
-    DispatchDeferredWorkflow, OutboxRelayWorkflow, PruneDeliveriesWorkflow, ReapCapacityWorkflow,
+    DispatchDeferredWorkflow, OutboxRelayWorkflow, PruneDeliveriesWorkflow, ReapCapacityWorkflow, ReconcileRunsWorkflow,
 )
 from workflows.scan import ScanWorkflow
 
@@ -68,19 +69,22 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
     artifacts = ArtifactStore(settings.path(settings.artifacts.dir))
     gateway = ToolGateway(SideEffectLedger(engine), kills, CredentialBroker(engine), breakers)
     tools = ForgeTools(forge, gateway, egress, artifacts, settings.artifacts.inline_limit_chars)
-    work = WorkLedgerActivities(WorkStore(engine, settings.dead_letters.owner_for))
+    work_store = WorkStore(engine, settings.dead_letters.owner_for)
+    work = WorkLedgerActivities(work_store)
+    reconcile = ReconcileActivities(RunReconciler(client, work_store))
     admitter = TemporalAdmitter(client, settings, search_attributes)
     maintenance = MaintenanceActivities(SqlIntakeStore(engine), admitter)
     capacity = capacity_activities(client, settings, engine, forge, admitter)
     return Worker(
         client, task_queue=task_queue or settings.temporal.task_queue,
         workflows=[AgentLoopWorkflow, OutboxRelayWorkflow, PruneDeliveriesWorkflow, ScanWorkflow, GoalWorkflow,
-                   DispatchDeferredWorkflow, ReapCapacityWorkflow],
+                   DispatchDeferredWorkflow, ReapCapacityWorkflow, ReconcileRunsWorkflow],
         activities=[model.chat_completion, tools.get_pull_request_diff, tools.post_review_comment,
                     work.record_run_outcome, maintenance.relay_outbox, maintenance.prune_deliveries,
-                    capacity.release, capacity.dispatch, capacity.reap,
+                    capacity.release, capacity.dispatch, capacity.reap, reconcile.reconcile_runs,
                     *trigger_activities(client, settings, engine, forge, search_attributes)],
-        graceful_shutdown_timeout=timedelta(seconds=10))
+        graceful_shutdown_timeout=timedelta(seconds=10),
+        max_heartbeat_throttle_interval=timedelta(seconds=settings.temporal.heartbeat_throttle_seconds))
 
 
 async def main() -> None:

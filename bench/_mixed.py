@@ -34,10 +34,11 @@ from sluicegate.config import Settings
 from sluicegate.devstack import DevStack
 from sluicegate.temporal_client import connect
 from workflows.contracts import (
-    AGENT_WORKFLOW, WORK_ORDER_SIGNAL, AgentLoopResult, AgentLoopStart, Price, RuntimeOptions, TaskBudget, WorkOrder,
+    AGENT_WORKFLOW, WORK_ORDER_SIGNAL, AgentLoopResult, AgentLoopStart, Price, RunStatus, RuntimeOptions, TaskBudget,
+    WorkOrder,
 )
 
-TERMINAL = frozenset({"done", "failed", "superseded", "budget_exhausted"})
+TERMINAL = frozenset(RunStatus)
 CATEGORIES = ("accept", "reject:duplicate-delivery", "reject:duplicate-work", "reject:stale-version", "other")
 DIFF = ("diff --git a/src/app.py b/src/app.py\n--- a/src/app.py\n+++ b/src/app.py\n@@ -1,2 +1,3 @@\n"
         " import os\n+import sys\n def main():\n")

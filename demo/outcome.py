@@ -18,8 +18,10 @@ from activities.keys import marker_for, operation_key
 from demo.scenario import Sent
 from ledger import DeferredItem, Receipt, WorkVersion, make_engine
 from sluicegate.config import Settings
+from workflows.contracts import RunStatus
 
-TERMINAL = {"done", "failed", "budget_exhausted", "superseded", "killed"}
+TERMINAL = frozenset(RunStatus)
+"""Every status an order can end with (a version in any other status is still in flight)."""
 
 
 @dataclass

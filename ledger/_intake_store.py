@@ -25,6 +25,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from intake.decision import IntakeDecision, Outcome, Reason
+from intake.envelope import TriggerKind
 from intake.outbox import PendingAdmission
 from intake.ports import CapacityContext
 from intake.receipts import ReceiptDraft
@@ -34,9 +35,11 @@ from ledger._capacity import stamp_generation
 from ledger._capacity_models import DeferredItem
 from ledger._models import Delivery, Receipt, WorkItem, WorkVersion
 from ledger._sql import as_utc, dialect_insert, new_id, utcnow
+from workflows.contracts import RunStatus
 
 # A version in one of these states blocks another admission of the same version.
-BLOCKING_STATUSES = frozenset({"accepted", "admitted", "done"})
+IN_FLIGHT_STATUSES = frozenset({"accepted", "admitted"})
+BLOCKING_STATUSES = IN_FLIGHT_STATUSES | {RunStatus.DONE, RunStatus.CANCELLED}
 _MAX_RACE_RETRIES = 3
 
 
@@ -179,15 +182,19 @@ class SqlIntakeStore:
         """Why an earlier admission of this version blocks this one, or None.
 
         In-flight versions (accepted, admitted) always block. A ``done`` version blocks unless
-        the work item was reset after it finished (tombstone) or an authorized actor overrode."""
+        the work item was reset after it finished (tombstone) or an authorized actor overrode.
+        A ``cancelled`` one blocks automatic triggers (webhooks, scans, goals) but not a manual
+        trigger: a person stopped it, and only a person's deliberate request runs it again."""
         if existing is None or existing.status not in BLOCKING_STATUSES:
             return None
         what = f"{draft.work_key}@{draft.input_version} is already {existing.status} (receipt {existing.receipt_id})"
-        if existing.status != "done":
+        if existing.status in IN_FLIGHT_STATUSES:
             return what
         reset_at = as_utc(s.execute(select(WorkItem.reset_at).where(WorkItem.work_key == draft.work_key)).scalar())
         if reset_at is not None and as_utc(existing.updated_at) < reset_at:
             return None
+        if existing.status == RunStatus.CANCELLED:
+            return None if draft.trigger_kind == TriggerKind.MANUAL else f"{what}; only a manual trigger runs it again"
         return None if draft.override else what
 
     @staticmethod

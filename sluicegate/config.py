@@ -53,6 +53,9 @@ class TemporalConfig(_Section):
     """Base64 AES-256 key: encrypt every payload (see sluicegate/codec.py). Unset: plaintext."""
     payload_old_keys: list[Credential] = Field(default_factory=list)
     """Retired keys, still used to decrypt histories written with them."""
+    heartbeat_throttle_seconds: float = Field(default=2.0, gt=0)
+    """Longest a worker holds back an activity's heartbeat: a cancel reaches a running model or
+    tool call within about this (Temporal delivers cancels in heartbeat answers)."""
 
 
 class DevServerConfig(_Section):
@@ -211,6 +214,10 @@ class MaintenanceConfig(_Section):
     delivery_dedupe_window_hours: float = Field(default=168.0, gt=0)
     """How long a delivery id is remembered; a redelivery after this is decided afresh."""
     prune_interval: Duration = timedelta(hours=1)
+    reconcile_interval: Duration = timedelta(minutes=2)
+    """How often versions whose run closed without an outcome are given their real one."""
+    reconcile_grace_seconds: float = Field(default=60.0, ge=0)
+    """Versions admitted more recently than this are left alone by the reconciler."""
 
 
 class ScheduleConfig(_Section):

@@ -35,6 +35,8 @@ from typing import Callable, Iterable
 
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
+
+from workflows.contracts import NEEDS_A_PERSON
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, MetricExporter, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
@@ -80,7 +82,7 @@ def record_outcome(outcome) -> None:
     for category in ("input", "cached_input", "output", "reasoning"):
         run_tokens.add(getattr(outcome.usage, category, 0), {"category": category, **tenant})
     run_retries.add(outcome.retries, tenant)
-    if outcome.status == "failed":
+    if outcome.status in NEEDS_A_PERSON:
         dead_letters.add(1, tenant)
 
 

@@ -1,8 +1,9 @@
 """Scheduled maintenance workflows: one activity each, so a schedule's history stays small.
 
 ``OutboxRelayWorkflow`` admits accepted-but-not-admitted work (see ``intake.outbox``);
-``PruneDeliveriesWorkflow`` enforces the delivery dedupe window. Both are safe to run
-concurrently with intake and with each other.
+``PruneDeliveriesWorkflow`` enforces the delivery dedupe window; ``ReconcileRunsWorkflow``
+gives versions whose run closed without an outcome their real one (``workflows/stranded.py``).
+All are safe to run concurrently with intake and with each other.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.capacity_contracts import (
         DISPATCH_WORKFLOW, REAP_WORKFLOW, DispatchRequest, DispatchResult, ReapRequest,
     )
+    from workflows.stranded import RECONCILE_ACTIVITY, RECONCILE_WORKFLOW, ReconcileRequest, ReconcileResult
 
 RETRY = RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(seconds=30))
 
@@ -58,4 +60,15 @@ class ReapCapacityWorkflow:
     async def run(self, req: ReapRequest) -> DispatchResult:
         return await workflow.execute_activity(
             "sluicegate.capacity.reap", req, result_type=DispatchResult,
+            start_to_close_timeout=timedelta(minutes=10), heartbeat_timeout=timedelta(minutes=2), retry_policy=RETRY)
+
+
+@workflow.defn(name=RECONCILE_WORKFLOW)
+class ReconcileRunsWorkflow:
+    """Compare open versions with Temporal's view of their runs; record what closed runs left open."""
+
+    @workflow.run
+    async def run(self, req: ReconcileRequest) -> ReconcileResult:
+        return await workflow.execute_activity(
+            RECONCILE_ACTIVITY, req, result_type=ReconcileResult,
             start_to_close_timeout=timedelta(minutes=10), heartbeat_timeout=timedelta(minutes=2), retry_policy=RETRY)

@@ -87,10 +87,7 @@ class DevStack:
         s, py = self.settings, sys.executable
         self._check_ports()
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        temporal = self._process("temporal", dev_server_argv(s, headless=self.headless))
-        temporal.start()
-        temporal.wait_until(lambda: port_in_use(s.dev_server.ip, s.dev_server.port), 60)
-        temporal.wait_until(lambda: asyncio.run(_temporal_ready(s)), 60)
+        self.start_temporal()
         ledger.upgrade(s.ledger_url())
         forge_args = [py, "-m", "simulators.forge", "--host", s.simulators.forge.host,
                       "--port", str(s.simulators.forge.port)]
@@ -112,6 +109,19 @@ class DevStack:
             api = self._process("webhook-api", [py, "-m", "webhook_api"])
             api.start()
             api.wait_until(lambda: _http_ok(f"http://{s.webhook_api.host}:{s.webhook_api.port}/healthz"), 30)
+
+    def start_temporal(self) -> ManagedProcess:
+        """Start the dev server (again, after :meth:`stop_temporal`: same port, same database file)."""
+        s = self.settings
+        temporal = self._process("temporal", dev_server_argv(s, headless=self.headless))
+        temporal.start()
+        temporal.wait_until(lambda: port_in_use(s.dev_server.ip, s.dev_server.port), 60)
+        temporal.wait_until(lambda: asyncio.run(_temporal_ready(s)), 60)
+        return temporal
+
+    def stop_temporal(self) -> None:
+        """Stop the dev server as an operator would (SIGTERM); workflows and schedules stay in its file."""
+        self.processes["temporal"].stop()
 
     def start_worker(self) -> ManagedProcess:
         worker = self._process("worker", [sys.executable, str(self.settings.base_dir / "worker.py")])

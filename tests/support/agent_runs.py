@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import uuid
 from contextlib import AsyncExitStack
+from dataclasses import replace
+from datetime import UTC, datetime
 
 from temporalio.client import Client, WorkflowHandle
 
@@ -47,4 +49,40 @@ async def run_orders(client: Client, settings: Settings, task_queue: str, *order
             return await handle.result()
 
 
-__all__ = ["PR42_HEAD", "run_orders", "start_order", "work_order"]
+def accept_in_ledger(settings: Settings, order: WorkOrder):
+    """Accept ``order``'s version in the ledger as intake would (receipt, generation, version
+    ``accepted``); returns the order carrying that receipt and generation, and the decision."""
+    from intake.decision import Outcome, Reason
+    from intake.envelope import TriggerKind
+    from intake.receipts import ReceiptDraft
+    from ledger import SqlIntakeStore, make_engine
+
+    engine = make_engine(settings.ledger_url())
+    decision = SqlIntakeStore(engine).decide(ReceiptDraft(
+        outcome=Outcome.ACCEPT, reason=Reason.ADMITTED, message="", source=order.source,
+        trigger_kind=TriggerKind.EVENT, received_at=datetime.now(UTC), delivery_id=uuid.uuid4().hex,
+        work_key=order.work_key, input_version=order.input_version, tenant=order.tenant))
+    engine.dispose()
+    return replace(order, generation=decision.generation, receipt_id=decision.receipt_id), decision
+
+
+def mark_admitted(settings: Settings, decision, workflow_id: str, run_id: str | None) -> None:
+    from ledger import SqlIntakeStore, make_engine
+
+    engine = make_engine(settings.ledger_url())
+    SqlIntakeStore(engine).mark_admitted(decision, workflow_id, run_id)
+    engine.dispose()
+
+
+def admit_in_ledger(settings: Settings, order: WorkOrder) -> WorkOrder:
+    """Accept and admit ``order``'s version in the ledger (run id unknown); returns the order
+    carrying the admission's receipt and generation."""
+    from intake.identity import workflow_id_for
+
+    order, decision = accept_in_ledger(settings, order)
+    mark_admitted(settings, decision, workflow_id_for(order.work_key), None)
+    return order
+
+
+__all__ = ["PR42_HEAD", "accept_in_ledger", "admit_in_ledger", "mark_admitted", "run_orders", "start_order",
+           "work_order"]
