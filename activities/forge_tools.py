@@ -16,7 +16,8 @@ from temporalio.exceptions import ApplicationError
 
 from activities.artifacts import ArtifactStore, diff_summary
 from activities.egress import EgressPolicy
-from activities.gateway import Mutation, PermanentToolError, ToolGateway, TransientToolError
+from activities.forge_failure import as_tool_error, forge_activity_error
+from activities.gateway import Mutation, ToolGateway
 from activities.heartbeat import heartbeating
 from activities.keys import marker_for, operation_key
 from sluicegate.forge_client import ForgeClient, ForgeError
@@ -26,10 +27,6 @@ from workflows.review_task import POST_COMMENT
 MAX_DIFF_CHARS = 20_000
 PREVIEW_CHARS = 4_000
 MAX_COMMENT_CHARS = 60_000
-
-
-def _as_tool_error(exc: ForgeError) -> Exception:
-    return TransientToolError(str(exc), exc.retry_after) if exc.retryable else PermanentToolError(str(exc))
 
 
 class ForgeTools:
@@ -52,8 +49,8 @@ class ForgeTools:
             async with heartbeating():
                 diff = await self._forge.get_pull_diff(req.owner, req.repo, req.number, tenant=req.tenant)
         except ForgeError as exc:
-            raise ApplicationError(str(exc), type="ToolUnavailable" if exc.retryable else "ToolRequestRejected",
-                                   non_retryable=not exc.retryable) from None
+            raise forge_activity_error(exc, f"cannot read the diff of {req.owner}/{req.repo}#{req.number}",
+                                       prefix="Tool") from None
         if len(diff) > self._inline_limit:
             head = diff[:PREVIEW_CHARS]
             if self._artifacts is not None:
@@ -77,7 +74,7 @@ class ForgeTools:
                 comment = await self._forge.post_comment(req.owner, req.repo, req.number, f"{body}\n\n{marker}",
                                                          tenant=req.tenant)
             except ForgeError as exc:
-                raise _as_tool_error(exc) from None
+                raise as_tool_error(exc) from None
             return str(comment["id"]), {"comment_id": comment["id"], "html_url": comment.get("html_url")}
 
         async def reconcile():
@@ -86,7 +83,7 @@ class ForgeTools:
                     if marker in (comment.get("body") or ""):
                         return str(comment["id"]), {"comment_id": comment["id"], "html_url": comment.get("html_url")}
             except ForgeError as exc:
-                raise _as_tool_error(exc) from None
+                raise as_tool_error(exc) from None
             return None
 
         async with heartbeating():  # covers reconcile paging and the post itself

@@ -20,7 +20,8 @@ import asyncio
 from sqlalchemy.engine import Engine
 from temporalio import activity
 
-from activities.scan_activities import forge_failure, record_receipt_once
+from activities.forge_failure import forge_activity_error
+from activities.scan_activities import record_receipt_once
 from intake.envelope import PullRequestRef
 from intake.identity import review_work_key
 from intake.ports import IntakeStore
@@ -58,9 +59,9 @@ class GoalActivities:
         try:
             pull = await self._forge.get_pull(req.owner, req.repo, req.number, tenant=req.tenant or None)
         except ForgeError as exc:
-            if exc.status == 404:
+            if exc.not_found:
                 return Observation(exists=False, detail=f"{target} not found")
-            raise forge_failure(exc, f"cannot read {target}") from None
+            raise forge_activity_error(exc, f"cannot read {target}") from None
         head = (pull.get("head") or {}).get("sha")
         obs = Observation(exists=True, open=pull.get("state") == "open", head_sha=head, draft=bool(pull.get("draft")))
         if not obs.open:
@@ -87,7 +88,7 @@ class GoalActivities:
                         who = (comment.get("user") or {}).get("login", "?")
                         return True, f"comment {comment.get('id')} by {who} contains {cond.value!r}"
             except ForgeError as exc:
-                raise forge_failure(exc, f"cannot read comments of {req.owner}/{req.repo}#{req.number}") from None
+                raise forge_activity_error(exc, f"cannot read comments of {req.owner}/{req.repo}#{req.number}") from None
             return False, f"no comment contains {cond.value!r}"
         return False, f"unknown condition {cond.kind!r}"
 
