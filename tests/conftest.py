@@ -63,6 +63,17 @@ async def temporal_env(request: pytest.FixtureRequest):
     await env.shutdown()
 
 
+@pytest_asyncio.fixture(scope="session")
+async def dev_env():
+    """A dev server whatever ``--temporal-env`` says: Schedules, and histories that record each
+    activity attempt's last failure (the time-skipping server implements neither)."""
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=_bin("temporal"),
+        dev_server_extra_args=[arg for key in SEARCH_ATTRIBUTES for arg in ("--search-attribute", f"{key}=Keyword")])
+    yield env
+    await env.shutdown()
+
+
 @pytest.fixture
 def task_queue() -> str:
     return f"tq-{uuid.uuid4().hex[:10]}"

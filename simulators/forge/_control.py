@@ -20,9 +20,10 @@
   API (comments are attributed to them); ``GET /_sim/users`` -- their logins.
 * ``POST|GET /_sim/rate_limits`` -- the primary limit (``limit``,
   ``window_seconds``, ``status`` 403|429, ``exhaust_for_seconds``) and the
-  ``writes_per_minute`` secondary rule; ``POST /_sim/rate_limits/secondary``
-  ``{"method", "path", "times", "status", "retry_after"}`` -- the next matching
-  requests meet a secondary limit (see ``_ratelimits``).
+  ``writes_per_minute`` secondary rule; ``POST /_sim/rate_limits/inject``
+  ``{"kind": "primary"|"secondary", "method", "path", "times", "status",
+  "retry_after", "reset_in_seconds"}`` -- the next matching requests meet that
+  limit (see ``_ratelimits``).
 
 Bad control input answers 400 ``{"message": ...}``; a fixture reload
 failure on reset answers 500 and keeps the previous data.
@@ -139,10 +140,10 @@ def build_control_router(state: ForgeState) -> APIRouter:
     async def rate_limit_state() -> dict[str, Any]:
         return state.rate_limits.snapshot()
 
-    @router.post("/rate_limits/secondary", status_code=201)
-    async def secondary_limit(request: Request) -> Response:
+    @router.post("/rate_limits/inject", status_code=201)
+    async def inject_limit(request: Request) -> Response:
         try:
-            return JSONResponse(state.rate_limits.add_secondary(await _json_object(request)), status_code=201)
+            return JSONResponse(state.rate_limits.inject(await _json_object(request)), status_code=201)
         except FaultSpecError as exc:
             return _bad(str(exc))
 

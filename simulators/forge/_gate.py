@@ -10,7 +10,7 @@ tokens are those users, a ``ghs_`` token is judged by ``_apps`` (401
 expired/unknown/revoked, 403 outside its repositories or permissions) and
 acts as the App's bot; with no credential configured everything is open.
 Anything else is 401 ``Bad credentials``. ``/app/...`` routes skip auth and
-rate limits: they check the app's JWT themselves. An unauthenticated,
+rate limits (they check the app's JWT themselves) but not faults. An unauthenticated,
 refused or rate-limited request is answered without consuming a fault.
 The caller is left in ``request.state.caller`` for the handlers (comment
 authorship).
@@ -118,16 +118,16 @@ def install_gate(app: FastAPI, state: ForgeState, token: str | None) -> None:
             return await call_next(request)
         method = request.method.upper()
         state.record_request(f"{method} {_route_template(app, request.scope)}")
-        if path.startswith("/app/"):
-            return await call_next(request)
-        caller = identify(request.headers.get("authorization"), method, path, static_token=token,
-                          commenter=state.commenter, users=state.users, apps=state.apps)
-        if isinstance(caller, Response):
-            return caller
-        request.state.caller = caller
-        limited, headers = state.rate_limits.admit(caller, method, path)
-        if limited is not None:
-            return JSONResponse(limited.body, status_code=limited.status, headers=limited.headers)
+        headers: dict[str, str] = {}
+        if not path.startswith("/app/"):
+            caller = identify(request.headers.get("authorization"), method, path, static_token=token,
+                              commenter=state.commenter, users=state.users, apps=state.apps)
+            if isinstance(caller, Response):
+                return caller
+            request.state.caller = caller
+            limited, headers = state.rate_limits.admit(caller, method, path)
+            if limited is not None:
+                return JSONResponse(limited.body, status_code=limited.status, headers=limited.headers)
         response = await _answer(request, call_next, state.faults.take(lambda f: _matches(f, method, path)))
         response.headers.update(headers)
         return response

@@ -10,11 +10,14 @@ settable) ``{"message": "API rate limit exceeded for user ID <id>. ..."}`` with
 refill that many seconds later. A refused request is not counted.
 
 **Secondary limits** (no budget to watch, as on GitHub): content-creating requests (POST, PATCH,
-PUT, DELETE) beyond ``writes_per_minute`` per credential in a rolling minute, or the next
-``times`` requests matching an injected rule, answer ``403`` (or ``429``) ``{"message": "You have
-exceeded a secondary rate limit. ..."}`` with ``retry-after: <seconds>`` when known (GitHub
-sometimes omits it; an injected rule with ``retry_after: null`` does too) and the primary
-headers as usual (remaining is *not* 0).
+PUT, DELETE) beyond ``writes_per_minute`` per credential in a rolling minute answer ``403``
+``{"message": "You have exceeded a secondary rate limit. ..."}`` with ``retry-after: <seconds>``
+and the primary headers as usual (remaining is *not* 0).
+
+**Injected limits**, for tests that must not depend on the wall clock: the next ``times``
+requests matching ``method``/``path`` meet a ``secondary`` limit (``retry-after`` when
+``retry_after`` is given; GitHub sometimes omits it) or a ``primary`` one (remaining 0, the reset
+``reset_in_seconds`` ahead), answered exactly as above; the request after them goes through.
 
 Thread-safe (one lock); the clock is injectable for tests of the reset arithmetic.
 """
@@ -39,7 +42,7 @@ DOCS_PRIMARY = "https://docs.github.com/rest/overview/rate-limits-for-the-rest-a
 DOCS_SECONDARY = DOCS_PRIMARY + "#about-secondary-rate-limits"
 _WRITES = {"POST", "PATCH", "PUT", "DELETE"}
 _POLICY_KEYS = {"limit", "window_seconds", "status", "writes_per_minute", "exhaust_for_seconds"}
-_SECONDARY_KEYS = {"method", "path", "times", "status", "retry_after"}
+_INJECT_KEYS = {"kind", "method", "path", "times", "status", "retry_after", "reset_in_seconds"}
 
 
 @dataclass(frozen=True)
@@ -90,7 +93,7 @@ class RateLimits:
             self._writes: dict[str, deque[float]] = {}
             self._exhausted_until = 0.0
             self._refusals: Counter[str] = Counter()
-        self._secondary = FaultList()
+        self._injected = FaultList()
 
     # -- control ------------------------------------------------------------------
     def configure(self, spec: Any) -> dict[str, Any]:
@@ -111,10 +114,13 @@ class RateLimits:
                 self._windows.clear()
         return self.snapshot()
 
-    def add_secondary(self, spec: Any) -> dict[str, Any]:
-        """The next ``times`` requests matching ``method``/``path`` meet a secondary limit."""
-        if not isinstance(spec, Mapping) or set(spec) - _SECONDARY_KEYS:
-            raise FaultSpecError(f"a secondary limit is an object with keys among {sorted(_SECONDARY_KEYS)}")
+    def inject(self, spec: Any) -> dict[str, Any]:
+        """The next ``times`` requests matching ``method``/``path`` meet a primary or secondary limit."""
+        if not isinstance(spec, Mapping) or set(spec) - _INJECT_KEYS:
+            raise FaultSpecError(f"an injected limit is an object with keys among {sorted(_INJECT_KEYS)}")
+        kind = spec.get("kind", "secondary")
+        if kind not in ("primary", "secondary"):
+            raise FaultSpecError("'kind' must be 'primary' or 'secondary'")
         path = spec.get("path") or ".*"
         try:
             re.compile(path)
@@ -123,9 +129,10 @@ class RateLimits:
         method = spec.get("method")
         if method is not None and not isinstance(method, str):
             raise FaultSpecError("'method' must be a string or null")
-        return self._secondary.add({"method": method.upper() if method else None, "path": path,
-                                    "times": spec.get("times", 1), "status": _status(spec),
-                                    "retry_after": check_number(spec, "retry_after", None)})
+        return self._injected.add({"kind": kind, "method": method.upper() if method else None, "path": path,
+                                   "times": spec.get("times", 1), "status": _status(spec),
+                                   "retry_after": check_number(spec, "retry_after", None),
+                                   "reset_in_seconds": check_number(spec, "reset_in_seconds", 60.0)})
 
     def snapshot(self) -> dict[str, Any]:
         now = self._clock()
@@ -134,7 +141,7 @@ class RateLimits:
                     "writes_per_minute": self._writes_per_minute,
                     "exhausted_for_seconds": max(self._exhausted_until - now, 0.0),
                     "used": {key: int(used) for key, (_, used) in sorted(self._windows.items())},
-                    "refusals": dict(sorted(self._refusals.items())), "secondary": self._secondary.list()}
+                    "refusals": dict(sorted(self._refusals.items())), "injected": self._injected.list()}
 
     # -- requests -------------------------------------------------------------------
     def admit(self, caller: Caller, method: str, path: str) -> tuple[Refusal | None, dict[str, str]]:
@@ -143,26 +150,33 @@ class RateLimits:
         with self._lock:
             window = self._window_for(caller.rate_key, now)
             if now < self._exhausted_until or window[1] >= self._limit:
-                reset = max(self._exhausted_until, window[0] + self._window)
-                self._refusals["primary"] += 1
-                headers = self._headers(window, reset, remaining=0)
-                return Refusal(self._primary_status, _primary_body(caller, self._primary_status), headers), headers
-            secondary = self._secondary.take(
+                return self._primary(caller, window, max(self._exhausted_until, window[0] + self._window),
+                                     self._primary_status)
+            injected = self._injected.take(
                 lambda f: (not f["method"] or f["method"] == method) and re.search(f["path"], path) is not None)
-            retry_after = self._write_wait(caller.rate_key, method, now) if secondary is None else None
-            if secondary is not None or retry_after is not None:
-                self._refusals["secondary"] += 1
-                headers = self._headers(window, window[0] + self._window)
-                status = secondary["status"] if secondary is not None else 403
-                wait = secondary["retry_after"] if secondary is not None else retry_after
-                answer = dict(headers)
-                if wait is not None:
-                    answer["retry-after"] = str(math.ceil(wait))
-                return Refusal(status, _secondary_body(status), answer), headers
+            if injected is not None and injected["kind"] == "primary":
+                return self._primary(caller, window, now + injected["reset_in_seconds"], injected["status"])
+            if injected is not None:
+                return self._secondary(window, injected["status"], injected["retry_after"])
+            wait = self._write_wait(caller.rate_key, method, now)
+            if wait is not None:
+                return self._secondary(window, 403, wait)
             window[1] += 1
             if method in _WRITES:
                 self._writes.setdefault(caller.rate_key, deque()).append(now)
             return None, self._headers(window, window[0] + self._window)
+
+    def _primary(self, caller: Caller, window: list[float], reset: float,
+                 status: int) -> tuple[Refusal, dict[str, str]]:
+        self._refusals["primary"] += 1
+        headers = self._headers(window, reset, remaining=0)
+        return Refusal(status, _primary_body(caller, status), headers), headers
+
+    def _secondary(self, window: list[float], status: int, wait: float | None) -> tuple[Refusal, dict[str, str]]:
+        self._refusals["secondary"] += 1
+        headers = self._headers(window, window[0] + self._window)
+        answer = dict(headers) if wait is None else {**headers, "retry-after": str(math.ceil(wait))}
+        return Refusal(status, _secondary_body(status), answer), headers
 
     def _window_for(self, key: str, now: float) -> list[float]:
         window = self._windows.get(key)

@@ -80,9 +80,9 @@ def test_exhausting_every_budget_for_a_while(http: httpx.Client) -> None:
 
 
 def test_injected_secondary_limit_with_and_without_retry_after(http: httpx.Client) -> None:
-    http.post("/_sim/rate_limits/secondary", json={"method": "POST", "path": "/comments$", "retry_after": 3,
-                                                   "status": 429}).raise_for_status()
-    http.post("/_sim/rate_limits/secondary", json={"method": "GET", "path": "/pulls/42$"}).raise_for_status()
+    http.post("/_sim/rate_limits/inject", json={"method": "POST", "path": "/comments$", "retry_after": 3,
+                                                "status": 429}).raise_for_status()
+    http.post("/_sim/rate_limits/inject", json={"method": "GET", "path": "/pulls/42$"}).raise_for_status()
     posted = http.post(COMMENTS, json={"body": "x"}, headers=_as(BOT_TOKEN))
     assert posted.status_code == 429 and posted.headers["retry-after"] == "3"
     assert "secondary rate limit" in posted.json()["message"]
@@ -92,6 +92,16 @@ def test_injected_secondary_limit_with_and_without_retry_after(http: httpx.Clien
     assert "secondary rate limit" in read.json()["message"]
     assert http.get(PULL, headers=_as(BOT_TOKEN)).status_code == 200  # times defaults to 1
     assert http.get("/_sim/comments").json() == []
+
+
+def test_injected_primary_limit_names_the_reset(http: httpx.Client) -> None:
+    http.post("/_sim/rate_limits/inject", json={"kind": "primary", "path": "/pulls/42$", "reset_in_seconds": 30,
+                                                "status": 429}).raise_for_status()
+    refused = http.get(PULL, headers=_as(BOT_TOKEN))
+    assert refused.status_code == 429 and refused.json()["message"].startswith("API rate limit exceeded")
+    assert refused.headers["x-ratelimit-remaining"] == "0"
+    assert 25 <= int(refused.headers["x-ratelimit-reset"]) - time.time() <= 31
+    assert http.get(PULL, headers=_as(BOT_TOKEN)).status_code == 200
 
 
 def test_writes_per_minute_is_a_secondary_limit_per_credential(http: httpx.Client) -> None:
@@ -108,3 +118,8 @@ def test_writes_per_minute_is_a_secondary_limit_per_credential(http: httpx.Clien
 @pytest.mark.parametrize("spec", [{"status": 500}, {"limit": -1}, {"window_seconds": 0}, {"bogus": 1}, []])
 def test_bad_rate_limit_settings_are_400(http: httpx.Client, spec: object) -> None:
     assert http.post("/_sim/rate_limits", json=spec).status_code == 400
+
+
+@pytest.mark.parametrize("spec", [{"kind": "tertiary"}, {"status": 503}, {"path": "("}, {"times": 0}])
+def test_bad_injections_are_400(http: httpx.Client, spec: object) -> None:
+    assert http.post("/_sim/rate_limits/inject", json=spec).status_code == 400
