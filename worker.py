@@ -26,6 +26,7 @@ from activities.forge_tools import ForgeTools
 from activities.gateway import ToolGateway
 from activities.intake_activity import trigger_activities
 from activities.maintenance import MaintenanceActivities
+from activities.markers import CommentMarks
 from activities.model import ModelActivities, SpendGuard, make_openai_client
 from activities.work_ledger import WorkLedgerActivities
 from intake.temporal_admitter import TemporalAdmitter
@@ -66,7 +67,11 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
                           {t: tuple(hosts) for t, hosts in settings.egress.tenants.items()})
     artifacts = ArtifactStore(settings.path(settings.artifacts.dir))
     gateway = ToolGateway(SideEffectLedger(engine), kills, CredentialBroker(engine), breakers)
-    tools = ForgeTools(forge, gateway, egress, artifacts, settings.artifacts.inline_limit_chars)
+    marks = CommentMarks.from_forge_config(settings.forge)
+    if not marks.trusting:
+        log.warning("forge.bot_login or forge.marker_secret is not set: after a crash a review may be posted "
+                    "twice (reconcile cannot recognise its own comments)")
+    tools = ForgeTools(forge, gateway, egress, artifacts, settings.artifacts.inline_limit_chars, marks)
     work = WorkLedgerActivities(WorkStore(engine, settings.dead_letters.owner_for))
     admitter = TemporalAdmitter(client, settings, search_attributes)
     maintenance = MaintenanceActivities(SqlIntakeStore(engine), admitter)

@@ -317,6 +317,8 @@ ENV_OVERRIDES: dict[str, str] = {
     "SLUICEGATE_MODEL": "model.name",
     "FORGE_BASE_URL": "forge.base_url",
     "FORGE_TOKEN": "forge.token",
+    "SLUICEGATE_FORGE_BOT_LOGIN": "forge.bot_login",
+    "SLUICEGATE_MARKER_SECRET": "forge.marker_secret",
     "SLUICEGATE_FORGE_APP_ID": "forge.app.app_id",
     "SLUICEGATE_FORGE_APP_PRIVATE_KEY": "forge.app.private_key",
     "SLUICEGATE_FORGE_APP_PRIVATE_KEY_FILE": "forge.app.private_key_file",

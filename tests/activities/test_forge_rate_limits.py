@@ -12,7 +12,6 @@ import uuid
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime, timedelta
 
-import httpx
 from sqlmodel import Session, select
 
 import ledger
@@ -26,25 +25,13 @@ from ledger import DeadLetter, Delivery, SideEffect
 from sluicegate.forge_client import ForgeClient
 from sluicegate.forge_errors import SECONDARY_LIMIT_DEFAULT_DELAY
 from sluicegate.retry_after import JITTER_FRACTION
-from tests.support.agent_runs import start_order, work_order
+from tests.support.agent_runs import copy_of_pr42, start_order, work_order
 from tests.support.histories import last_attempts
 from tests.support.sims import FORGE_TOKEN, settings_for
 from worker import create_worker
 
 POST = "sluicegate.tool.post_review_comment"
 DIFF = "sluicegate.tool.get_pull_request_diff"
-
-
-def _copy_of_pr42(sims) -> tuple[str, str]:
-    """acme/api#42 under a fresh owner; returns (owner, head sha)."""
-    auth = {"Authorization": f"Bearer {FORGE_TOKEN}"}
-    pull = httpx.get(f"{sims.forge.base_url}/repos/acme/api/pulls/42", headers=auth).raise_for_status().json()
-    diff = httpx.get(f"{sims.forge.base_url}/repos/acme/api/pulls/42",
-                     headers={**auth, "Accept": "application/vnd.github.diff"}).raise_for_status().text
-    owner = f"o{uuid.uuid4().hex[:8]}"
-    sims.forge_ctl("POST", f"/pulls/{owner}/api/42", json={"head_sha": pull["head"]["sha"], "diff": diff,
-                                                           "title": pull["title"]})
-    return owner, pull["head"]["sha"]
 
 
 def _within_jitter(delay: timedelta | float | None, base: float) -> bool:
@@ -64,7 +51,7 @@ async def _run(env, settings, task_queue, order):
 async def test_secondary_limit_on_posting_the_comment_is_retried_not_dead_lettered(
         sims, ledger_url, dev_env, task_queue):
     sims.reset()
-    owner, head = _copy_of_pr42(sims)
+    owner, head = copy_of_pr42(sims)
     sims.forge_ctl("POST", "/rate_limits/inject", json={"kind": "secondary", "method": "POST",
                                                         "path": f"/{owner}/api/issues/42/comments$",
                                                         "retry_after": 2})
@@ -90,7 +77,7 @@ async def test_secondary_limit_on_posting_the_comment_is_retried_not_dead_letter
 
 async def test_primary_limit_on_reading_the_diff_waits_for_the_reset(sims, ledger_url, dev_env, task_queue):
     sims.reset()
-    owner, head = _copy_of_pr42(sims)
+    owner, head = copy_of_pr42(sims)
     sims.forge_ctl("POST", "/rate_limits/inject", json={"kind": "primary", "method": "GET", "status": 403,
                                                         "path": f"/{owner}/api/pulls/42$", "reset_in_seconds": 3})
     settings = settings_for(sims, ledger_url)
@@ -108,7 +95,7 @@ async def test_primary_limit_on_reading_the_diff_waits_for_the_reset(sims, ledge
 
 async def test_freshness_read_defers_for_the_rate_limits_own_delay(sims, ledger_url, temporal_env):
     sims.reset()
-    owner, head = _copy_of_pr42(sims)
+    owner, head = copy_of_pr42(sims)
     ref = PullRequestRef(owner, "api", 42)
     settings = settings_for(sims, ledger_url)
     engine = ledger.make_engine(ledger_url)
