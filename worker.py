@@ -35,7 +35,7 @@ from sluicegate.config import Settings, load_settings
 from sluicegate.resources import open_forge, open_ledger
 from sluicegate.metrics import observe_capacity, setup_metrics
 from sluicegate.telemetry import setup_logging, setup_tracing
-from sluicegate.temporal_client import connect
+from sluicegate.temporal_client import connect, payload_keys
 from workflows.agent_loop import AgentLoopWorkflow
 from workflows.contracts import Price
 from workflows.goal import GoalWorkflow
@@ -65,7 +65,7 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
     model = ModelActivities(model_client, kills, spend, breakers)
     egress = EgressPolicy(tuple(settings.egress.default),
                           {t: tuple(hosts) for t, hosts in settings.egress.tenants.items()})
-    artifacts = ArtifactStore(settings.path(settings.artifacts.dir))
+    artifacts = ArtifactStore(settings.path(settings.artifacts.dir), payload_keys(settings))
     gateway = ToolGateway(SideEffectLedger(engine), kills, CredentialBroker(engine), breakers)
     marks = CommentMarks.from_forge_config(settings.forge)
     if not marks.trusting:

@@ -21,13 +21,16 @@ from typing import Annotated, Any, Literal, Mapping
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator,
+)
 
 from sluicegate.capacity_config import CapacityConfig
 from sluicegate.forge_config import ForgeAppConfig, ForgeConfig  # noqa: F401 - ForgeAppConfig re-exported
 from sluicegate.source_config import SourceConfig
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+MIN_TOKEN_CHARS = 16
 DEFAULT_CONFIG_FILE = PROJECT_ROOT / "temporal-dev.yaml"
 
 
@@ -51,7 +54,10 @@ class TemporalConfig(_Section):
     payload_key: str | None = None
     """Base64 AES-256 key: encrypt every payload (see sluicegate/codec.py). Unset: plaintext."""
     payload_old_keys: list[str] = Field(default_factory=list)
-    """Retired keys, still used to decrypt histories written with them."""
+    """Retired keys, still used to decrypt histories and artifacts written with them."""
+    accept_plaintext_payloads: bool = False
+    """Migration flag: with a payload key set, still accept unencrypted payloads (histories and
+    schedules written before encryption was turned on). Off: they are refused, non-retryable."""
 
 
 class DevServerConfig(_Section):
@@ -72,6 +78,25 @@ class WebhookApiConfig(_Section):
     host: str = "127.0.0.1"
     port: int = 8300
     max_body_bytes: int = 1024 * 1024
+
+
+class CodecServerConfig(_Section):
+    """The codec server (``python -m sluicegate.codec_server``) the Temporal UI and CLI decode through."""
+
+    host: str = "127.0.0.1"
+    port: int = 8888
+    token: SecretStr | None = None
+    """Bearer token required on /encode and /decode (``SLUICEGATE_CODEC_TOKEN``); no token, no server."""
+    ui_origins: list[str] = Field(default_factory=list)
+    """Browser origins allowed by CORS (the Temporal UI); empty: the dev server's UI."""
+    max_body_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
+
+    @field_validator("token")
+    @classmethod
+    def _long_enough(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < MIN_TOKEN_CHARS:
+            raise ValueError(f"the codec token needs at least {MIN_TOKEN_CHARS} characters")
+        return value
 
 
 class ActorConfig(_Section):
@@ -268,6 +293,7 @@ class Settings(_Section):
     dev_server: DevServerConfig = Field(default_factory=DevServerConfig)
     ledger: LedgerConfig = Field(default_factory=LedgerConfig)
     webhook_api: WebhookApiConfig = Field(default_factory=WebhookApiConfig)
+    codec_server: CodecServerConfig = Field(default_factory=CodecServerConfig)
     sources: dict[str, SourceConfig] = Field(default_factory=dict)
     actors: dict[str, ActorConfig] = Field(default_factory=dict)
     forge: ForgeConfig = Field(default_factory=ForgeConfig)
@@ -308,6 +334,7 @@ ENV_OVERRIDES: dict[str, str] = {
     "TEMPORAL_TASK_QUEUE": "temporal.task_queue",
     "TEMPORAL_API_KEY": "temporal.api_key",
     "SLUICEGATE_PAYLOAD_KEY": "temporal.payload_key",
+    "SLUICEGATE_CODEC_TOKEN": "codec_server.token",
     "TEMPORAL_TLS": "temporal.tls",
     "TEMPORAL_TLS_CLIENT_CERT_PATH": "temporal.tls_client_cert",
     "TEMPORAL_TLS_CLIENT_KEY_PATH": "temporal.tls_client_key",
