@@ -32,6 +32,7 @@ from activities.work_ledger import WorkLedgerActivities
 from intake.temporal_admitter import TemporalAdmitter
 from ledger import BreakerBoard, CapacityLedger, CredentialBroker, DeferredQueue, DayBudgets, KillSwitch, SideEffectLedger, SqlIntakeStore, WorkStore
 from sluicegate.config import Settings, load_settings
+from sluicegate.schedules import retention_policy
 from sluicegate.resources import open_forge, open_ledger
 from sluicegate.metrics import observe_capacity, setup_metrics
 from sluicegate.telemetry import setup_logging, setup_tracing
@@ -74,7 +75,8 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
     tools = ForgeTools(forge, gateway, egress, artifacts, settings.artifacts.inline_limit_chars, marks)
     work = WorkLedgerActivities(WorkStore(engine, settings.dead_letters.owner_for))
     admitter = TemporalAdmitter(client, settings, search_attributes)
-    maintenance = MaintenanceActivities(SqlIntakeStore(engine), admitter)
+    maintenance = MaintenanceActivities(SqlIntakeStore(engine), admitter, engine, artifacts,
+                                        retention_policy(settings))
     capacity = capacity_activities(client, settings, engine, forge, admitter)
     return Worker(
         client, task_queue=task_queue or settings.temporal.task_queue,
@@ -82,6 +84,7 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
                    DispatchDeferredWorkflow, ReapCapacityWorkflow],
         activities=[model.chat_completion, tools.get_pull_request_diff, tools.post_review_comment,
                     work.record_run_outcome, maintenance.relay_outbox, maintenance.prune_deliveries,
+                    maintenance.prune_retention,
                     capacity.release, capacity.dispatch, capacity.reap,
                     *trigger_activities(client, settings, engine, forge, search_attributes)],
         graceful_shutdown_timeout=timedelta(seconds=10))

@@ -21,16 +21,16 @@ from typing import Annotated, Any, Literal, Mapping
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
-from pydantic import (
-    BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sluicegate.capacity_config import CapacityConfig
+from sluicegate.codec_config import MIN_TOKEN_CHARS, CodecServerConfig  # noqa: F401 - re-exported
+from sluicegate.durations import Duration, parse_duration  # noqa: F401 - parse_duration re-exported
+from sluicegate.maintenance_config import MaintenanceConfig, RetentionConfig  # noqa: F401 - re-exported
 from sluicegate.forge_config import ForgeAppConfig, ForgeConfig  # noqa: F401 - ForgeAppConfig re-exported
 from sluicegate.source_config import SourceConfig
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-MIN_TOKEN_CHARS = 16
 DEFAULT_CONFIG_FILE = PROJECT_ROOT / "temporal-dev.yaml"
 
 
@@ -78,25 +78,6 @@ class WebhookApiConfig(_Section):
     host: str = "127.0.0.1"
     port: int = 8300
     max_body_bytes: int = 1024 * 1024
-
-
-class CodecServerConfig(_Section):
-    """The codec server (``python -m sluicegate.codec_server``) the Temporal UI and CLI decode through."""
-
-    host: str = "127.0.0.1"
-    port: int = 8888
-    token: SecretStr | None = None
-    """Bearer token required on /encode and /decode (``SLUICEGATE_CODEC_TOKEN``); no token, no server."""
-    ui_origins: list[str] = Field(default_factory=list)
-    """Browser origins allowed by CORS (the Temporal UI); empty: the dev server's UI."""
-    max_body_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
-
-    @field_validator("token")
-    @classmethod
-    def _long_enough(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and len(value.get_secret_value()) < MIN_TOKEN_CHARS:
-            raise ValueError(f"the codec token needs at least {MIN_TOKEN_CHARS} characters")
-        return value
 
 
 class ActorConfig(_Section):
@@ -200,37 +181,9 @@ class TelemetryConfig(_Section):
     log_level: str = "INFO"
 
 
-_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?$")
-
-
-def parse_duration(value: Any) -> Any:
-    """``90`` / ``"90s"`` / ``"5m"`` / ``"1h30m"`` -> timedelta; other values go to pydantic as they are."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return timedelta(seconds=value)
-    if isinstance(value, str):
-        text = value.strip().lower()
-        m = _DURATION.match(text)
-        if text and m and any(m.groups()):
-            h, mi, sec = (float(g) if g else 0.0 for g in m.groups())
-            return timedelta(hours=h, minutes=mi, seconds=sec)
-    return value
-
-
-Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
 OverlapName = Literal["skip", "buffer_one", "buffer_all", "cancel_other", "terminate_other", "allow_all"]
 MIN_CATCHUP_WINDOW = timedelta(seconds=10)
 MAX_CANDIDATES_PER_SCAN = 5000
-
-
-class MaintenanceConfig(_Section):
-    """The ledger's own schedules (applied with the scan schedules by ``starter.py schedule apply``)."""
-
-    outbox_relay_interval: Duration = timedelta(minutes=1)
-    outbox_grace_seconds: float = Field(default=30.0, ge=0)
-    """An accepted item younger than this may still be admitting; the relay leaves it alone."""
-    delivery_dedupe_window_hours: float = Field(default=168.0, gt=0)
-    """How long a delivery id is remembered; a redelivery after this is decided afresh."""
-    prune_interval: Duration = timedelta(hours=1)
 
 
 class ScheduleConfig(_Section):
