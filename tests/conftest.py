@@ -118,6 +118,25 @@ def ledger_url(request: pytest.FixtureRequest) -> str:
     return request.getfixturevalue(f"{request.param}_url")
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def fresh_ledger_url(request: pytest.FixtureRequest, tmp_path):
+    """A ledger of this test only (both backends), for tests that count whole tables (retention)."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'fresh.sqlite'}"
+        ledger.upgrade(url)
+        yield url
+        return
+    admin = request.getfixturevalue("postgres_url").rsplit("/", 1)[0] + "/postgres"
+    name = f"sluicegate_fresh_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = admin.rsplit("/", 1)[0] + "/" + name
+    ledger.upgrade(url)
+    yield url
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @pytest.fixture
 def engine(ledger_url: str):
     eng = ledger.make_engine(ledger_url)
