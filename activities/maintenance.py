@@ -96,7 +96,8 @@ class MaintenanceActivities:
                 if age is None:
                     continue
                 try:
-                    report.removed[table] = await asyncio.to_thread(self._prune, policy, table, age)
+                    report.removed[table] = await asyncio.to_thread(prune_table, self._engine, self._artifacts,
+                                                                    policy, table, age)
                 except Exception as exc:  # noqa: BLE001 - one table's trouble must not stop the others
                     activity.logger.warning("retention: pruning %s failed: %r", table, exc)
                     report.failed[table] = repr(exc)[:500]
@@ -106,13 +107,15 @@ class MaintenanceActivities:
                              f"; failed: {sorted(report.failed)}" if report.failed else "")
         return report
 
-    def _prune(self, policy: RetentionPolicy, table: str, age_seconds: float) -> int:
-        if table == "artifacts":
-            if self._artifacts is None:
-                return 0
-            return self._artifacts.prune(age_seconds, policy.batch_size * policy.max_batches)
-        if table not in RETENTION_RULES:
-            raise ValueError(f"no retention rule for {table!r}")
-        if self._engine is None:
-            return 0
-        return Retention(self._engine, policy.batch_size, policy.max_batches).prune(table, timedelta(seconds=age_seconds))
+
+
+def prune_table(engine: Engine | None, artifacts: ArtifactStore | None, policy: RetentionPolicy, table: str,
+                age_seconds: float) -> int:
+    """Apply ``table``'s retention rule (``artifacts``: the files' age); returns how many went."""
+    if table == "artifacts":
+        return artifacts.prune(age_seconds, policy.batch_size * policy.max_batches) if artifacts else 0
+    if table not in RETENTION_RULES:
+        raise ValueError(f"no retention rule for {table!r}")
+    if engine is None:
+        return 0
+    return Retention(engine, policy.batch_size, policy.max_batches).prune(table, timedelta(seconds=age_seconds))
