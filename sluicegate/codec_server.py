@@ -36,28 +36,12 @@ from fastapi.responses import JSONResponse, Response
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
 
+from sluicegate.bounded_body import read_limited
 from sluicegate.codec import EncryptionCodec, PayloadKeyError
 from sluicegate.config import ConfigError, Settings, load_settings
 from sluicegate.temporal_client import payload_codec
 
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
-
-
-class _TooLarge(Exception):
-    pass
-
-
-async def _bounded_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _TooLarge
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _TooLarge
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _message(status: int, text: str, **headers: str) -> JSONResponse:
@@ -83,10 +67,11 @@ def create_codec_app(codec: EncryptionCodec, token: str, ui_origins: list[str] |
     async def apply(request: Request, decode: bool, path_token: str | None = None) -> Response:
         if not authorized(request, path_token):
             return _message(401, "missing or wrong codec token", **{"WWW-Authenticate": "Bearer"})
-        try:
-            payloads = json_format.Parse(await _bounded_body(request, max_body_bytes), Payloads())
-        except _TooLarge:
+        body = await read_limited(request, max_body_bytes)
+        if body is None:
             return _message(413, f"body over {max_body_bytes} bytes")
+        try:
+            payloads = json_format.Parse(body, Payloads())
         except (json_format.ParseError, UnicodeDecodeError, ValueError):
             return _message(400, 'body must be protobuf JSON: {"payloads": [...]}')
         try:

@@ -96,8 +96,14 @@ def postgres_url():
         if os.environ.get("SLUICEGATE_REQUIRE_POSTGRES") == "1":
             pytest.fail(message + " (SLUICEGATE_REQUIRE_POSTGRES=1)")
         pytest.skip(message)
-    name = f"sluicegate_test_{uuid.uuid4().hex[:12]}"
-    with conn:
+    conn.close()
+    yield from _scratch_database(admin, "sluicegate_test")
+
+
+def _scratch_database(admin: str, prefix: str):
+    """A migrated database of its own on the PostgreSQL at ``admin``, dropped afterwards (a generator)."""
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     url = admin.rsplit("/", 1)[0] + "/" + name
     ledger.upgrade(url)
@@ -126,15 +132,8 @@ def fresh_ledger_url(request: pytest.FixtureRequest, tmp_path):
         ledger.upgrade(url)
         yield url
         return
-    admin = request.getfixturevalue("postgres_url").rsplit("/", 1)[0] + "/postgres"
-    name = f"sluicegate_fresh_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    url = admin.rsplit("/", 1)[0] + "/" + name
-    ledger.upgrade(url)
-    yield url
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    request.getfixturevalue("postgres_url")  # skips (or fails) when PostgreSQL is unreachable
+    yield from _scratch_database(_postgres_admin_url(), "sluicegate_fresh")
 
 
 @pytest.fixture

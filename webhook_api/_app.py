@@ -26,6 +26,7 @@ from intake.identity import review_work_key
 from intake.receipts import ReceiptDraft
 from intake.temporal_admitter import TemporalAdmitter
 from ledger import SqlIntakeStore
+from sluicegate.bounded_body import read_limited
 from sluicegate.capacity_setup import intake_service
 from sluicegate.config import Settings
 from sluicegate.resources import open_forge, open_ledger
@@ -48,19 +49,6 @@ class ManualTrigger(BaseModel):
     reason: str = Field(min_length=1, max_length=500)
     force: bool = False
     """Re-run a version already done. Only actors with role ``admin``; recorded on the receipt."""
-
-
-async def _read_limited(request: Request, limit: int) -> bytes | None:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        return None
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def create_app(settings: Settings, client: Client | None = None, search_attributes: bool = True) -> FastAPI:
@@ -104,7 +92,7 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
             hint_id, hint_event = delivery_hint(src, headers)
             span.set_attribute("sluicegate.source_kind", src.kind)
             span.set_attribute("sluicegate.delivery_id", hint_id or "")
-            body = await _read_limited(request, settings.webhook_api.max_body_bytes)
+            body = await read_limited(request, settings.webhook_api.max_body_bytes)
             try:
                 if body is None:
                     raise InvalidDelivery(Reason.BAD_INPUT, f"body exceeds {settings.webhook_api.max_body_bytes} bytes",

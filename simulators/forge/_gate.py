@@ -30,7 +30,6 @@ Fault semantics (one fault per request, first match wins):
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Awaitable, Callable, Mapping
 from http import HTTPStatus
 from typing import Any
@@ -39,7 +38,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from starlette.routing import Match
 
-from simulators._faults import FaultSpecError, check_number, check_status
+from simulators._faults import FaultSpecError, check_number, check_route, check_status, route_matches
 from simulators.forge._identity import identify
 from simulators.forge._render import error_body
 from simulators.forge._state import ForgeState
@@ -56,19 +55,12 @@ def parse_fault(spec: Any) -> dict[str, Any]:
     unknown = set(spec) - _FAULT_KEYS
     if unknown:
         raise FaultSpecError(f"unknown fault fields: {sorted(unknown)}")
-    method = spec.get("method")
-    if method is not None and not isinstance(method, str):
-        raise FaultSpecError("'method' must be a string or null")
-    path = spec.get("path") or ".*"
-    try:
-        re.compile(path)
-    except (re.error, TypeError) as exc:
-        raise FaultSpecError(f"'path' is not a valid regex: {exc}") from exc
+    method, path = check_route(spec)
     after_commit = spec.get("after_commit", False)
     if not isinstance(after_commit, bool):
         raise FaultSpecError("'after_commit' must be a boolean")
     fault = {
-        "method": method.upper() if method else None,
+        "method": method,
         "path": path,
         "status": check_status(spec),
         "times": spec.get("times", 1),
@@ -79,12 +71,6 @@ def parse_fault(spec: Any) -> dict[str, Any]:
     if fault["status"] is None and not fault["hang_seconds"]:
         raise FaultSpecError("a fault needs 'status' and/or a positive 'hang_seconds'")
     return fault
-
-
-def _matches(fault: Mapping[str, Any], method: str, path: str) -> bool:
-    if fault["method"] and fault["method"] != method:
-        return False
-    return re.search(fault["path"], path) is not None
 
 
 def _route_template(app: FastAPI, scope: Mapping[str, Any]) -> str:
@@ -128,7 +114,7 @@ def install_gate(app: FastAPI, state: ForgeState, token: str | None) -> None:
             limited, headers = state.rate_limits.admit(caller, method, path)
             if limited is not None:
                 return JSONResponse(limited.body, status_code=limited.status, headers=limited.headers)
-        response = await _answer(request, call_next, state.faults.take(lambda f: _matches(f, method, path)))
+        response = await _answer(request, call_next, state.faults.take(lambda f: route_matches(f, method, path)))
         response.headers.update(headers)
         return response
 

@@ -25,7 +25,6 @@ Thread-safe (one lock); the clock is injectable for tests of the reset arithmeti
 from __future__ import annotations
 
 import math
-import re
 import threading
 import time
 from collections import Counter, deque
@@ -33,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from simulators._faults import FaultList, FaultSpecError, check_number
+from simulators._faults import FaultList, FaultSpecError, check_number, check_route, route_matches
 
 __all__ = ["Caller", "RateLimits", "Refusal"]
 
@@ -121,15 +120,8 @@ class RateLimits:
         kind = spec.get("kind", "secondary")
         if kind not in ("primary", "secondary"):
             raise FaultSpecError("'kind' must be 'primary' or 'secondary'")
-        path = spec.get("path") or ".*"
-        try:
-            re.compile(path)
-        except (re.error, TypeError) as exc:
-            raise FaultSpecError(f"'path' is not a valid regex: {exc}") from exc
-        method = spec.get("method")
-        if method is not None and not isinstance(method, str):
-            raise FaultSpecError("'method' must be a string or null")
-        return self._injected.add({"kind": kind, "method": method.upper() if method else None, "path": path,
+        method, path = check_route(spec)
+        return self._injected.add({"kind": kind, "method": method, "path": path,
                                    "times": spec.get("times", 1), "status": _status(spec),
                                    "retry_after": check_number(spec, "retry_after", None),
                                    "reset_in_seconds": check_number(spec, "reset_in_seconds", 60.0)})
@@ -152,8 +144,7 @@ class RateLimits:
             if now < self._exhausted_until or window[1] >= self._limit:
                 return self._primary(caller, window, max(self._exhausted_until, window[0] + self._window),
                                      self._primary_status)
-            injected = self._injected.take(
-                lambda f: (not f["method"] or f["method"] == method) and re.search(f["path"], path) is not None)
+            injected = self._injected.take(lambda f: route_matches(f, method, path))
             if injected is not None and injected["kind"] == "primary":
                 return self._primary(caller, window, now + injected["reset_in_seconds"], injected["status"])
             if injected is not None:
