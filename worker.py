@@ -26,6 +26,7 @@ from activities.forge_tools import ForgeTools
 from activities.gateway import ToolGateway
 from activities.intake_activity import trigger_activities
 from activities.maintenance import MaintenanceActivities
+from activities.markers import CommentMarks
 from activities.model import ModelActivities, SpendGuard, make_openai_client
 from activities.run_reconciler import ReconcileActivities, RunReconciler
 from activities.work_ledger import WorkLedgerActivities
@@ -33,10 +34,11 @@ from intake.temporal_admitter import TemporalAdmitter
 from ledger import BreakerBoard, CapacityLedger, CredentialBroker, DeferredQueue, DayBudgets, KillSwitch, SideEffectLedger, SqlIntakeStore, WorkStore
 from sluicegate.config import Settings, load_settings
 from sluicegate.dev_guard import refuse_published_secrets
+from sluicegate.schedules import retention_policy
 from sluicegate.resources import open_forge, open_ledger
 from sluicegate.metrics import observe_capacity, setup_metrics
 from sluicegate.telemetry import setup_logging, setup_tracing
-from sluicegate.temporal_client import connect
+from sluicegate.temporal_client import connect, payload_keys
 from workflows.agent_loop import AgentLoopWorkflow
 from workflows.contracts import Price
 from workflows.goal import GoalWorkflow
@@ -66,14 +68,19 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
     model = ModelActivities(model_client, kills, spend, breakers)
     egress = EgressPolicy(tuple(settings.egress.default),
                           {t: tuple(hosts) for t, hosts in settings.egress.tenants.items()})
-    artifacts = ArtifactStore(settings.path(settings.artifacts.dir))
+    artifacts = ArtifactStore(settings.path(settings.artifacts.dir), payload_keys(settings))
     gateway = ToolGateway(SideEffectLedger(engine), kills, CredentialBroker(engine), breakers)
-    tools = ForgeTools(forge, gateway, egress, artifacts, settings.artifacts.inline_limit_chars)
+    marks = CommentMarks.from_forge_config(settings.forge)
+    if not marks.trusting:
+        log.warning("forge.bot_login or forge.marker_secret is not set: after a crash a review may be posted "
+                    "twice (reconcile cannot recognise its own comments)")
+    tools = ForgeTools(forge, gateway, egress, artifacts, settings.artifacts.inline_limit_chars, marks)
     work_store = WorkStore(engine, settings.dead_letters.owner_for)
     work = WorkLedgerActivities(work_store)
     reconcile = ReconcileActivities(RunReconciler(client, work_store))
     admitter = TemporalAdmitter(client, settings, search_attributes)
-    maintenance = MaintenanceActivities(SqlIntakeStore(engine), admitter)
+    maintenance = MaintenanceActivities(SqlIntakeStore(engine), admitter, engine, artifacts,
+                                        retention_policy(settings))
     capacity = capacity_activities(client, settings, engine, forge, admitter)
     return Worker(
         client, task_queue=task_queue or settings.temporal.task_queue,
@@ -81,6 +88,7 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
                    DispatchDeferredWorkflow, ReapCapacityWorkflow, ReconcileRunsWorkflow],
         activities=[model.chat_completion, tools.get_pull_request_diff, tools.post_review_comment,
                     work.record_run_outcome, maintenance.relay_outbox, maintenance.prune_deliveries,
+                    maintenance.prune_retention,
                     capacity.release, capacity.dispatch, capacity.reap, reconcile.reconcile_runs,
                     *trigger_activities(client, settings, engine, forge, search_attributes)],
         graceful_shutdown_timeout=timedelta(seconds=10),

@@ -22,9 +22,11 @@ from ledger._capacity import CapacityLedger, CapacityRefused
 from ledger._capacity_models import AdmissionCount, Breaker, CapacityCounter, CapacityHold, DeferredItem, RateBucket
 from ledger._deferred import DeferredQueue, PoisonLetters
 from ledger._breakers import BreakerBoard
+from ledger._retention import RULES as RETENTION_RULES, Retention
 
 __all__ += ["AdmissionCount", "Breaker", "BreakerBoard", "CapacityCounter", "CapacityHold", "CapacityLedger",
-            "CapacityRefused", "DeferredItem", "DeferredQueue", "PoisonLetters", "RateBucket"]
+            "CapacityRefused", "DeferredItem", "DeferredQueue", "PoisonLetters", "RateBucket", "RETENTION_RULES",
+            "Retention"]
 from ledger._cancels import CancelRequest, CancelRequests
 
 __all__ += ["CancelRequest", "CancelRequests", "OpenVersion"]

@@ -115,7 +115,7 @@ class SideEffect(SQLModel, table=True):
     """An external mutation keyed by its operation key (never by attempt)."""
 
     __tablename__ = "side_effects"
-    __table_args__ = (Index("ix_side_effects_work_key", "work_key"),)
+    __table_args__ = (Index("ix_side_effects_work_key", "work_key"), Index("ix_side_effects_updated_at", "updated_at"))
 
     operation_key: str = Field(primary_key=True, max_length=128)
     work_key: str = Field(max_length=512)

@@ -139,7 +139,7 @@ class InstallationTokens:
         except ForgeError as exc:
             if exc.retryable:
                 raise ForgeError(f"cannot mint an {what} yet: {exc.message}", exc.status, True,
-                                 exc.retry_after) from None
+                                 exc.retry_after, rate_limited=exc.rate_limited) from None
             hint = _REFUSAL_HINTS.get(exc.status or 0, "see the message")
             raise ForgeError(f"GitHub App {self._app_id} was refused an {what}: {exc.message} ({hint})",
                              exc.status, False) from None

@@ -19,7 +19,7 @@ from temporalio.client import (
     ScheduleUpdateInput,
 )
 
-from activities.maintenance import PruneRequest, RelayRequest
+from activities.maintenance import PruneRequest, RelayRequest, RetentionPolicy
 from sluicegate.config import ScheduleConfig, Settings
 from workflows.capacity_contracts import DISPATCH_WORKFLOW, REAP_WORKFLOW, DispatchRequest, ReapRequest
 from workflows.scan_contracts import SCAN_WORKFLOW, ScanRequest
@@ -79,6 +79,12 @@ REAP_SCHEDULE = "sluicegate-reap-capacity"
 RECONCILE_SCHEDULE = "sluicegate-reconcile-runs"
 
 
+def retention_policy(settings: Settings) -> RetentionPolicy:
+    """``maintenance.retention`` as the prune workflow carries it."""
+    r = settings.maintenance.retention
+    return RetentionPolicy(r.ages_seconds(), r.batch_size, r.max_batches)
+
+
 def maintenance_schedules(settings: Settings) -> dict[str, Schedule]:
     """The outbox relay, the delivery-window pruning, the deferred-queue dispatcher, the slot
     reaper and the run reconciler: skip overlaps, take one missed tick."""
@@ -87,7 +93,8 @@ def maintenance_schedules(settings: Settings) -> dict[str, Schedule]:
     relay = ScheduleActionStartWorkflow("OutboxRelay", RelayRequest(grace_seconds=m.outbox_grace_seconds),
                                         id=OUTBOX_RELAY_SCHEDULE, task_queue=queue,
                                         execution_timeout=timedelta(minutes=10))
-    prune = ScheduleActionStartWorkflow("PruneDeliveries", PruneRequest(window_hours=m.delivery_dedupe_window_hours),
+    prune_req = PruneRequest(window_hours=m.delivery_dedupe_window_hours, retention=retention_policy(settings))
+    prune = ScheduleActionStartWorkflow("PruneDeliveries", prune_req,
                                         id=PRUNE_DELIVERIES_SCHEDULE, task_queue=queue,
                                         execution_timeout=timedelta(minutes=30))
     cap = settings.capacity

@@ -61,6 +61,17 @@ async def temporal_env(request: pytest.FixtureRequest):
     await env.shutdown()
 
 
+@pytest_asyncio.fixture(scope="session")
+async def dev_env():
+    """A dev server whatever ``--temporal-env`` says: Schedules, and histories that record each
+    activity attempt's last failure (the time-skipping server implements neither)."""
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=_bin("temporal"),
+        dev_server_extra_args=[arg for key in SEARCH_ATTRIBUTES for arg in ("--search-attribute", f"{key}=Keyword")])
+    yield env
+    await env.shutdown()
+
+
 @pytest.fixture
 def task_queue() -> str:
     return f"tq-{uuid.uuid4().hex[:10]}"
@@ -71,7 +82,12 @@ def task_queue() -> str:
 
 @pytest.fixture(scope="session")
 def postgres_url():
-    name, url = create_database("sluicegate_test")
+    yield from _scratch_database("sluicegate_test")
+
+
+def _scratch_database(prefix: str):
+    """A migrated database of its own on the test PostgreSQL, dropped afterwards (a generator)."""
+    name, url = create_database(prefix)
     ledger.upgrade(url)
     yield url
     drop_database(name)
@@ -87,6 +103,18 @@ def sqlite_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def ledger_url(request: pytest.FixtureRequest) -> str:
     return request.getfixturevalue(f"{request.param}_url")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def fresh_ledger_url(request: pytest.FixtureRequest, tmp_path):
+    """A ledger of this test only (both backends), for tests that count whole tables (retention)."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'fresh.sqlite'}"
+        ledger.upgrade(url)
+        yield url
+        return
+    request.getfixturevalue("postgres_url")  # skips (or fails) when PostgreSQL is unreachable
+    yield from _scratch_database("sluicegate_fresh")
 
 
 @pytest.fixture

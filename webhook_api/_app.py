@@ -28,11 +28,12 @@ from intake.decision import Reason
 from intake.errors import InvalidDelivery
 from intake.temporal_admitter import TemporalAdmitter
 from ledger import SqlIntakeStore
+from sluicegate.bounded_body import read_limited
 from sluicegate.capacity_setup import intake_service
 from sluicegate.config import Settings
 from sluicegate.resources import open_forge, open_ledger
 from sluicegate.temporal_client import connect
-from webhook_api._body import bounded_headers, read_limited
+from webhook_api._body import bounded_headers
 from webhook_api._manual import manual_trigger
 from webhook_api._refusals import UNKNOWN_SOURCE_LABEL, limit_refusal_log, refuse
 from webhook_api._rejects import reject_with_receipt

@@ -1,4 +1,4 @@
-"""Bounding a request before anything reads it: header count and size, body size while streaming.
+"""Bounding a request before anything reads it: header count and size (body size: ``sluicegate.bounded_body``).
 
 uvicorn (h11) already refuses a header block over 16 KiB; these bounds are ours, below it,
 so what the parsers look at is small whatever server runs the app. A body over its cap is
@@ -9,6 +9,10 @@ buffered whole (a 60 MB body costs at most the cap in memory).
 from __future__ import annotations
 
 from fastapi import Request
+
+from sluicegate.bounded_body import declared_too_large, read_limited
+
+__all__ = ["bounded_headers", "declared_too_large", "read_limited"]
 
 MAX_HEADERS = 100
 MAX_HEADER_NAME_BYTES = 256
@@ -26,22 +30,3 @@ def bounded_headers(request: Request) -> dict[str, str] | None:
             return None
         headers[name.decode("latin-1").lower()] = value.decode("latin-1")
     return headers
-
-
-def declared_too_large(request: Request, limit: int) -> bool:
-    """The request says up front (``Content-Length``) that its body is over ``limit``."""
-    declared = request.headers.get("content-length")
-    return declared is not None and declared.isdigit() and int(declared) > limit
-
-
-async def read_limited(request: Request, limit: int) -> bytes | None:
-    """The body, or ``None`` as soon as it is known to exceed ``limit`` bytes."""
-    if declared_too_large(request, limit):
-        return None
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)

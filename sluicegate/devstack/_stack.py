@@ -1,4 +1,5 @@
-"""The embedded stack: Temporal dev server, ledger, forge and model simulators, worker, API.
+"""The embedded stack: Temporal dev server, ledger, forge and model simulators, worker, API, and
+the codec server when payload encryption is configured (the UI decodes through it).
 
 Every part is a real process on a real port. Ports are checked before anything starts,
 so a stack left running (``make up`` in another terminal) is reported plainly instead of
@@ -55,6 +56,11 @@ class DevStack:
         self.log_dir = log_dir or self.settings.path(Path("var/logs"))
         self.processes: dict[str, ManagedProcess] = {}
 
+    @property
+    def encrypted(self) -> bool:
+        """A payload key is configured: payloads are encrypted and the codec server runs for the UI."""
+        return bool(self.settings.temporal.payload_key)
+
     def _process(self, name: str, argv: list[str]) -> ManagedProcess:
         proc = ManagedProcess(name, argv, self.log_dir / f"{name}.log", self.env, self.settings.base_dir)
         self.processes[name] = proc
@@ -69,6 +75,8 @@ class DevStack:
             wanted["temporal web UI"] = (s.dev_server.ip, s.dev_server.ui_port)
         if self.with_api:
             wanted["webhook API"] = (s.webhook_api.host, s.webhook_api.port)
+        if self.encrypted:
+            wanted["codec server"] = (s.codec_server.host, s.codec_server.port)
         busy = [f"{name} port {host}:{port}" for name, (host, port) in wanted.items() if port_in_use(host, port)]
         if busy:
             raise StackError("already in use: " + ", ".join(busy) +
@@ -86,6 +94,9 @@ class DevStack:
     def _start(self) -> None:
         s, py = self.settings, sys.executable
         self._check_ports()
+        if self.encrypted and s.codec_server.token is None:
+            raise StackError("temporal.payload_key is set but codec_server.token (SLUICEGATE_CODEC_TOKEN) is not: "
+                             "the codec server that lets the UI read encrypted payloads needs one")
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.start_temporal()
         ledger.upgrade(s.ledger_url())
@@ -95,6 +106,8 @@ class DevStack:
             forge_args += ["--fixtures", str(s.path(s.simulators.forge.fixtures))]
         if s.forge.token:
             forge_args += ["--token", s.forge.token.get_secret_value()]
+        if s.forge.bot_login:  # the static token's comments are the bot's, as on GitHub
+            forge_args += ["--commenter", s.forge.bot_login]
         model_args = [py, "-m", "simulators.model", "--host", s.simulators.model.host,
                       "--port", str(s.simulators.model.port), "--api-key", s.model.api_key.get_secret_value()]
         for name, argv, addr in (("forge-simulator", forge_args, s.simulators.forge),
@@ -103,6 +116,10 @@ class DevStack:
             proc.start()
             url = f"http://{addr.host}:{addr.port}/_sim/stats"
             proc.wait_until(lambda url=url: _http_ok(url), 30)
+        if self.encrypted:
+            codec = self._process("codec-server", [py, "-m", "sluicegate.codec_server"])
+            codec.start()
+            codec.wait_until(lambda: _http_ok(f"http://{s.codec_server.host}:{s.codec_server.port}/healthz"), 30)
         if self.with_worker:
             self.start_worker()
         if self.with_api:
@@ -113,7 +130,7 @@ class DevStack:
     def start_temporal(self) -> ManagedProcess:
         """Start the dev server (again, after :meth:`stop_temporal`: same port, same database file)."""
         s = self.settings
-        temporal = self._process("temporal", dev_server_argv(s, headless=self.headless))
+        temporal = self._process("temporal", dev_server_argv(s, headless=self.headless, codec=self.encrypted))
         temporal.start()
         temporal.wait_until(lambda: port_in_use(s.dev_server.ip, s.dev_server.port), 60)
         temporal.wait_until(lambda: asyncio.run(_temporal_ready(s)), 60)
@@ -151,7 +168,7 @@ class DevStack:
 def isolated_overrides(run_dir: Path) -> dict[str, str]:
     """Environment overrides for a stack on free ports with all state under ``run_dir``
     (tests and benchmarks run beside a developer's ``make up`` without clashing)."""
-    temporal, ui, api, forge, model = (free_port() for _ in range(5))
+    temporal, ui, api, forge, model, codec = (free_port() for _ in range(6))
     return {
         "TEMPORAL_ADDRESS": f"127.0.0.1:{temporal}",
         "SLUICEGATE__DEV_SERVER__PORT": str(temporal),
@@ -161,6 +178,7 @@ def isolated_overrides(run_dir: Path) -> dict[str, str]:
         "SLUICEGATE__WEBHOOK_API__PORT": str(api),
         "SLUICEGATE__SIMULATORS__FORGE__PORT": str(forge),
         "SLUICEGATE__SIMULATORS__MODEL__PORT": str(model),
+        "SLUICEGATE__CODEC_SERVER__PORT": str(codec),
         "FORGE_BASE_URL": f"http://127.0.0.1:{forge}",
         "OPENAI_BASE_URL": f"http://127.0.0.1:{model}/v1",
         "SLUICEGATE__TELEMETRY__FILE": str(run_dir / "traces.jsonl"),

@@ -7,9 +7,12 @@ from contextlib import AsyncExitStack
 from dataclasses import replace
 from datetime import UTC, datetime
 
+import httpx
+
 from temporalio.client import Client, WorkflowHandle
 
 from sluicegate.config import Settings
+from tests.support.sims import FORGE_TOKEN
 from worker import create_worker
 from workflows.contracts import (
     AGENT_WORKFLOW, WORK_ORDER_SIGNAL, AgentLoopResult, AgentLoopStart, Price, RuntimeOptions, TaskBudget,
@@ -84,5 +87,18 @@ def admit_in_ledger(settings: Settings, order: WorkOrder) -> WorkOrder:
     return order
 
 
-__all__ = ["PR42_HEAD", "accept_in_ledger", "admit_in_ledger", "mark_admitted", "run_orders", "start_order",
-           "work_order"]
+def copy_of_pr42(sims) -> tuple[str, str]:
+    """acme/api#42 (head and diff) under a fresh owner, so a test's work key is its own even on a
+    shared ledger; returns (owner, head sha)."""
+    auth = {"Authorization": f"Bearer {FORGE_TOKEN}"}
+    url = f"{sims.forge.base_url}/repos/acme/api/pulls/42"
+    pull = httpx.get(url, headers=auth).raise_for_status().json()
+    diff = httpx.get(url, headers={**auth, "Accept": "application/vnd.github.diff"}).raise_for_status().text
+    owner = f"o{uuid.uuid4().hex[:8]}"
+    sims.forge_ctl("POST", f"/pulls/{owner}/api/42", json={"head_sha": pull["head"]["sha"], "diff": diff,
+                                                           "title": pull["title"]})
+    return owner, pull["head"]["sha"]
+
+
+__all__ = ["PR42_HEAD", "accept_in_ledger", "admit_in_ledger", "copy_of_pr42", "mark_admitted", "run_orders",
+           "start_order", "work_order"]
