@@ -91,8 +91,8 @@ class ModelActivities:
         try:
             async with heartbeating():  # a dead worker is noticed at the heartbeat timeout
                 response = await self._call(req)
-        except BaseException:
-            if reservation is not None:
+        except BaseException:  # a cancel (CancelledError) too: the reservation is never left held
+            if reservation is not None:  # the thread finishes the release even if this await is cancelled again
                 await asyncio.to_thread(self._spend.budgets.release, reservation)
             raise
         if reservation is not None:

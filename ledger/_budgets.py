@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import DateTime, Float, String, update
+from sqlalchemy import DateTime, Float, Index, String, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, select
 
@@ -37,6 +37,7 @@ class BudgetDay(SQLModel, table=True):
 
 class BudgetReservation(SQLModel, table=True):
     __tablename__ = "budget_reservations"
+    __table_args__ = (Index("ix_budget_reservations_created_at", "created_at"),)
 
     id: str = Field(primary_key=True, max_length=40)
     day: str = Field(max_length=10)

@@ -19,10 +19,11 @@ from temporalio.client import (
     ScheduleUpdateInput,
 )
 
-from activities.maintenance import PruneRequest, RelayRequest
+from activities.maintenance import PruneRequest, RelayRequest, RetentionPolicy
 from sluicegate.config import ScheduleConfig, Settings
 from workflows.capacity_contracts import DISPATCH_WORKFLOW, REAP_WORKFLOW, DispatchRequest, ReapRequest
 from workflows.scan_contracts import SCAN_WORKFLOW, ScanRequest
+from workflows.stranded import RECONCILE_WORKFLOW, ReconcileRequest
 
 OVERLAP_POLICIES: dict[str, ScheduleOverlapPolicy] = {
     "skip": ScheduleOverlapPolicy.SKIP,
@@ -75,17 +76,25 @@ OUTBOX_RELAY_SCHEDULE = "sluicegate-outbox-relay"
 PRUNE_DELIVERIES_SCHEDULE = "sluicegate-prune-deliveries"
 DISPATCH_SCHEDULE = "sluicegate-dispatch-deferred"
 REAP_SCHEDULE = "sluicegate-reap-capacity"
+RECONCILE_SCHEDULE = "sluicegate-reconcile-runs"
+
+
+def retention_policy(settings: Settings) -> RetentionPolicy:
+    """``maintenance.retention`` as the prune workflow carries it."""
+    r = settings.maintenance.retention
+    return RetentionPolicy(r.ages_seconds(), r.batch_size, r.max_batches)
 
 
 def maintenance_schedules(settings: Settings) -> dict[str, Schedule]:
-    """The outbox relay, the delivery-window pruning, the deferred-queue dispatcher and the slot
-    reaper: skip overlaps, take one missed tick."""
+    """The outbox relay, the delivery-window pruning, the deferred-queue dispatcher, the slot
+    reaper and the run reconciler: skip overlaps, take one missed tick."""
     m, queue = settings.maintenance, settings.temporal.task_queue
     policy = SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP, catchup_window=timedelta(minutes=1))
     relay = ScheduleActionStartWorkflow("OutboxRelay", RelayRequest(grace_seconds=m.outbox_grace_seconds),
                                         id=OUTBOX_RELAY_SCHEDULE, task_queue=queue,
                                         execution_timeout=timedelta(minutes=10))
-    prune = ScheduleActionStartWorkflow("PruneDeliveries", PruneRequest(window_hours=m.delivery_dedupe_window_hours),
+    prune_req = PruneRequest(window_hours=m.delivery_dedupe_window_hours, retention=retention_policy(settings))
+    prune = ScheduleActionStartWorkflow("PruneDeliveries", prune_req,
                                         id=PRUNE_DELIVERIES_SCHEDULE, task_queue=queue,
                                         execution_timeout=timedelta(minutes=30))
     cap = settings.capacity
@@ -94,6 +103,9 @@ def maintenance_schedules(settings: Settings) -> dict[str, Schedule]:
                                            execution_timeout=timedelta(minutes=10))
     reap = ScheduleActionStartWorkflow(REAP_WORKFLOW, ReapRequest(cap.reap_grace_seconds, dispatch_req),
                                        id=REAP_SCHEDULE, task_queue=queue, execution_timeout=timedelta(minutes=10))
+    reconcile = ScheduleActionStartWorkflow(RECONCILE_WORKFLOW, ReconcileRequest(m.reconcile_grace_seconds),
+                                            id=RECONCILE_SCHEDULE, task_queue=queue,
+                                            execution_timeout=timedelta(minutes=15))
 
     def every(seconds: float) -> ScheduleSpec:
         return ScheduleSpec(intervals=[ScheduleIntervalSpec(every=timedelta(seconds=seconds))])
@@ -101,6 +113,8 @@ def maintenance_schedules(settings: Settings) -> dict[str, Schedule]:
     return {
         DISPATCH_SCHEDULE: Schedule(action=dispatch, policy=policy, spec=every(cap.dispatch_interval_seconds)),
         REAP_SCHEDULE: Schedule(action=reap, policy=policy, spec=every(cap.reap_interval_seconds)),
+        RECONCILE_SCHEDULE: Schedule(action=reconcile, policy=policy,
+                                     spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=m.reconcile_interval)])),
         OUTBOX_RELAY_SCHEDULE: Schedule(action=relay, policy=policy,
                                         spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=m.outbox_relay_interval)])),
         PRUNE_DELIVERIES_SCHEDULE: Schedule(action=prune, policy=policy,

@@ -12,6 +12,8 @@ from sluicegate.config import DEFAULT_CONFIG_FILE, ConfigError, load_settings
 from sluicegate.tenancy_config import configured_tenants, scope_rules
 from tests.support.tenants import two_tenants
 
+EVE_TOKEN, ROOT_TOKEN = "test-token-eve-0123456789", "test-token-root-0123456789"  # long enough to be valid
+
 
 def _load(tmp_path: Path, change, env: dict | None = None):
     tree = yaml.safe_load(DEFAULT_CONFIG_FILE.read_text())
@@ -36,7 +38,7 @@ def test_a_tenant_exists_by_its_sources_and_its_scope_is_their_union():
 
 
 def test_the_old_single_role_is_refused_with_the_new_shape(tmp_path):
-    text = _refused(tmp_path, lambda t: t["actors"].update(eve={"token": "t-eve", "role": "admin"}))
+    text = _refused(tmp_path, lambda t: t["actors"].update(eve={"token": EVE_TOKEN, "role": "admin"}))
     assert "actors.eve" in text and "tenants: {<tenant>: admin}" in text
 
 
@@ -46,12 +48,12 @@ def test_the_old_single_role_is_refused_with_the_new_shape(tmp_path):
     ({}, "actors.eve.tenants"),
 ])
 def test_an_actor_is_granted_known_roles_in_known_tenants(tmp_path, grants, problem):
-    text = _refused(tmp_path, lambda t: t["actors"].update(eve={"token": "t-eve", "tenants": grants}))
+    text = _refused(tmp_path, lambda t: t["actors"].update(eve={"token": EVE_TOKEN, "tenants": grants}))
     assert problem in text, text
 
 
 def test_a_platform_wide_grant_is_accepted(tmp_path):
-    s = _load(tmp_path, lambda t: t["actors"].update(root={"token": "t-root", "tenants": {"*": "admin"}}))
+    s = _load(tmp_path, lambda t: t["actors"].update(root={"token": ROOT_TOKEN, "tenants": {"*": "admin"}}))
     assert s.actors["root"].tenants == {"*": "admin"}
 
 

@@ -1,8 +1,11 @@
 """Scheduled maintenance workflows: one activity each, so a schedule's history stays small.
 
 ``OutboxRelayWorkflow`` admits accepted-but-not-admitted work (see ``intake.outbox``);
-``PruneDeliveriesWorkflow`` enforces the delivery dedupe window. Both are safe to run
-concurrently with intake and with each other.
+``PruneDeliveriesWorkflow`` enforces the delivery dedupe window and then (patch
+``prune-retention``) every other table's retention rule and the artifacts' age;
+``ReconcileRunsWorkflow`` gives versions whose run closed without an outcome their real one
+(``workflows/stranded.py``). All are safe to run concurrently with intake and with each other:
+nothing load-bearing is ever pruned.
 """
 
 from __future__ import annotations
@@ -13,12 +16,18 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from activities.maintenance import PruneRequest, RelayRequest, RelayResult
+    from activities.maintenance import (
+        PRUNE_DELIVERIES_ACTIVITY, PRUNE_RETENTION_ACTIVITY, PruneRequest, RelayRequest, RelayResult, RetentionReport,
+    )
     from workflows.capacity_contracts import (
         DISPATCH_WORKFLOW, REAP_WORKFLOW, DispatchRequest, DispatchResult, ReapRequest,
     )
+    from workflows.stranded import RECONCILE_ACTIVITY, RECONCILE_WORKFLOW, ReconcileRequest, ReconcileResult
 
 RETRY = RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(seconds=30))
+
+PRUNE_RETENTION_PATCH = "prune-retention"
+"""After the delivery window, one more activity prunes every other growing table by its retention rule."""
 
 
 @workflow.defn(name="OutboxRelay")
@@ -34,9 +43,17 @@ class OutboxRelayWorkflow:
 class PruneDeliveriesWorkflow:
     @workflow.run
     async def run(self, req: PruneRequest) -> int:
-        return await workflow.execute_activity(
-            "sluicegate.maintenance.prune_deliveries", req, result_type=int,
+        """Rows removed: delivery ids, plus (patched) every table's and artifact's pruned by retention."""
+        removed = await workflow.execute_activity(
+            PRUNE_DELIVERIES_ACTIVITY, req, result_type=int,
             start_to_close_timeout=timedelta(minutes=10), retry_policy=RETRY)
+        if workflow.patched(PRUNE_RETENTION_PATCH):
+            report = await workflow.execute_activity(
+                PRUNE_RETENTION_ACTIVITY, req, result_type=RetentionReport,
+                start_to_close_timeout=timedelta(minutes=20), heartbeat_timeout=timedelta(minutes=2),
+                retry_policy=RETRY)
+            removed += sum(report.removed.values())
+        return removed
 
 
 @workflow.defn(name=DISPATCH_WORKFLOW)
@@ -58,4 +75,15 @@ class ReapCapacityWorkflow:
     async def run(self, req: ReapRequest) -> DispatchResult:
         return await workflow.execute_activity(
             "sluicegate.capacity.reap", req, result_type=DispatchResult,
+            start_to_close_timeout=timedelta(minutes=10), heartbeat_timeout=timedelta(minutes=2), retry_policy=RETRY)
+
+
+@workflow.defn(name=RECONCILE_WORKFLOW)
+class ReconcileRunsWorkflow:
+    """Compare open versions with Temporal's view of their runs; record what closed runs left open."""
+
+    @workflow.run
+    async def run(self, req: ReconcileRequest) -> ReconcileResult:
+        return await workflow.execute_activity(
+            RECONCILE_ACTIVITY, req, result_type=ReconcileResult,
             start_to_close_timeout=timedelta(minutes=10), heartbeat_timeout=timedelta(minutes=2), retry_policy=RETRY)

@@ -1,9 +1,10 @@
 """Migration 0010_tenancy on both ledgers: a ledger written before tenancy gets tenant-first work keys.
 
-Each test builds a fresh database at revision 0008, writes rows the way the code before
-tenancy did (keys ``github:<owner>/<repo>#<n>:review``), upgrades to the head and reads
-the rows back. Rows are written through the tables as they are at 0008 (reflected), not
-through today's models, so the test keeps meaning the same when later migrations add columns.
+Each test builds a fresh database at the revision before tenancy (``0011_retention``: the
+trust, outcomes and retention migrations are in), writes rows the way the code before tenancy
+did (keys ``github:<owner>/<repo>#<n>:review``), upgrades to the head and reads the rows back.
+Rows are written through the tables as they are at that revision (reflected), not through
+today's models, so the test keeps meaning the same when later migrations add columns.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sqlalchemy as sa
 import ledger
 from intake.capacity.payload import from_payload
 
-BEFORE = "0008"
+BEFORE = "0011_retention"
 A1, B2, NO_TENANT, NO_ITEM = ("github:acme/api#1:review", "github:acme/api#2:review", "github:x/y#3:review",
                               "github:gone/x#9:review")
 
@@ -74,6 +75,10 @@ def _old_ledger(url: str):
     _insert(engine, "dead_letters", id="dl-1", work_key=B2, input_version="sha", tenant="beta", source="github",
             owner="o", status="open", reason="r")
     _insert(engine, "credentials", id="cr-1", tenant="acme", work_key=A1)
+    _insert(engine, "cancel_requests", id="cx-1", work_key=A1, workflow_id=f"agent/{A1}", actor="a", reason="r",
+            status="sent")
+    _insert(engine, "cancel_requests", id="cx-gone", work_key=NO_ITEM, workflow_id=f"agent/{NO_ITEM}", actor="a",
+            reason="r", status="no-run")
     return engine
 
 
@@ -98,6 +103,9 @@ def test_upgrade_puts_each_rows_tenant_in_front_of_its_work_key(empty_ledger_url
         assert _column(engine, "deferred_items", "work_key") == [new_a1]
         assert _column(engine, "dead_letters", "work_key") == [new_b2]
         assert _column(engine, "credentials", "work_key") == [new_a1]
+        assert _column(engine, "cancel_requests", "work_key", "id = 'cx-1'") == [new_a1]
+        assert _column(engine, "cancel_requests", "work_key", "id = 'cx-gone'") == [NO_ITEM]
+        assert _column(engine, "cancel_requests", "workflow_id") == sorted([f"agent/{A1}", f"agent/{NO_ITEM}"])
         # A queued item's stored payload still names the old key: it is decided under the new one.
         with engine.connect() as conn:
             payload = conn.execute(sa.select(sa.Table("deferred_items", sa.MetaData(), autoload_with=engine)
@@ -116,6 +124,29 @@ def test_downgrade_strips_the_tenant_again(empty_ledger_url):
         assert _column(engine, "work_items", "work_key") == sorted([A1, B2, NO_TENANT])
         assert _column(engine, "receipts", "work_key", "work_key IS NOT NULL") == sorted([A1, B2, NO_ITEM])
         assert _column(engine, "kills", "target") == sorted([A1, NO_ITEM, "acme"])
+        assert _column(engine, "cancel_requests", "work_key") == sorted([A1, NO_ITEM])
+    finally:
+        engine.dispose()
+
+
+def test_every_table_with_a_work_key_column_is_rewritten(empty_ledger_url):
+    """Found from the schema, not from a list: a table another migration added before this one
+    (cancel_requests, from the outcomes migration) cannot be forgotten."""
+    ledger.upgrade(empty_ledger_url, BEFORE)
+    engine = ledger.make_engine(empty_ledger_url)
+    key = "github:acme/api#5:review"
+    try:
+        inspector = sa.inspect(engine)
+        columns = {t: {c["name"] for c in inspector.get_columns(t)} for t in inspector.get_table_names()}
+        keyed = sorted((t for t, cols in columns.items() if "work_key" in cols), key=lambda t: t != "work_items")
+        assert {"work_items", "work_versions", "side_effects", "cancel_requests"} <= set(keyed)
+        for table in keyed:  # the work item first: the tables without a tenant column take its tenant
+            values = {"work_key": key} | ({"tenant": "acme"} if "tenant" in columns[table] else {})
+            if table == "work_items":
+                values |= {"target_id": "acme/api#5", "generation": 1, "status": "done"}
+            _insert(engine, table, **values)
+        ledger.upgrade(empty_ledger_url)
+        assert {table: _column(engine, table, "work_key") for table in keyed} == {t: ["acme/" + key] for t in keyed}
     finally:
         engine.dispose()
 

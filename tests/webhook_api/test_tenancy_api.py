@@ -47,8 +47,8 @@ def _forge_reads(sims, owner: str, repo: str) -> int:
 
 
 def _github(server, source: str, secret: str, owner: str, repo: str, number: int, sha: str,
-            delivery_id: str | None = None) -> httpx.Response:
-    body = encode(pull_request_payload(owner, repo, number, sha))
+            delivery_id: str | None = None, action: str = "opened") -> httpx.Response:
+    body = encode(pull_request_payload(owner, repo, number, sha, action=action))
     return post(server, source, delivery_headers(secret, body, delivery_id=delivery_id or str(uuid.uuid4())), body)
 
 
@@ -153,8 +153,9 @@ def test_two_tenants_reviewing_one_repository_are_independent(api, sims):
     assert {t: (r.status_code, r.json()["work_key"], r.json()["generation"]) for t, r in answers.items()} == {
         "acme": (202, acme_key, 1), "beta": (202, beta_key, 1)}
     assert answers["acme"].json()["workflow_id"] != answers["beta"].json()["workflow_id"]
-    # Dedupe and generations are per tenant: a second delivery of the same version is a duplicate in each.
-    again = {t: _github(server, src, secret, owner, repo, number, sha).json()["reason"]
+    # Dedupe and generations are per tenant: a second delivery of the same version is a duplicate in each
+    # (another event for it: the same body under a new delivery id would be a replayed-body).
+    again = {t: _github(server, src, secret, owner, repo, number, sha, action="synchronize").json()["reason"]
              for t, src, secret in (("acme", "github", s.sources["github"].secret), ("beta", "beta", BETA_SECRET))}
     assert again == {"acme": "duplicate-work", "beta": "duplicate-work"}
     items = _work_items(url, acme_key, beta_key)

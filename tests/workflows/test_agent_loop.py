@@ -8,6 +8,7 @@ import pytest
 import ledger
 
 from activities.keys import marker_for, operation_key
+from activities.markers import CommentMarks
 from ledger import BeginState, SideEffectLedger, make_engine
 from tests.support.agent_runs import PR42_HEAD, run_orders, work_order
 from tests.support.sims import settings_for
@@ -81,7 +82,8 @@ async def test_in_flight_comment_is_reconciled_not_posted_again(temporal_env, se
     ledger = SideEffectLedger(engine)
     ledger.begin(op, work_key=order.work_key, operation="post_review_comment", target_version=PR42_HEAD,
                  generation=order.generation)
-    httpx.post(f"{sims.forge.base_url}/repos/acme/api/issues/42/comments", json={"body": f"earlier\n{marker_for(op)}"},
+    marker = CommentMarks.from_forge_config(settings.forge).marker(op)  # posted as the bot, signed
+    httpx.post(f"{sims.forge.base_url}/repos/acme/api/issues/42/comments", json={"body": f"earlier\n{marker}"},
                headers={"Authorization": "Bearer test-forge-token"}).raise_for_status()
     [outcome] = (await run_orders(temporal_env.client, settings, task_queue, order)).orders
     comments = sims.comments()
