@@ -1,6 +1,6 @@
 """Tenancy in the configuration: which tenants exist, their scopes, who may act in them.
 
-Decisions (docs/security-tenancy.md):
+Decisions (docs/security.md, "Tenancy and scope"):
 
 * A tenant exists when a webhook source names it (``sources.<name>.tenant``). Its scope is
   the union of its sources' ``repositories`` globs; there is no second list to keep in step.
