@@ -39,7 +39,7 @@ def test_two_tenants_review_one_pull_request_independently_and_scope_holds(stack
     # The manual trigger's tenant is the actor's: a foreign tenant is refused, force needs admin there.
     manual = f"{web.api}/v1/triggers/manual"
     body = {"repository": repo, "number": 5, "reason": "e2e", "force": True}
-    alice = {"Authorization": f"Bearer {s.actors['alice'].token}"}
+    alice = {"Authorization": f"Bearer {s.actors['alice'].token.get_secret_value()}"}
     assert httpx.post(manual, json={**body, "tenant": "beta"}, headers=alice).json()["reason"] == "out-of-scope"
     assert httpx.post(manual, json=body, headers=alice).json()["reason"] == "policy:override-not-permitted"
     assert httpx.post(manual, json={**body, "tenant": "acme"}, headers=bearer("bob")).status_code == 403
