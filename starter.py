@@ -8,7 +8,7 @@
     python starter.py schedule apply | list | trigger ID | pause ID | backfill ID ...
     python starter.py goal start --repo acme/api --pr 44 ...
     python starter.py kill --work-key K | --tenant T | --all --actor A --reason R ; unkill (same flags)
-    python starter.py cancel 'github:acme/api#42:review' --actor A --reason R   # recorded, then cancelled
+    python starter.py cancel 'acme/github:acme/api#42:review' --actor A --reason R   # recorded, then cancelled
     python starter.py reconcile                # give runs that closed without an outcome their real one
     python starter.py drill cancel | temporal-restart   # one drill on its own throwaway stack
     python starter.py dlq list | show ID | retry ID --reason R
