@@ -2,12 +2,13 @@
 
     python starter.py trigger --repo acme/api --pr 44 --reason "webhook lost"   # token: $SLUICEGATE_ACTOR_TOKEN
     python starter.py trigger --repo acme/api --pr 44 --reason "missed a bug" --force   # admins only
-    python starter.py receipts --work-key 'github:acme/api#42:review' --outcome reject
-    python starter.py explain 'github:acme/api#42:review'        # or a delivery id
+    python starter.py trigger --tenant beta --repo beta/app --pr 3 --reason "..."  # actors in several tenants
+    python starter.py receipts --work-key 'acme/github:acme/api#42:review' --outcome reject
+    python starter.py explain 'acme/github:acme/api#42:review'   # or a delivery id
     python starter.py schedule apply | list | trigger ID | pause ID | backfill ID ...
     python starter.py goal start --repo acme/api --pr 44 ...
     python starter.py kill --work-key K | --tenant T | --all --actor A --reason R ; unkill (same flags)
-    python starter.py cancel 'github:acme/api#42:review' --actor A --reason R   # recorded, then cancelled
+    python starter.py cancel 'acme/github:acme/api#42:review' --actor A --reason R   # recorded, then cancelled
     python starter.py reconcile                # give runs that closed without an outcome their real one
     python starter.py drill cancel | temporal-restart   # one drill on its own throwaway stack
     python starter.py dlq list | show ID | retry ID --reason R
@@ -62,12 +63,16 @@ def trigger(
     request_id: Optional[str] = typer.Option(None, help="idempotency key; re-sending it is a duplicate"),
     api_url: Optional[str] = typer.Option(None, help="webhook API base URL; default from temporal-dev.yaml"),
     force: bool = typer.Option(False, "--force", help="re-run a version already done (admin actors; recorded)"),
+    tenant: Optional[str] = typer.Option(None, help="which of the actor's tenants to act in (needed only when it "
+                                                     "holds roles in several)"),
 ) -> None:
     """Submit a manual review trigger through intake and print its receipt."""
     s = load_settings()
     base = api_url or f"http://{s.webhook_api.host}:{s.webhook_api.port}"
     body = {"repository": repo, "number": pr, "reason": reason, "input_version": version,
             "request_id": request_id or f"manual-{uuid.uuid4()}", "force": force}
+    if tenant is not None:
+        body["tenant"] = tenant
     try:  # the API's own model and hygiene rules: a bad value is refused before anything is sent
         ManualTrigger.model_validate(body)
     except ValidationError as exc:

@@ -92,22 +92,25 @@ class CapacityActivities:
         return _result(await self._dispatch(req.dispatch), reaped)
 
     async def _still_open(self, work_key: str) -> bool:
-        if await asyncio.to_thread(self._pending_admission, work_key):
+        item = await asyncio.to_thread(self._work_item, work_key)
+        if item is not None and item.status == "accepted":
             return True  # accepted, not yet started: the outbox relay will start it
+        # The workflow the ledger recorded, not one derived from today's key: a run admitted
+        # before the tenancy upgrade still runs under its old id (agent/github:...).
+        workflow_id = (item.workflow_id if item is not None else None) or workflow_id_for(work_key)
         try:
-            desc = await self._client.get_workflow_handle(workflow_id_for(work_key)).describe()
+            desc = await self._client.get_workflow_handle(workflow_id).describe()
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND:
                 return False
             raise
         return desc.status == WorkflowExecutionStatus.RUNNING
 
-    def _pending_admission(self, work_key: str) -> bool:
+    def _work_item(self, work_key: str) -> WorkItem | None:
         from sqlmodel import Session
 
-        with Session(self._engine) as s:
-            item = s.get(WorkItem, work_key)
-        return item is not None and item.status == "accepted"
+        with Session(self._engine, expire_on_commit=False) as s:
+            return s.get(WorkItem, work_key)
 
 
 def capacity_activities(client: Client, settings, engine, forge, admitter) -> CapacityActivities:

@@ -23,6 +23,7 @@ from activities.gateway import Mutation, ToolGateway
 from activities.heartbeat import heartbeating
 from activities.keys import operation_key
 from activities.markers import CommentMarks
+from intake.identity import with_tenant
 from sluicegate.forge_client import ForgeClient, ForgeError
 from workflows.contracts import ToolRequest, ToolResult
 from workflows.review_task import POST_COMMENT
@@ -72,7 +73,11 @@ class ForgeTools:
         body = _comment_body(req.arguments)
         op_key = operation_key(req.work_key, POST_COMMENT, req.input_version, req.effect_discriminator)
         marker = self._marks.marker(op_key)
-        mutation = Mutation(op_key, req.work_key, POST_COMMENT, req.input_version, req.generation, req.tenant)
+        # The operation key stays derived from the key the run carries (a run admitted before the
+        # tenancy upgrade keeps its keys, so its in-flight effects still match); the ledger row and
+        # the kill check use today's form of the key.
+        mutation = Mutation(op_key, with_tenant(req.work_key, req.tenant), POST_COMMENT, req.input_version,
+                            req.generation, req.tenant)
 
         async def perform():
             try:

@@ -11,7 +11,8 @@ Observations (all read from the forge's REST API, so they work on GitHub and the
   ``WIP``, ``[WIP]`` or ``Draft:``.
 
 A pull request that is missing or closed never satisfies a condition (the watch goes on until
-its bound: it may be reopened). Forge errors other than 404 fail the attempt (retried).
+its bound: it may be reopened); neither does one outside the goal's tenant's scope, which is
+never read (``goal start`` refuses it; this catches a watch started some other way). Forge errors other than 404 fail the attempt (retried).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from activities.markers import CommentMarks
 from activities.scan_activities import record_receipt_once
 from intake.envelope import PullRequestRef
 from intake.identity import review_work_key
+from intake.outbox import parse_target
+from intake.scope import ScopeRules
 from intake.ports import IntakeStore
 from ledger import KillSwitch
 from sluicegate.forge_client import ForgeClient, ForgeError
@@ -44,21 +47,24 @@ def head_matches(head: str | None, wanted: str) -> bool:
 
 
 class GoalActivities:
-    def __init__(self, forge: ForgeClient, store: IntakeStore, engine: Engine,
+    def __init__(self, forge: ForgeClient, store: IntakeStore, engine: Engine, scope: ScopeRules,
                  marks: CommentMarks = CommentMarks()) -> None:
         self._forge = forge
         self._marks = marks
         self._store = store
         self._engine = engine
+        self._scope = scope
 
     @activity.defn(name=GOAL_OBSERVE_ACTIVITY)
     async def observe(self, req: ObserveRequest) -> Observation:
         target = f"{req.owner}/{req.repo}#{req.number}"
-        work_key = review_work_key(PullRequestRef(req.owner, req.repo, req.number))
-        kill = await asyncio.to_thread(KillSwitch(self._engine).active_for, work_key, req.tenant or None)
+        work_key = review_work_key(req.tenant, PullRequestRef(req.owner, req.repo, req.number))
+        kill = await asyncio.to_thread(KillSwitch(self._engine).active_for, work_key, req.tenant)
         if kill is not None:
             return Observation(exists=True, killed=True,
                                detail=f"killed by {kill.actor} ({kill.scope} {kill.target}): {kill.reason}")
+        if not self._scope.tenant_covers(req.tenant, req.owner, req.repo):  # a watch started around `goal start`
+            return Observation(exists=False, detail=f"{target} is not in tenant {req.tenant!r}'s scope (not read)")
         try:
             pull = await self._forge.get_pull(req.owner, req.repo, req.number, tenant=req.tenant or None)
         except ForgeError as exc:
@@ -98,10 +104,5 @@ class GoalActivities:
     @activity.defn(name=GOAL_BOUND_ACTIVITY)
     async def record_bound_reached(self, req: ReceiptRequest) -> ReceiptRef:
         if req.work_key is None and req.target_id:
-            from intake.envelope import PullRequestRef
-            from intake.identity import review_work_key
-
-            owner_repo, _, number = req.target_id.partition("#")
-            owner, _, repo = owner_repo.partition("/")
-            req.work_key = review_work_key(PullRequestRef(owner, repo, int(number)))
+            req.work_key = review_work_key(req.tenant, parse_target(req.target_id))
         return await asyncio.to_thread(record_receipt_once, self._store, self._engine, req)

@@ -1,7 +1,7 @@
 """``sluicegate.intake.submit``: the real intake pipeline, run from a workflow (scans and goals).
 
 The activity turns an :class:`IntakeRequest` into the same envelope + work candidate the
-webhook path builds (work key from ``review_work_key``) and calls
+webhook path builds (work key from ``review_candidate``: tenant and target) and calls
 ``IntakeService.submit``: delivery dedupe, freshness re-read, policy, the ledger decision
 and signal-with-start. The delivery id comes from the workflow (deterministic per run and
 candidate), so a retried attempt is answered ``duplicate-delivery`` by the ledger instead
@@ -21,11 +21,12 @@ from temporalio.client import Client
 from sluicegate.capacity_setup import intake_service
 
 from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
-from intake.identity import review_work_key
+from intake.identity import review_candidate
 from intake.service import IntakeService
 from intake.temporal_admitter import TemporalAdmitter
 from ledger import SqlIntakeStore, WatermarkStore
 from sluicegate.config import Settings
+from sluicegate.tenancy_config import scope_rules
 from sluicegate.forge_client import ForgeClient
 from workflows.scan_contracts import INTAKE_SUBMIT_ACTIVITY, IntakeRequest, IntakeResult
 
@@ -42,8 +43,7 @@ def envelope_for(req: IntakeRequest, received_at: datetime) -> tuple[Envelope, W
     envelope = Envelope(id=req.delivery_id, source=req.source, type=req.event_type, subject=ref.target_id,
                         time=parse_time(req.emitted_at), received_at=received_at,
                         trigger_kind=TriggerKind(req.trigger_kind), tenant=req.tenant, actor=req.actor)
-    candidate = WorkCandidate(work_key=review_work_key(ref), target=ref, input_version=req.input_version,
-                              tenant=req.tenant, draft=req.draft)
+    candidate = review_candidate(req.tenant, ref, req.input_version, req.draft)
     return envelope, candidate
 
 
@@ -70,10 +70,10 @@ def trigger_activities(client: Client, settings: Settings, engine: Engine, forge
     from activities.markers import CommentMarks
     from activities.scan_activities import ScanActivities
 
-    store = SqlIntakeStore(engine)
+    store, scope = SqlIntakeStore(engine), scope_rules(settings)
     intake = IntakeActivities(intake_service(settings, engine, forge,
                                              TemporalAdmitter(client, settings, search_attributes)))
-    scans = ScanActivities(forge, WatermarkStore(engine), store, engine)
-    goals = GoalActivities(forge, store, engine, CommentMarks.from_forge_config(settings.forge))
+    scans = ScanActivities(forge, WatermarkStore(engine), store, engine, scope)
+    goals = GoalActivities(forge, store, engine, scope, CommentMarks.from_forge_config(settings.forge))
     return [intake.submit, scans.list_candidates, scans.advance_watermark, scans.record_no_work, goals.observe,
             goals.record_bound_reached]

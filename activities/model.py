@@ -25,6 +25,7 @@ from temporalio.exceptions import ApplicationError
 from activities.gateway import killed_error
 from activities.heartbeat import heartbeating
 from activities.retry_classes import classify_status
+from intake.identity import with_tenant
 from ledger import BreakerBoard, DayBudgetExceeded, DayBudgets, KillSwitch
 from workflows.budget import cost_usd, usage_from_openai
 from workflows.contracts import ModelRequest, ModelResponse, Price, TokenUsage, ToolCall
@@ -82,7 +83,8 @@ class ModelActivities:
     @activity.defn(name="sluicegate.model.chat_completion")
     async def chat_completion(self, req: ModelRequest) -> ModelResponse:
         if self._kills is not None:  # a kill stops spending at once, even in a retry already scheduled
-            kill = await asyncio.to_thread(self._kills.active_for, req.work_key, req.tenant or None)
+            kill = await asyncio.to_thread(self._kills.active_for, with_tenant(req.work_key, req.tenant),
+                                           req.tenant or None)
             if kill is not None:
                 raise killed_error(kill)
         reservation = await self._reserve(req)
@@ -103,7 +105,8 @@ class ModelActivities:
             return None
         amount = self._spend.worst_case_usd(req)
         try:
-            return await asyncio.to_thread(self._spend.budgets.reserve, req.tenant or "-", req.work_key, amount)
+            return await asyncio.to_thread(self._spend.budgets.reserve, req.tenant or "-",
+                                           with_tenant(req.work_key, req.tenant), amount)
         except DayBudgetExceeded as exc:
             raise ApplicationError(str(exc), type="DayBudgetExceeded", non_retryable=True) from None
 

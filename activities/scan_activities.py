@@ -1,7 +1,8 @@
 """Scan activities: list candidates since the watermark, advance it, record a no-work receipt.
 
 ``sluicegate.scan.list_candidates`` reads the stored watermark, then the forge's open pull
-requests (``sort=updated&direction=asc``, every page), and returns those not decided yet
+requests (``sort=updated&direction=asc``, every page; a repository outside the scan's tenant's
+scope fails non-retryably first, without a forge read), and returns those not decided yet
 — oldest update first, at most ``limit``. ``sluicegate.scan.advance_watermark`` moves the
 watermark over the candidates the scan decided (monotonic). ``sluicegate.scan.record_no_work``
 writes the scan's ``no-work`` receipt through ``IntakeStore.record``, once per delivery id
@@ -16,11 +17,13 @@ from datetime import UTC, datetime
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
-from intake.decision import Outcome
+from intake.decision import Outcome, Reason
 from intake.envelope import TriggerKind
 from intake.ports import IntakeStore
 from intake.receipts import ReceiptDraft
+from intake.scope import ScopeRules
 from activities.forge_failure import forge_activity_error
 from activities.intake_activity import parse_time
 from ledger import Receipt, WatermarkStore
@@ -56,16 +59,29 @@ def _state(scan_id: str, repo: str, wm) -> WatermarkState:
     return WatermarkState(scan_id, repo, wm.updated_at.isoformat(), sorted(wm.boundary))
 
 
+def out_of_scope(scope: ScopeRules, tenant: str, owner: str, repo: str) -> ApplicationError | None:
+    """A non-retryable failure when ``owner/repo`` is outside ``tenant``'s scope (checked before any forge read)."""
+    if scope.tenant_covers(tenant, owner, repo):
+        return None
+    return ApplicationError(f"{owner}/{repo} is not in tenant {tenant!r}'s scope", type=Reason.OUT_OF_SCOPE.value,
+                            non_retryable=True)
+
+
 class ScanActivities:
-    def __init__(self, forge: ForgeClient, watermarks: WatermarkStore, store: IntakeStore, engine: Engine) -> None:
+    def __init__(self, forge: ForgeClient, watermarks: WatermarkStore, store: IntakeStore, engine: Engine,
+                 scope: ScopeRules) -> None:
         self._forge = forge
         self._watermarks = watermarks
         self._store = store
         self._engine = engine
+        self._scope = scope
 
     @activity.defn(name=SCAN_LIST_ACTIVITY)
     async def list_candidates(self, req: ListCandidatesRequest) -> CandidatePage:
         owner, _, name = req.repo.partition("/")
+        # Configured schedules are checked at load; a scan started by hand is held to the same scope.
+        if (refused := out_of_scope(self._scope, req.tenant, owner, name)) is not None:
+            raise refused
         wm = await asyncio.to_thread(self._watermarks.get, req.scan_id, req.repo)
         try:
             pulls = await self._forge.list_open_pulls(owner, name, tenant=req.tenant or None)

@@ -24,7 +24,8 @@ from intake.capacity.dispatch import DispatchReport, RoomCheck, dispatch_once
 from intake.capacity.gate import CapacityGate
 from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
 from intake.forge_reader import ForgeTargetReader
-from intake.identity import review_work_key, workflow_id_for
+from intake.identity import review_candidate, review_work_key, workflow_id_for
+from intake.scope import ScopeRules
 from intake.ports import Admission
 from intake.service import IntakeService
 from ledger import BreakerBoard, CapacityLedger, DeferredQueue, SqlIntakeStore
@@ -47,7 +48,7 @@ class Delivery:
 
     @property
     def work_key(self) -> str:
-        return review_work_key(self.ref)
+        return review_work_key(self.tenant, self.ref)
 
 
 def burst(a: argparse.Namespace) -> list[Delivery]:
@@ -210,7 +211,7 @@ def _envelope(d: Delivery) -> tuple[Envelope, WorkCandidate]:
     now = datetime.now(UTC)
     env = Envelope(id=f"bench-{d.work_key}", source="github", type="pull_request.opened", subject=d.ref.target_id,
                    time=now, received_at=now, trigger_kind=TriggerKind.EVENT, tenant=d.tenant)
-    return env, WorkCandidate(d.work_key, d.ref, d.head, d.tenant)
+    return env, review_candidate(d.tenant, d.ref, d.head)
 
 
 async def drive(a, items: list[Delivery], engine, forge_url: str, cfg: CapacityConfig):
@@ -220,7 +221,7 @@ async def drive(a, items: list[Delivery], engine, forge_url: str, cfg: CapacityC
                         cfg.breaker_policy(), cfg.breaker.gating_providers, cfg.defer_retry_seconds)
     dispatcher = Dispatcher(queue, capacity, a.batch)
     runs = SimulatedRuns(capacity, dispatcher, random.Random(a.seed + 1), (a.run_ms[0] / 1000, a.run_ms[1] / 1000))
-    service = IntakeService(SqlIntakeStore(engine), ForgeTargetReader(forge), runs, gate)
+    service = IntakeService(SqlIntakeStore(engine), ForgeTargetReader(forge), runs, gate, scope=ScopeRules.everything())
     dispatcher.service = service
     sampler = CounterSampler(capacity)
     res = Result()

@@ -16,6 +16,14 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere: make the project
 
 from demo.github_payloads import delivery_headers, encode, pull_request_payload  # noqa: E402
 
+BENCH_SCOPE = {"SLUICEGATE__SOURCES__GITHUB__REPOSITORIES": '["acme/*", "bench*/*"]'}
+"""Benchmarks send webhooks for ``bench*`` owners through the dev config's ``github`` source: it must serve them."""
+NO_CAPACITY_LIMITS = {f"SLUICEGATE__CAPACITY__{k}": "1000000" for k in (
+    "GLOBAL_ACTIVE_RUNS", "CONCURRENCY_LIMIT", "TENANT_DEFAULTS__MAX_ACTIVE_RUNS",
+    "TENANT_DEFAULTS__ADMISSIONS_PER_DAY", "TENANT_DEFAULTS__RATE_PER_SECOND", "TENANT_DEFAULTS__BURST")}
+"""Comparisons against a bare baseline measure intake, not the dev config's capacity limits (one repository,
+hundreds of deliveries: the per-repository limit would defer all but ten)."""
+
 
 class BenchError(Exception):
     """A measurement could not be made or did not measure what it claims (verification failed)."""

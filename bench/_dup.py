@@ -24,6 +24,7 @@ from bench._common import BenchError, Comparison, SideRound, head_sha, interleav
 from intake.decision import Outcome, Reason
 from intake.freshness import TargetSnapshot
 from intake.github import parse_github_delivery
+from intake.scope import ScopeRules
 from intake.service import IntakeService
 from ledger import Delivery, Receipt, SqlIntakeStore
 
@@ -66,7 +67,7 @@ class _ClosedTarget:
 async def _seed(store: SqlIntakeStore, headers: dict[str, str], body: bytes) -> None:
     parsed = parse_github_delivery(headers, body, source=SOURCE, tenant=TENANT, secrets=[SECRET],
                                    received_at=datetime.now(UTC))
-    first = await IntakeService(store, _ClosedTarget(), MustNotBeCalled()).submit(parsed.envelope, parsed.candidate)
+    first = await IntakeService(store, _ClosedTarget(), MustNotBeCalled(), scope=ScopeRules.everything()).submit(parsed.envelope, parsed.candidate)
     if first.reason != Reason.TARGET_CLOSED:
         raise BenchError(f"seeding the delivery gave {first.outcome}/{first.reason}, expected reject/target-closed")
 
@@ -122,7 +123,7 @@ async def measure(name: str, url: str, rounds: int, seconds: float, log: Callabl
                                             delivery_id=delivery_id)
         await _seed(store, headers, body)
         guard = MustNotBeCalled()
-        service = IntakeService(store, guard, guard)
+        service = IntakeService(store, guard, guard, scope=ScopeRules.everything())
         intake, bare = _intake_loop(service, headers, body), _bare_loop(engine)
         warm_i, warm_b = await intake(WARMUP_SECONDS), await bare(WARMUP_SECONDS)
         await interleave(rounds, lambda n: intake(seconds), lambda n: bare(seconds), cmp, log)

@@ -23,7 +23,8 @@ import httpx
 from sqlalchemy import func, select
 
 import ledger
-from bench._common import BenchError, Comparison, SideRound, head_sha, interleave, now, signed_pull_request
+from bench._common import (BENCH_SCOPE, NO_CAPACITY_LIMITS, BenchError, Comparison, SideRound, head_sha, interleave,
+                           now, signed_pull_request)
 from intake.decision import IntakeDecision, Outcome, Reason
 from intake.github import parse_github_delivery
 from intake.identity import workflow_id_for
@@ -41,7 +42,7 @@ CPU_TICK = os.sysconf("SC_CLK_TCK")
 
 def start_stack(run_dir: Path) -> DevStack:
     """The real stack without a worker: workflows are admitted and then just wait in the queue."""
-    env = {**isolated_overrides(run_dir), "SLUICEGATE_TELEMETRY_EXPORTER": "none"}
+    env = {**isolated_overrides(run_dir), "SLUICEGATE_TELEMETRY_EXPORTER": "none", **BENCH_SCOPE, **NO_CAPACITY_LIMITS}
     return DevStack(env, headless=True, with_worker=False, log_dir=run_dir / "logs").start()
 
 
@@ -165,7 +166,7 @@ async def measure(stack: DevStack, rounds: int, per_round: int, warmup: int, con
         await interleave(rounds, side("intake", deliveries, post), side("baseline", starts, start), cmp, log)
 
     cmp.checks.append("answers: " + ", ".join(f"{k} x{v}" for k, v in sorted(outcomes.items())))
-    await _verify(cmp, s, client, f"github:{owner}/{repo}#", total, outcomes)
+    await _verify(cmp, s, client, f"{tenant}/github:{owner}/{repo}#", total, outcomes)
     return cmp, {side: meter.per_op(side) for side in ("intake", "baseline")}
 
 

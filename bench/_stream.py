@@ -31,9 +31,15 @@ import random
 import uuid
 from dataclasses import dataclass, field
 
+from intake.envelope import PullRequestRef
+from intake.identity import review_work_key
+
 KINDS = ("new", "redeliver", "stale")
 EXPECTED = {"new": ("accept", "admitted"), "redeliver": ("reject", "duplicate-delivery"),
             "stale": ("reject", "stale-version")}
+TENANT = "acme"
+"""The tenant of the dev config's ``github`` source, which the stream is sent to (``BENCH_SCOPE``
+in ``bench/_common.py`` adds the ``bench*`` owners to that source's repositories)."""
 # A few owners ("tenants-ish": the github source itself has one configured tenant) and repositories.
 REPOS = (("bench-north", "api"), ("bench-north", "web"), ("bench-south", "core"), ("bench-east", "mobile"))
 # How a "new" item is realised when more than one way is possible.
@@ -62,7 +68,7 @@ class Pull:
 
     @property
     def work_key(self) -> str:
-        return f"github:{self.owner.lower()}/{self.repo.lower()}#{self.number}:review"
+        return review_work_key(TENANT, PullRequestRef(self.owner, self.repo, self.number))
 
 
 @dataclass
@@ -90,7 +96,7 @@ class Item:
 
     @property
     def work_key(self) -> str:
-        return f"github:{self.owner.lower()}/{self.repo.lower()}#{self.number}:review"
+        return review_work_key(TENANT, PullRequestRef(self.owner, self.repo, self.number))
 
     @property
     def expect(self) -> tuple[str, str]:

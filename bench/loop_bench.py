@@ -37,7 +37,7 @@ from rich.table import Table  # noqa: E402
 
 from bench._e2e import run_dir  # noqa: E402
 from bench._loop import MODEL_STEPS, Overhead, Restart, measure_overhead, measure_restart  # noqa: E402
-from bench._common import median  # noqa: E402
+from bench._common import BENCH_SCOPE, median  # noqa: E402
 from sluicegate.devstack import DevStack, isolated_overrides  # noqa: E402
 
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 150)
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     _log(f"loop bench: rounds={a.rounds} orders={a.orders} concurrency={a.concurrency} warmup={a.warmup} "
          f"reviews={a.reviews} delay={a.delay}s tmp={tmp}")
-    env = {**isolated_overrides(tmp), "SLUICEGATE_TELEMETRY_EXPORTER": "none", **RESTART_OVERRIDES}
+    env = {**isolated_overrides(tmp), "SLUICEGATE_TELEMETRY_EXPORTER": "none", **RESTART_OVERRIDES, **BENCH_SCOPE}
     stack = DevStack(env, headless=True, with_worker=False, log_dir=tmp / "logs")
     overhead = restart = None
     errors: list[str] = []

@@ -34,6 +34,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from activities.keys import marker_for, operation_key  # noqa: E402
+from bench._common import BENCH_SCOPE, NO_CAPACITY_LIMITS  # noqa: E402
 from bench._e2e import run_dir  # noqa: E402
 from bench._mixed import (  # noqa: E402
     CATEGORIES, IntakeResult, NaiveResult, expected_workflow_ids, intake_phase, latency_ms, naive_phase,
@@ -60,10 +61,6 @@ class Check:
 
 # This bench measures dedupe and supersede against the naive baseline; capacity limits would
 # defer part of the burst and replace queued versions, which bench/capacity_bench.py measures.
-NO_CAPACITY_LIMITS = {f"SLUICEGATE__CAPACITY__{k}": "1000000" for k in (
-    "GLOBAL_ACTIVE_RUNS", "CONCURRENCY_LIMIT", "TENANT_DEFAULTS__MAX_ACTIVE_RUNS",
-    "TENANT_DEFAULTS__ADMISSIONS_PER_DAY", "TENANT_DEFAULTS__RATE_PER_SECOND", "TENANT_DEFAULTS__BURST")}
-
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -278,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     intake = naive = None
     checks: list[Check] = []
     error: str | None = None
-    stack = DevStack({**isolated_overrides(tmp), "SLUICEGATE_TELEMETRY_EXPORTER": "none", **NO_CAPACITY_LIMITS},
+    stack = DevStack({**isolated_overrides(tmp), "SLUICEGATE_TELEMETRY_EXPORTER": "none", **NO_CAPACITY_LIMITS,
+                      **BENCH_SCOPE},
                      headless=True,
                      log_dir=tmp / "logs")
     try:

@@ -30,6 +30,7 @@ class Observed:
     versions: list[WorkVersion]
     comments: list[dict[str, Any]]
     model_stats: dict[str, Any]
+    forge_stats: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -77,7 +78,8 @@ def observe(settings: Settings) -> Observed:
     forge, model = settings.simulators.forge, settings.simulators.model
     comments = httpx.get(f"http://{forge.host}:{forge.port}/_sim/comments", timeout=10).json()
     stats = httpx.get(f"http://{model.host}:{model.port}/_sim/stats", timeout=10).json()
-    return Observed(receipts, versions, comments, stats)
+    forge_stats = httpx.get(f"http://{forge.host}:{forge.port}/_sim/stats", timeout=10).json()
+    return Observed(receipts, versions, comments, stats, forge_stats)
 
 
 def judge(sent: list[Sent], seen: Observed) -> Verdict:
@@ -115,6 +117,11 @@ def judge(sent: list[Sent], seen: Observed) -> Verdict:
     called = {k for k, n in seen.model_stats.get("by_work", {}).items() if n}
     allowed = {f"{k}@{ver}" for k, ver in accepted}
     v.add("no model call for a rejected delivery", called <= allowed, ", ".join(sorted(called - allowed)))
+    outside = {s.work_key for s in sent if s.got == ("reject", "out-of-scope")}
+    read = {r.target_id.partition("#")[0].lower() for r in seen.receipts if r.work_key in outside and r.target_id}
+    reads = {repo: seen.forge_stats.get("by_repository", {}).get(repo, 0) for repo in read}
+    v.add("no forge read for a repository out of its source's scope", bool(outside) and not any(reads.values()),
+          ", ".join(f"{repo}: {n} requests" for repo, n in reads.items()))
     steps = sum((w.result or {}).get("steps", 0) for w in seen.versions)
     v.add("model calls = steps recorded by the runs", seen.model_stats.get("calls") == steps,
           f"{seen.model_stats.get('calls')} calls, {steps} steps")

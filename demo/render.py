@@ -51,7 +51,7 @@ def render(console: Console, sent: list[Sent], seen: Observed, verdict: Verdict)
          sum(r.reason in ("duplicate-delivery", "duplicate-work") for r in stopped)),
         ("stale / closed stopped before any model call",
          sum(r.reason in ("stale-version", "target-closed") for r in stopped)),
-        ("other rejections (signature, input, policy)",
+        ("other rejections (signature, scope, input, policy)",
          sum(r.reason not in ("duplicate-delivery", "duplicate-work", "stale-version", "target-closed")
              for r in stopped)),
         ("tokens: input / cached / output / reasoning",

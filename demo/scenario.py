@@ -11,6 +11,8 @@ from typing import Any
 import httpx
 
 from demo.github_payloads import delivery_headers, encode, pull_request_payload
+from intake.envelope import PullRequestRef
+from intake.identity import review_work_key
 from sluicegate.config import Settings
 
 
@@ -73,7 +75,8 @@ class DemoDriver:
         delivery_id = delivery_id or str(uuid.uuid4())
         headers = delivery_headers(secret or self.secret, body, delivery_id=delivery_id)
         r = self.api.post("/webhooks/github", content=body, headers=headers)
-        return self._record(label, delivery_id, f"github:{repo}#{number}:review", sha, expect, r)
+        return self._record(label, delivery_id, self._key(self.settings.sources["github"].tenant, repo, number), sha,
+                            expect, r)
 
     def manual(self, label: str, repo: str, number: int, actor: str, expect: tuple[str, str]) -> Sent:
         request_id = f"manual-{uuid.uuid4()}"
@@ -81,8 +84,14 @@ class DemoDriver:
         r = self.api.post("/v1/triggers/manual", headers={"Authorization": f"Bearer {token}"},
                           json={"repository": repo, "number": number, "request_id": request_id,
                                 "reason": "operator asked for a review of a PR whose webhook never arrived"})
-        return self._record(label, request_id, f"github:{repo}#{number}:review", r.json().get("input_version"),
+        [tenant] = self.settings.actors[actor].tenants  # a one-tenant actor: its tenant is implied
+        return self._record(label, request_id, self._key(tenant, repo, number), r.json().get("input_version"),
                             expect, r)
+
+    @staticmethod
+    def _key(tenant: str, repo: str, number: int) -> str:
+        owner, name = repo.split("/")
+        return review_work_key(tenant, PullRequestRef(owner, name, number))
 
     def _record(self, label, delivery_id, work_key, version, expect, r: httpx.Response) -> Sent:
         sent = Sent(label, delivery_id, work_key, version, expect, r.status_code, r.json())
@@ -92,6 +101,8 @@ class DemoDriver:
 
 UNAUTHENTICATED_REASONS = frozenset({"bad-signature", "unauthorized-actor"})
 NEW_HEAD_42 = "5c1e6b2d9a8f4e3c7b0a1d2e3f405162738495a6"
+OUT_OF_SCOPE_REPO = "globex/site"
+"""A repository the ``github`` source does not serve (it serves ``acme/*``): refused before any forge read."""
 
 # One run at a time per repository, so the stream shows capacity at work: the manual trigger
 # for acme/api#44 arrives while acme/api#42 is running, is deferred into the queue, and is
@@ -118,5 +129,7 @@ def play(driver: DemoDriver) -> list[Sent]:
     d.webhook("event for closed PR acme/api#43", "acme/api", 43, api43, "reopened", ("reject", "target-closed"))
     d.webhook("bad signature", "acme/api", 44, api44, "opened", ("reject", "bad-signature"),
               secret="not-the-secret")
+    d.webhook(f"signed, but {OUT_OF_SCOPE_REPO} is not served by this source", OUT_OF_SCOPE_REPO, 1, api44, "opened",
+              ("reject", "out-of-scope"))
     d.manual("manual trigger by alice (acme/api is busy)", "acme/api", 44, "alice", ("defer", "capacity"))
     return d.sent

@@ -24,6 +24,8 @@ from sluicegate.devstack import DevStack, StackHttp, temporal_binary
 FIRST, SECOND = ("acme/api", 42), ("acme/api", 44)
 ACTOR, WHY = "drill-operator", "drill: wrong pull request"
 NEWER_HEAD = "d1e2" * 10
+TENANT = "acme"
+"""The tenant of the dev configuration's ``github`` source, which the drill's deliveries go through."""
 
 
 def _key(repo: str, number: int) -> str:
@@ -31,7 +33,7 @@ def _key(repo: str, number: int) -> str:
     from intake.identity import review_work_key
 
     owner, name = repo.split("/")
-    return review_work_key(PullRequestRef(owner, name, number))
+    return review_work_key(TENANT, PullRequestRef(owner, name, number))
 
 
 def _check_cancelled(stack: DevStack, web: StackHttp, report: DrillReport, key: str, by: str, calls: int) -> None:

@@ -61,6 +61,9 @@ class Reason(StrEnum):
     """No source of that name is configured."""
     UNAUTHORIZED_ACTOR = "unauthorized-actor"
     """A manual trigger without a configured actor identity."""
+    OUT_OF_SCOPE = "out-of-scope"
+    """Authenticated, but the repository is not one its source (or tenant) serves, or the actor
+    holds no role in the tenant it named. Decided before any forge read."""
 
 
 def policy_reason(rule: str) -> str:

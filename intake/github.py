@@ -25,9 +25,9 @@ from gidgethub.sansio import validate_event
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from intake.decision import Reason
-from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
+from intake.envelope import Envelope, PullRequestRef, TriggerKind
 from intake.errors import InvalidDelivery
-from intake.identity import review_work_key
+from intake.identity import review_candidate
 from intake.hygiene import MAX_NUMBER, input_version, repository
 from intake.sources import ParsedDelivery, VerifiedDelivery
 from intake.sources._common import (MAX_EVENT_TYPE, MAX_JSON_DEPTH_ERROR, content_digest, decode_json,
@@ -138,9 +138,7 @@ def normalize_github(verified: VerifiedDelivery, headers: Mapping[str, str], bod
                         time=utc(updated_at) if updated_at else None, **base)
     if parsed.action not in ACTIONABLE_ACTIONS:
         return ParsedDelivery(envelope, None)
-    candidate = WorkCandidate(work_key=review_work_key(ref), target=ref,
-                              input_version=parsed.pull_request.head.sha, tenant=tenant,
-                              draft=parsed.pull_request.draft)
+    candidate = review_candidate(tenant, ref, parsed.pull_request.head.sha, parsed.pull_request.draft)
     return ParsedDelivery(envelope, candidate)
 
 

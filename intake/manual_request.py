@@ -23,10 +23,10 @@ from typing import Annotated, Any, Callable
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from intake import hygiene
+from intake.identity import is_tenant_name
 
 MAX_BODY_BYTES = 16 * 1024
 """A manual trigger body is a few hundred bytes; anything past this is refused unread (413)."""
-MAX_SOURCE = 128
 
 
 def _rule(check: Callable[[Any], Any], expected: str):
@@ -42,7 +42,10 @@ class ManualTrigger(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    source: Annotated[str, _rule(lambda v: hygiene.identity_text(v, MAX_SOURCE), "a source name")] = "github"
+    tenant: Annotated[str, _rule(lambda v: v if is_tenant_name(v) else None,
+                                 "a tenant name: [a-z0-9_-], 1-63, starting with a letter or digit")] | None = None
+    """Which of the actor's tenants to act in; needed only when the actor holds roles in several.
+    It only chooses among the tenants the bearer token's actor holds a role in (``intake/actors.py``)."""
     repository: Annotated[str, _rule(hygiene.repository, "owner/repo of [A-Za-z0-9_.-], not . or ..")]
     number: Annotated[int, _rule(hygiene.pr_number, f"an integer in 1..{hygiene.MAX_NUMBER}")]
     input_version: Annotated[str, _rule(hygiene.input_version, "printable ASCII, 1-128 characters")] | None = None
@@ -51,7 +54,7 @@ class ManualTrigger(BaseModel):
     reason: Annotated[str, _rule(lambda v: hygiene.free_text(v, hygiene.MAX_REASON),
                                  f"1-{hygiene.MAX_REASON} characters, no control characters")]
     force: bool = False
-    """Re-run a version already done. Only actors with role ``admin``; recorded on the receipt."""
+    """Re-run a version already done. Only actors with role ``admin`` in the tenant; recorded on the receipt."""
 
     @property
     def owner_repo(self) -> tuple[str, str]:

@@ -1,7 +1,12 @@
-"""The admission pipeline: dedupe delivery → freshness → policy → decide → admit.
+"""The admission pipeline: dedupe delivery → scope → freshness → policy → decide → admit.
 
 Order matters. A redelivery is stopped by one statement before the authoritative
-source is touched. Freshness has two distinct parts: the event's age against its
+source is touched. A repository outside the declared scope (its source's for a webhook,
+its tenant's for every other trigger; ``intake/scope.py``) is refused ``out-of-scope``
+before the source is read, so no payload can make Sluicegate read — or spend a tenant's
+forge quota and budget on — a repository nobody declared. A deferred item is held to the
+scope again when it is re-decided (the configuration may have changed meanwhile).
+Freshness has two distinct parts: the event's age against its
 source's bound (``too-old``), then the authoritative re-read (``stale-version``,
 ``target-closed``). The freshness read happens outside any database transaction (it is
 network I/O). The delivery record, work dedupe, generation bump and receipt commit in
@@ -27,7 +32,8 @@ from intake.freshness import assess_freshness
 from intake.policy import evaluate_policy
 from intake.sources.age import event_age_seconds, too_old
 from intake.ports import Admission, Admitter, CapacityContext, IntakeStore, SourceUnavailable, TargetReader
-from intake.receipts import draft_for
+from intake.receipts import ReceiptDraft, draft_for
+from intake.scope import ScopeRules
 
 log = logging.getLogger("sluicegate.intake")
 DEFAULT_DEFER_SECONDS = 30.0
@@ -42,11 +48,14 @@ class Requeue(Exception):
 
 
 class IntakeService:
-    def __init__(self, store: IntakeStore, targets: TargetReader, admitter: Admitter, capacity=None,
+    def __init__(self, store: IntakeStore, targets: TargetReader, admitter: Admitter, capacity=None, *,
+                 scope: ScopeRules,
                  on_decision: Callable[[IntakeDecision, Envelope, float], None] | None = None) -> None:
         """``capacity``: an ``intake.capacity.gate.CapacityGate``; ``None`` admits without limits.
+        ``scope``: the declared repositories (``ScopeRules.everything()`` only in tests of other stages).
         ``on_decision(decision, envelope, seconds)``: called after every decision (metrics)."""
         self._store = store
+        self._scope = scope
         self._targets = targets
         self._admitter = admitter
         self._capacity = capacity
@@ -111,6 +120,9 @@ class IntakeService:
             return await asyncio.to_thread(self._store.decide, draft_for(
                 envelope, None, Outcome.NO_WORK, Reason.NOT_ACTIONABLE,
                 f"{envelope.type} asks for no work"))
+        outside = self._out_of_scope(envelope, candidate)
+        if outside is not None:
+            return await asyncio.to_thread(self._store.decide, outside)
         if too_old(envelope.time, envelope.received_at, max_age_seconds):
             age = event_age_seconds(envelope.time, envelope.received_at)
             return await asyncio.to_thread(self._store.decide, draft_for(
@@ -121,6 +133,9 @@ class IntakeService:
     async def _check_and_decide(self, envelope: Envelope, candidate: WorkCandidate,
                                 resume_item: str | None, resume_receipt: str | None = None) -> IntakeDecision:
         """Freshness against the source, policy, then the ledger decision with capacity."""
+        if resume_item is not None and (outside := self._out_of_scope(envelope, candidate)) is not None:
+            ctx = await self._capacity_context(envelope, candidate, resume_item, resume_receipt)
+            return await asyncio.to_thread(self._store.decide, outside, ctx)
         try:
             snapshot = await self._targets.read(candidate.target, tenant=candidate.tenant)
         except SourceUnavailable as exc:
@@ -147,6 +162,12 @@ class IntakeService:
         if decision.outcome != Outcome.ACCEPT:
             return decision
         return await self._admit(Admission(decision, envelope, candidate))
+
+    def _out_of_scope(self, envelope: Envelope, candidate: WorkCandidate) -> ReceiptDraft | None:
+        why = self._scope.refusal(envelope.trigger_kind, envelope.source, candidate.tenant, candidate.target)
+        if why is None:
+            return None
+        return draft_for(envelope, candidate, Outcome.REJECT, Reason.OUT_OF_SCOPE, why)
 
     async def _admit(self, admission: Admission) -> IntakeDecision:
         decision = admission.decision

@@ -2,7 +2,7 @@
 
 from ledger._engine import make_engine, normalize_url
 from ledger._intake_store import SqlIntakeStore
-from ledger._migrate import LedgerSchemaError, current_revision, head_revision, require_current, upgrade
+from ledger._migrate import LedgerSchemaError, current_revision, downgrade, head_revision, require_current, upgrade
 from ledger._side_effects import BeginResult, BeginState, SideEffectLedger
 from ledger._work_store import OpenVersion, WorkStore
 from ledger._models import Delivery, Receipt, SideEffect, WorkItem, WorkVersion
@@ -15,7 +15,7 @@ from ledger._watermarks import ScanWatermark, Watermark, WatermarkStore
 __all__ = [
     "BeginResult", "BeginState", "SideEffectLedger", "WorkStore",
     "Delivery", "LedgerSchemaError", "Receipt", "SideEffect", "SqlIntakeStore", "WorkItem", "WorkVersion",
-    "current_revision", "head_revision", "make_engine", "normalize_url", "require_current", "upgrade",
+    "current_revision", "downgrade", "head_revision", "make_engine", "normalize_url", "require_current", "upgrade",
 ]
 __all__ += ["Credential", "CredentialBroker", "DeadLetter", "DeadLetters", "BudgetDay", "DayBudgetExceeded", "DayBudgets", "Kill", "KillSwitch", "ScanWatermark", "Watermark", "WatermarkStore"]
 from ledger._capacity import CapacityLedger, CapacityRefused

@@ -8,6 +8,7 @@ source, then the default). ``starter.py dlq retry`` re-submits it through intake
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from typing import Any
 
@@ -42,8 +43,17 @@ class DeadLetter(SQLModel, table=True):
     note: str | None = None
 
 
+MAX_LETTER_ID = 80
+
+
 def dead_letter_id(work_key: str, version: str, generation: int) -> str:
-    return f"{work_key}@{version[:12]}#{generation}"[-80:]
+    """Readable when short; a long one keeps its tail behind a digest of the whole, so two work keys
+    that differ only at the front (two tenants on one pull request) never share a letter id."""
+    full = f"{work_key}@{version[:12]}#{generation}"
+    if len(full) <= MAX_LETTER_ID:
+        return full
+    digest = hashlib.sha256(full.encode()).hexdigest()[:16]
+    return f"{digest}~{full[-(MAX_LETTER_ID - len(digest) - 1):]}"
 
 
 class DeadLetters:

@@ -52,10 +52,15 @@ def current_revision(url: str) -> str | None:
         engine.dispose()
 
 
-def upgrade(url: str) -> str:
-    """Upgrade the ledger at ``url`` to the head revision and return it."""
-    command.upgrade(_alembic_config(url), "head")
-    return head_revision()
+def upgrade(url: str, revision: str = "head") -> str:
+    """Upgrade the ledger at ``url`` to ``revision`` (default: the head) and return it."""
+    command.upgrade(_alembic_config(url), revision)
+    return head_revision() if revision == "head" else revision
+
+
+def downgrade(url: str, revision: str) -> None:
+    """Downgrade the ledger at ``url`` to ``revision`` (tests of a migration; operators roll forward)."""
+    command.downgrade(_alembic_config(url), revision)
 
 
 def require_current(url: str) -> None:

@@ -12,6 +12,7 @@ from intake.service import IntakeService
 from ledger import BreakerBoard, SqlIntakeStore
 from sluicegate.config import Settings
 from sluicegate.metrics import record_decision
+from sluicegate.tenancy_config import scope_rules
 
 
 def capacity_gate(settings: Settings, engine: Engine) -> CapacityGate:
@@ -22,4 +23,4 @@ def capacity_gate(settings: Settings, engine: Engine) -> CapacityGate:
 
 def intake_service(settings: Settings, engine: Engine, forge, admitter: Admitter) -> IntakeService:
     return IntakeService(SqlIntakeStore(engine), ForgeTargetReader(forge), admitter, capacity_gate(settings, engine),
-                         on_decision=record_decision)
+                         scope=scope_rules(settings), on_decision=record_decision)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sluicegate.capacity_config import CapacityConfig
 from sluicegate.codec_config import CodecServerConfig
@@ -29,6 +29,7 @@ from sluicegate.schedule_config import GoalsConfig, ScheduleConfig  # noqa: F401
 from sluicegate.forge_config import ForgeAppConfig, ForgeConfig  # noqa: F401 - ForgeAppConfig re-exported
 from sluicegate.secret_fields import Credential, VerifierSecret
 from sluicegate.source_config import SourceConfig
+from sluicegate.tenancy_config import Role, actor_shape, check_tenancy
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG_FILE = PROJECT_ROOT / "temporal-dev.yaml"
@@ -87,9 +88,17 @@ class WebhookApiConfig(_Section):
 
 
 class ActorConfig(_Section):
+    """An operator allowed to send manual triggers, with a role per tenant (``intake/actors.py``)."""
+
     token: VerifierSecret
     """Sent as ``Authorization: Bearer <token>``; at least 16 characters."""
-    role: Literal["operator", "admin"] = "operator"
+    tenants: dict[str, Role] = Field(min_length=1)
+    """Tenant -> ``operator`` | ``admin``; the tenant ``*`` grants the role in every tenant."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tenant_roles(cls, data: Any) -> Any:
+        return actor_shape(data)
 
 
 class Price(_Section):
@@ -220,6 +229,11 @@ class Settings(_Section):
     the API and worker may start with the secrets published in temporal-dev.yaml, on loopback only."""
     base_dir: Path = PROJECT_ROOT
     """Directory relative paths are resolved against (the config file's directory)."""
+
+    @model_validator(mode="after")
+    def _tenancy(self) -> "Settings":
+        check_tenancy(self)
+        return self
 
     def path(self, p: Path) -> Path:
         """Resolve a configured path against the config file's directory."""

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 import ledger
-from intake.outbox import parse_target
+from intake.identity import parse_work_key
 from sluicegate.config import load_settings
 
 dlq_app = typer.Typer(pretty_exceptions_show_locals=False, help="Dead letters: failed work with evidence and an owner.", no_args_is_help=True)
@@ -51,18 +51,28 @@ def show(letter_id: str) -> None:
 def retry(letter_id: str, reason: str = typer.Option(..., help="why it should work now (recorded)"),
           actor_token: str = typer.Option(..., envvar="SLUICEGATE_ACTOR_TOKEN"),
           api_url: Optional[str] = typer.Option(None)) -> None:
-    """Re-submit the failed version through intake (a manual trigger: same checks, a receipt)."""
+    """Re-submit the failed version through intake (a manual trigger: same checks, a receipt).
+
+    It runs in the letter's tenant (its work key's), so the actor needs a role there, and the
+    tenant's scope, budget, forge credentials and egress list apply — never those of whichever
+    source happens to be the default."""
     letters = _letters()
     letter = letters.get(letter_id)
     if letter is None or letter.status != "open":
         console.print(f"[red]no open dead letter {letter_id!r}[/]")
         raise typer.Exit(1)
     s = load_settings()
-    target = parse_target(letter.work_key.split(":", 1)[1].rsplit(":", 1)[0])
+    try:
+        key = parse_work_key(letter.work_key)
+    except ValueError as exc:
+        console.print(f"[red]dead letter {letter_id} has no usable work key: {exc}[/]")
+        raise typer.Exit(1) from None
+    target, tenant = key.target, key.tenant or letter.tenant
     r = httpx.post(f"{api_url or f'http://{s.webhook_api.host}:{s.webhook_api.port}'}/v1/triggers/manual",
                    headers={"Authorization": f"Bearer {actor_token}"}, timeout=30,
-                   json={"repository": f"{target.owner}/{target.repo}", "number": target.number,
-                         "input_version": letter.input_version, "reason": f"dlq retry {letter_id}: {reason}",
+                   json={"tenant": tenant, "repository": f"{target.owner}/{target.repo}", "number": target.number,
+                         "input_version": letter.input_version,
+                         "reason": f"dlq retry {letter_id} (first from {letter.source}): {reason}"[:500],
                          "request_id": f"dlq-{uuid.uuid4()}"})
     answer = r.json()
     console.print_json(data=answer)

@@ -12,6 +12,7 @@ from rich.console import Console
 
 import ledger
 from ledger._queries import ReceiptFilter, explain, list_receipts
+from intake.identity import is_tenant_name, parse_work_key
 from sluicegate.config import load_settings
 from sluicegate.operator_views import print_chain, receipts_table
 
@@ -122,6 +123,15 @@ def _scope(work_key: Optional[str], tenant: Optional[str], everything: bool) -> 
               if t]
     if len(chosen) != 1:
         raise typer.BadParameter("give exactly one of --work-key, --tenant, --all")
+    if work_key is not None:
+        try:
+            tenant_of_key = parse_work_key(work_key).tenant
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
+        if tenant_of_key is None:
+            raise typer.BadParameter("work keys start with their tenant: e.g. acme/github:acme/api#42:review")
+    if tenant is not None and not is_tenant_name(tenant):
+        raise typer.BadParameter(f"not a tenant name: {tenant!r}")
     return chosen[0]
 
 
@@ -129,7 +139,10 @@ def running_agents_query(scope: str, target: str) -> str:
     """Visibility query for the running agent workflows a kill scope covers."""
     base = 'WorkflowType = "AgentLoop" AND ExecutionStatus = "Running"'
     if scope == "work_key":
-        return f'{base} AND SluicegateWorkKey = "{target}"'
+        # A run admitted before the tenancy upgrade is searchable only by its old key (no tenant).
+        tenant, _, legacy = target.partition("/")
+        return (f'{base} AND (SluicegateWorkKey = "{target}" OR '
+                f'(SluicegateWorkKey = "{legacy}" AND SluicegateTenant = "{tenant}"))')
     if scope == "tenant":
         return f'{base} AND SluicegateTenant = "{target}"'
     return base

@@ -3,7 +3,10 @@
 ``cancel`` records who asked and why in the ledger *first*, then cancels the work key's running
 workflow with a reason naming that record, so the run's outcome says ``cancelled by <actor>``
 (the ledger, not the text in Temporal, vouches for the actor). If nothing is running, or the
-cancel RPC fails, the record says so and nothing else changed (exit 1). ``reconcile`` runs one
+cancel RPC fails, the record says so and nothing else changed (exit 1). The key must start with
+its tenant (``acme/github:acme/api#42:review``); the workflow cancelled is the one the ledger
+recorded for the key — for a run admitted before the tenancy upgrade that is its old id
+(``agent/github:…``), not one derived from today's key. ``reconcile`` runs one
 pass of the run reconciler now (the ``sluicegate-reconcile-runs`` schedule does it every few
 minutes); it needs the ledger and Temporal.
 """
@@ -20,11 +23,31 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 import ledger
-from intake.identity import workflow_id_for
+from intake.identity import parse_work_key, workflow_id_for
 from sluicegate.config import load_settings
 from workflows.cancellation import cancel_reason_text
 
 console = Console()
+
+
+def _tenant_first(work_key: str) -> str:
+    try:
+        tenant = parse_work_key(work_key).tenant
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    if tenant is None:
+        raise typer.BadParameter("work keys start with their tenant: e.g. acme/github:acme/api#42:review")
+    return work_key
+
+
+def recorded_workflow_id(engine, work_key: str) -> str:
+    """The workflow the ledger admitted ``work_key`` into, else the one today's key names."""
+    from sqlmodel import Session
+
+    with Session(engine) as s:
+        item = s.get(ledger.WorkItem, work_key)
+        recorded = item.workflow_id if item is not None else None
+    return recorded or workflow_id_for(work_key)
 
 
 async def _send_cancel(client: Client, workflow_id: str, reason: str) -> tuple[str, str | None, str | None]:
@@ -56,7 +79,8 @@ async def _closed_status(client: Client, workflow_id: str, run_id: str, timeout:
 
 
 def cancel_cmd(
-    work_key: str = typer.Argument(..., help="the work key whose run to cancel"),
+    work_key: str = typer.Argument(..., help="the work key whose run to cancel (acme/github:acme/api#42:review)",
+                                   callback=_tenant_first),
     actor: str = typer.Option(..., help="who is cancelling it (recorded)"),
     reason: str = typer.Option(..., help="why (recorded)"),
     wait_seconds: float = typer.Option(60.0, help="wait this long for the run to close (0: do not wait)"),
@@ -68,8 +92,8 @@ def cancel_cmd(
     from sluicegate.temporal_client import connect
 
     settings = load_settings()
-    workflow_id = workflow_id_for(work_key)
     engine = ledger.make_engine(settings.ledger_url())
+    workflow_id = recorded_workflow_id(engine, work_key)
     requests = ledger.CancelRequests(engine)
     request = requests.record(work_key, workflow_id, actor, reason)
     console.print(f"cancel request {request.id} recorded: {work_key} by {actor}: {reason}")

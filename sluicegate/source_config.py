@@ -7,6 +7,9 @@ Validated at start-up, with the dotted path in the error, against these failure 
 * a generic source (``standard-webhooks``, ``cloudevents``) without a mapping: it could
   never name work; a ``github`` source with one: it would be silently ignored;
 * the old single ``secret:`` key next to ``secrets:``: which one wins would be a guess;
+* no ``repositories``: a source that serves "whatever its payload names" would let its
+  sender pick any repository the forge credential can read (``out-of-scope`` needs a list);
+  ``["*/*"]`` says "everything" deliberately;
 * an empty or short secret (under 16 characters): guessable, and an empty bearer token
   must never authenticate. Secrets are ``SecretStr``: hidden in reprs and tracebacks.
 """
@@ -18,6 +21,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator, model_validator
 
+from intake.identity import TENANT_PATTERN
+from intake.scope import check_glob
 from intake.sources.mapping import PayloadMapping
 from sluicegate.secret_fields import VerifierSecret
 
@@ -37,7 +42,10 @@ class SourceConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: SourceKind
-    tenant: str
+    tenant: str = Field(pattern=TENANT_PATTERN)
+    """Whose work this source's deliveries are (budget, forge credentials, egress, dedupe partition)."""
+    repositories: list[str] = Field(min_length=1)
+    """``owner/repo`` globs this source serves (``acme/*``); a delivery naming any other is ``out-of-scope``."""
     secrets: list[VerifierSecret] = Field(min_length=1)
     """github: webhook secrets; standard-webhooks: ``whsec_<base64>`` keys; cloudevents: bearer tokens."""
     max_age_seconds: float | None = Field(default=3600, gt=0)
@@ -67,6 +75,11 @@ class SourceConfig(BaseModel):
             if info.data.get("kind") == "standard-webhooks" and not is_whsec(secret.get_secret_value()):
                 raise ValueError(f"secrets[{i}] must be {WHSEC_PREFIX}<base64 of at least {MIN_WHSEC_BYTES} bytes>")
         return secrets
+
+    @field_validator("repositories")
+    @classmethod
+    def _usable_globs(cls, globs: list[str]) -> list[str]:
+        return [check_glob(g) for g in globs]
 
     @field_validator("mapping")
     @classmethod

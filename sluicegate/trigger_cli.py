@@ -30,6 +30,7 @@ from intake.identity import review_work_key
 from sluicegate import schedules as sched
 from sluicegate.config import Settings, load_settings
 from sluicegate.temporal_client import connect
+from sluicegate.tenancy_config import configured_tenants, scope_rules
 from workflows.scan_contracts import GOAL_CONDITIONS, GOAL_WORKFLOW, GoalCondition, GoalRequest, GoalResult
 
 schedule_app = typer.Typer(pretty_exceptions_show_locals=False, help="Temporal Schedules: scans (`schedules:`) and the outbox relay and delivery "
@@ -201,13 +202,19 @@ def goal_request(settings: Settings, repo: str, pr: int, until: str, poll_second
     if not 0 < deadline <= g.max_deadline_minutes:
         raise typer.BadParameter(f"--deadline-minutes must be in (0, {g.max_deadline_minutes:g}] "
                                  "(goals.max_deadline_minutes)")
-    return GoalRequest(tenant=tenant or g.tenant, owner=owner, repo=name, number=pr,
+    tenant = tenant or g.tenant
+    if tenant not in configured_tenants(settings):
+        raise typer.BadParameter(f"--tenant {tenant!r} is not a tenant of any source (goals.tenant is the default)")
+    if not scope_rules(settings).tenant_covers(tenant, owner, name):
+        raise typer.BadParameter(f"{owner}/{name} is not in tenant {tenant!r}'s scope "
+                                 f"({', '.join(scope_rules(settings).tenant_globs(tenant))})")
+    return GoalRequest(tenant=tenant, owner=owner, repo=name, number=pr,
                        condition=parse_condition(until), poll_seconds=poll, max_polls=polls,
                        deadline_seconds=deadline * 60)
 
 
 async def start_goal(client: Client, settings: Settings, req: GoalRequest, task_queue: str | None = None):
-    work_key = review_work_key(PullRequestRef(req.owner, req.repo, req.number))
+    work_key = review_work_key(req.tenant, PullRequestRef(req.owner, req.repo, req.number))
     # The workflow enforces the bounds itself; the execution timeout is only a backstop.
     return await client.start_workflow(
         GOAL_WORKFLOW, req, id=goal_workflow_id(work_key, req.condition),

@@ -117,6 +117,18 @@ def fresh_ledger_url(request: pytest.FixtureRequest, tmp_path):
     yield from _scratch_database("sluicegate_fresh")
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def empty_ledger_url(request: pytest.FixtureRequest, tmp_path: Path):
+    """A database of this test's own with no schema (migration tests choose the revision they start from)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'own-ledger.sqlite'}"
+        return
+    request.getfixturevalue("postgres_url")  # skips (or fails) when PostgreSQL is unreachable
+    name, url = create_database("sluicegate_empty")
+    yield url
+    drop_database(name)
+
+
 @pytest.fixture
 def engine(ledger_url: str):
     eng = ledger.make_engine(ledger_url)

@@ -28,7 +28,7 @@ def _starter(url: str, *args: str) -> subprocess.CompletedProcess:
 def _draft(tenant: str, number: int) -> ReceiptDraft:
     return ReceiptDraft(outcome=Outcome.ACCEPT, reason=Reason.ADMITTED, message="admitting",
                         trigger_kind=TriggerKind.EVENT, source="github", received_at=datetime.now(UTC),
-                        delivery_id=str(uuid.uuid4()), tenant=tenant, work_key=f"github:{tenant}/api#{number}:review",
+                        delivery_id=str(uuid.uuid4()), tenant=tenant, work_key=f"{tenant}/github:{tenant}/api#{number}:review",
                         target_id=f"{tenant}/api#{number}", input_version="v1")
 
 
@@ -45,9 +45,9 @@ def test_status_shows_holders_the_queue_with_positions_and_breakers_and_reset_cl
     shown = _starter(url, "status", "--tenant", "acme")
     assert shown.returncode == 0, shown.stderr
     out = shown.stdout
-    assert "key:repo:acme/api" in out and "github:acme/api#1:review" in out  # the holder
+    assert "key:repo:acme/api" in out and "acme/github:acme/api#1:review" in out  # the holder
     assert "2 waiting" in out and "concurrency-key" in out
-    lines = [line for line in out.splitlines() if "github:acme/api#2:review" in line or "github:acme/api#3:review" in line]
+    lines = [line for line in out.splitlines() if "acme/github:acme/api#2:review" in line or "acme/github:acme/api#3:review" in line]
     assert [line.split("│")[1].strip() for line in lines] == ["1", "2"]  # positions, oldest first
     assert "open" in out and "503 upstream down" in out
 

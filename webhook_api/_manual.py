@@ -6,13 +6,19 @@ Order, and why:
    :data:`intake.manual_request.MAX_BODY_BYTES` — a 60 MB body is refused unread.
 2. The bearer token, compared in constant time with every configured actor's (an empty
    token never matches). Failures 1-2 are unauthenticated: counted, never recorded, and the
-   body is not read — a caller without a token learns nothing about sources or fields.
+   body is not read — a caller without a token learns nothing about tenants or fields.
 3. The body, streamed under the cap, then parsed with the shared model
    (:mod:`intake.manual_request`, also used by ``starter.py trigger``). From here the actor is
    known, so a bad request gets a reject receipt naming the actor.
-4. The source (404), then ``force`` (403 ``policy:override-not-permitted`` for a non-admin,
-   with a receipt). ``force`` becomes the envelope's typed ``override``: the only way any
-   trigger can relax a check.
+4. The tenant, from the actor's grants (``intake/actors.py``): the body's ``tenant`` may only
+   choose among the tenants the actor holds a role in — one it holds none in is 403
+   ``out-of-scope``, and an actor in several tenants who names none is 422 ``bad-input``
+   (both with a receipt naming the actor). Then ``force``: 403
+   ``policy:override-not-permitted`` unless the actor is ``admin`` *in that tenant*.
+   ``force`` becomes the envelope's typed ``override``: the only way any trigger can relax a
+   check.
+5. Intake, which refuses a repository outside the tenant's scope (``out-of-scope``, 403)
+   before the forge is read.
 """
 
 from __future__ import annotations
@@ -25,16 +31,18 @@ from typing import Mapping
 from fastapi import Request
 from fastapi.responses import JSONResponse
 
+from intake.actors import choose_tenant
 from intake.decision import Reason, policy_reason
-from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
+from intake.envelope import Envelope, PullRequestRef, TriggerKind
 from intake.errors import InvalidDelivery
-from intake.identity import review_work_key
+from intake.identity import review_candidate
 from intake.manual_request import MAX_BODY_BYTES, parse_manual_body
 from sluicegate.config import ActorConfig, Settings
+from sluicegate.tenancy_config import configured_tenants
 from webhook_api._body import bounded_headers, declared_too_large, read_limited
 from webhook_api._refusals import refuse
 from webhook_api._rejects import reject_with_receipt
-from webhook_api._responses import decision_response, refused_response
+from webhook_api._responses import decision_response
 
 SOURCE = "manual"
 EVENT_TYPE = "manual.review"
@@ -81,17 +89,20 @@ async def manual_trigger(request: Request, settings: Settings) -> JSONResponse:
     except ValueError as exc:
         return await reject(InvalidDelivery(Reason.BAD_INPUT, str(exc), 422, fallback_id, EVENT_TYPE), None)
     request_id = trigger.request_id or fallback_id
-    src = settings.sources.get(trigger.source)
-    if src is None:
-        return refused_response(InvalidDelivery(Reason.UNKNOWN_SOURCE, "no source of that name is configured", 404))
-    if trigger.force and settings.actors[actor].role != "admin":
+    # The tenant comes from the actor's grants; the body may only choose among them.
+    choice = choose_tenant(actor, settings.actors[actor].tenants, trigger.tenant, configured_tenants(settings))
+    if choice.tenant is None:
+        reason, status = (Reason.BAD_INPUT, 422) if choice.ambiguous else (Reason.OUT_OF_SCOPE, 403)
+        return await reject(InvalidDelivery(reason, choice.refusal or "", status, request_id, EVENT_TYPE), None)
+    tenant = choice.tenant
+    if trigger.force and choice.role != "admin":
         return await reject(InvalidDelivery(policy_reason("override-not-permitted"),
-                                            f"actor {actor!r} may not force a re-run (role admin required)", 403,
-                                            request_id, EVENT_TYPE), src.tenant)
+                                            f"actor {actor!r} may not force a re-run in tenant {tenant!r} "
+                                            "(role admin required there)", 403, request_id, EVENT_TYPE), tenant)
     ref = PullRequestRef(*trigger.owner_repo, trigger.number)
     envelope = Envelope(id=request_id, source=SOURCE, type=EVENT_TYPE, subject=ref.target_id, time=received_at,
-                        received_at=received_at, trigger_kind=TriggerKind.MANUAL, tenant=src.tenant, actor=actor,
+                        received_at=received_at, trigger_kind=TriggerKind.MANUAL, tenant=tenant, actor=actor,
                         override=f"rerun-done: {trigger.reason}"[:MAX_OVERRIDE] if trigger.force else None,
                         data={"reason": trigger.reason})  # who and why are part of the receipt
-    candidate = WorkCandidate(review_work_key(ref), ref, trigger.input_version, src.tenant)
+    candidate = review_candidate(tenant, ref, trigger.input_version)
     return decision_response(await request.app.state.intake.submit(envelope, candidate))

@@ -4,15 +4,17 @@ accept → 202; no-work and reject of a valid delivery (duplicate, stale, closed
 → 200, so the sender does not redeliver something already decided; a defer for capacity
 (capacity, quota, rate-limited, breaker-open) → 202 with ``Retry-After``: the item waits in
 the durable deferred queue, so the sender must not redeliver; a defer because the source
-could not be read → 503 with ``Retry-After`` (nothing was kept: redeliver); invalid input → the
-4xx its check chose. Every body carries the receipt id (when one was written), outcome and
-reason.
+could not be read → 503 with ``Retry-After`` (nothing was kept: redeliver); ``out-of-scope`` → 403
+(decided, with a receipt: a misconfigured sender sees it fail, and a redelivery is a 200
+duplicate); invalid input → the 4xx its check chose. Every body carries the receipt id (when
+one was written), outcome and reason.
 
 Error bodies never echo input: messages are written by our checks and name fields and
-expectations, not values. A request refused before authentication is answered with no
-delivery id and no receipt id (nothing was recorded), and a body the framework could not
-validate (``RequestValidationError``) gets a fixed message, because pydantic's own errors
-carry the offending ``input``.
+expectations, not values (an ``out-of-scope`` message names the repository, which has passed
+the hygiene rules by then, and the sender's own declared scope). A request refused before
+authentication is answered with no delivery id and no receipt id (nothing was recorded), and
+a body the framework could not validate (``RequestValidationError``) gets a fixed message,
+because pydantic's own errors carry the offending ``input``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ QUEUED_DEFERS = {str(Reason.CAPACITY), str(Reason.QUOTA), str(Reason.RATE_LIMITE
 
 def decision_response(decision: IntakeDecision) -> JSONResponse:
     status = {Outcome.ACCEPT: 202, Outcome.DEFER: 503}.get(decision.outcome, 200)
+    if str(decision.reason) == Reason.OUT_OF_SCOPE:
+        status = 403  # decided and recorded (a redelivery is a 200 duplicate), but the sender must hear "never"
     if decision.outcome == Outcome.DEFER and str(decision.reason) in QUEUED_DEFERS:
         status = 202
     headers = {}

@@ -10,8 +10,9 @@ watermark never passes an undecided change. When no repository had a candidate, 
 
 Delivery ids are ``<run id>:<owner>/<repo>#<n>@<sha>`` — deterministic per scan run and
 candidate — so an activity retry is a ``duplicate-delivery``, never a second decision;
-the work key is the webhook path's (``review_work_key``), so a scan finding a version an
-event already admitted is a ``duplicate-work``.
+the work key is the webhook path's (``review_work_key``, built by the intake activity from the
+scan's tenant), so a scan finding a version an event of the same tenant already admitted is a
+``duplicate-work``.
 
 Deterministic: no clock, I/O or config here; everything arrives in :class:`ScanRequest`.
 A repository whose listing or intake keeps failing after retries fails the scan at the

@@ -1,6 +1,6 @@
 """Sluicegate's Temporal search attributes (registered by the dev-server launcher).
 
-Find runs with e.g. ``temporal workflow list --query 'SluicegateWorkKey="github:acme/api#42:review"'``.
+Find runs with e.g. ``temporal workflow list --query 'SluicegateWorkKey="acme/github:acme/api#42:review"'``.
 """
 
 from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
+from intake.identity import review_candidate
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -44,6 +45,8 @@ def from_payload(payload: dict[str, Any]) -> tuple[Envelope, WorkCandidate]:
                         received_at=datetime.fromisoformat(e["received_at"]),
                         trigger_kind=kind, tenant=e["tenant"], actor=e.get("actor"), override=override,
                         data={k: v for k, v in data.items() if k != "override"})
-    candidate = WorkCandidate(work_key=c["work_key"], target=PullRequestRef(c["owner"], c["repo"], int(c["number"])),
-                              input_version=c.get("input_version"), tenant=c["tenant"], draft=bool(c.get("draft")))
+    # The key is rebuilt from tenant and target, not read back: an item queued before the tenancy
+    # upgrade (its stored key has no tenant) is decided under today's key like any other.
+    candidate = review_candidate(c["tenant"], PullRequestRef(c["owner"], c["repo"], int(c["number"])),
+                                 c.get("input_version"), bool(c.get("draft")))
     return envelope, candidate

@@ -7,8 +7,8 @@ dotted path (``data.pull_request.head.sha``); a segment of digits indexes a list
 resolved against the event as a JSON object: the body for Standard Webhooks; the
 structured-mode form (attributes plus ``data``) for CloudEvents, in either HTTP mode.
 
-The candidate uses :func:`intake.identity.review_work_key`, the one key GitHub and manual
-triggers use, so acme/api#44 at one sha is one work item whichever source reports it.
+The candidate uses :func:`intake.identity.review_candidate`, the one key GitHub and manual
+triggers use, so acme/api#44 at one sha is one work item per tenant whichever source reports it.
 Values are checked with :mod:`intake.hygiene` before they reach the forge URL or the ledger:
 owner/repo ``[A-Za-z0-9_.-]`` and never ``.`` or ``..``, number a JSON integer in
 1..2**31-1, version printable ASCII up to 128. Error messages name the mapping path and the
@@ -25,7 +25,7 @@ from intake.decision import Reason
 from intake.envelope import PullRequestRef, WorkCandidate
 from intake.errors import InvalidDelivery
 from intake.hygiene import input_version, pr_number, repo_name
-from intake.identity import review_work_key
+from intake.identity import review_candidate
 
 _MISSING = object()
 
@@ -113,7 +113,7 @@ def resolve_candidate(document: Any, mapping: PayloadMapping, tenant: str, deliv
         raise InvalidDelivery(Reason.BAD_INPUT, f"{event_type} payload invalid at: {', '.join(problems)}", 422,
                               delivery_id, event_type)
     ref = PullRequestRef(values["owner"], values["repo"], number)
-    return WorkCandidate(work_key=review_work_key(ref), target=ref, input_version=values["version"], tenant=tenant)
+    return review_candidate(tenant, ref, values["version"])
 
 
 def _why(value: Any, expected: str) -> str:

@@ -1,7 +1,8 @@
 """Control API of the forge simulator (``/_sim/``; never requires auth).
 
 * ``GET /_sim/health`` -- liveness for launchers.
-* ``GET /_sim/stats`` -- ``{"total", "requests": {"METHOD /route": n}, "comments_posted"}``.
+* ``GET /_sim/stats`` -- ``{"total", "requests": {"METHOD /route": n}, "by_repository":
+  {"owner/repo": n}, "comments_posted"}`` (every API request, answered or refused).
 * ``POST /_sim/reset`` -- re-seed from fixtures, zero counters, clear faults.
 * ``POST /_sim/pulls/{owner}/{repo}/{number}`` -- upsert a pull with any of
   ``head_sha, base_sha, state, diff, title, head_ref, base_ref, body, user,

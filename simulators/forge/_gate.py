@@ -1,9 +1,11 @@
 """Per-request gate for the forge API: counting, auth, rate limits, fault injection.
 
 Order for every non-``/_sim/`` request: count it (key = METHOD + route
-template, ``<unmatched>`` for unknown paths) -> identify the caller -> its
-rate limits -> take at most one matching fault -> run the handler. Every
-answer past the rate-limit step carries GitHub's ``x-ratelimit-*`` headers.
+template, ``<unmatched>`` for unknown paths; and by ``owner/repo`` for
+``/repos/...`` paths, so a test can prove a repository was never read) ->
+identify the caller -> its rate limits -> take at most one matching fault ->
+run the handler. Every answer past the rate-limit step carries GitHub's
+``x-ratelimit-*`` headers.
 
 Auth (``_identity``): the static token is the bot user, registered user
 tokens are those users, a ``ghs_`` token is judged by ``_apps`` (401
@@ -30,6 +32,7 @@ Fault semantics (one fault per request, first match wins):
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from http import HTTPStatus
 from typing import Any
@@ -46,6 +49,8 @@ from simulators.forge._state import ForgeState
 __all__ = ["install_gate", "parse_fault"]
 
 _FAULT_KEYS = {"method", "path", "status", "times", "hang_seconds", "after_commit", "retry_after"}
+
+_REPO_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)(?:/|$)")
 
 
 def parse_fault(spec: Any) -> dict[str, Any]:
@@ -103,7 +108,9 @@ def install_gate(app: FastAPI, state: ForgeState, token: str | None) -> None:
         if path == "/_sim" or path.startswith("/_sim/"):
             return await call_next(request)
         method = request.method.upper()
-        state.record_request(f"{method} {_route_template(app, request.scope)}")
+        repo = _REPO_PATH.match(path)
+        state.record_request(f"{method} {_route_template(app, request.scope)}",
+                             f"{repo['owner']}/{repo['repo']}" if repo else None)
         headers: dict[str, str] = {}
         if not path.startswith("/app/"):
             caller = identify(request.headers.get("authorization"), method, path, static_token=token,

@@ -85,6 +85,7 @@ class ForgeState:
             self._next_pull_id = len(pulls) + 1
             self._comments: list[Comment] = []
             self._requests: Counter[str] = Counter()
+            self._by_repository: Counter[str] = Counter()
             self._comments_posted = 0
             self.faults.clear()
         self.apps.reset()
@@ -184,14 +185,18 @@ class ForgeState:
             return list(self._comments)
 
     # -- accounting ----------------------------------------------------------
-    def record_request(self, key: str) -> None:
+    def record_request(self, key: str, repository: str | None = None) -> None:
+        """Count one request by route and, for ``/repos/{owner}/{repo}/...``, by repository."""
         with self._lock:
             self._requests[key] += 1
+            if repository is not None:
+                self._by_repository[repository.lower()] += 1
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
             return {
                 "total": sum(self._requests.values()),
                 "requests": dict(sorted(self._requests.items())),
+                "by_repository": dict(sorted(self._by_repository.items())),
                 "comments_posted": self._comments_posted,
             }

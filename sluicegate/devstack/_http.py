@@ -27,12 +27,14 @@ class StackHttp:
                       headers={"Authorization": f"Bearer {self.settings.forge.token.get_secret_value()}"}, timeout=10)
         return r.raise_for_status().json()["head"]["sha"]
 
-    def send_opened(self, repo: str, number: int, sha: str | None = None, action: str = "opened") -> httpx.Response:
-        """A signed GitHub ``pull_request`` delivery (``opened`` by default) for the PR's current (or given) head."""
+    def send_opened(self, repo: str, number: int, sha: str | None = None, action: str = "opened",
+                    source: str = "github") -> httpx.Response:
+        """A signed GitHub ``pull_request`` delivery (``opened`` by default) for the PR's current (or given)
+        head, through webhook source ``source`` (its secret; so its tenant and declared repositories)."""
         owner, name = repo.split("/")
         body = encode(pull_request_payload(owner, name, number, sha or self.head(repo, number), action=action))
-        return httpx.post(f"{self.api}/webhooks/github", content=body, timeout=30,
-                          headers=delivery_headers(self.settings.sources["github"].secret, body,
+        return httpx.post(f"{self.api}/webhooks/{source}", content=body, timeout=30,
+                          headers=delivery_headers(self.settings.sources[source].secret, body,
                                                    delivery_id=str(uuid.uuid4())))
 
     def put_pull(self, repo: str, number: int, head_sha: str) -> None:
@@ -49,6 +51,10 @@ class StackHttp:
 
     def model_stats(self) -> dict:
         return httpx.get(f"{self.model}/_sim/stats", timeout=10).json()
+
+    def forge_reads(self, repo: str) -> int:
+        """API requests the forge simulator has seen for ``repo`` (answered or refused)."""
+        return httpx.get(f"{self.forge}/_sim/stats", timeout=10).json()["by_repository"].get(repo.lower(), 0)
 
     def comments(self) -> list[dict]:
         return httpx.get(f"{self.forge}/_sim/comments", timeout=10).json()

@@ -191,7 +191,7 @@ async def test_tenant_picks_the_installation_with_no_fallback(forge: str, app_ke
 
 
 async def test_review_tools_use_the_work_orders_tenant(forge: str, app_key: str, engine) -> None:
-    work_key = f"github:globex/site#1:review:{uuid.uuid4().hex[:8]}"
+    work_key = f"globex/github:globex/site#1:review:{uuid.uuid4().hex[:8]}"
     req = ToolRequest(work_key, "globex-corp", "globex", "site", 1, "0" * 40, 1, "call-1", json.dumps({"body": "LGTM"}))
     client = _client(forge, app_key)
     tools = ForgeTools(client, ToolGateway(SideEffectLedger(engine)))

@@ -16,9 +16,10 @@ from sqlmodel import Session, select
 
 import ledger
 from intake.decision import Outcome, Reason
-from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
+from intake.envelope import Envelope, PullRequestRef, TriggerKind
 from intake.forge_reader import ForgeTargetReader
-from intake.identity import review_work_key
+from intake.identity import review_candidate
+from intake.scope import ScopeRules
 from intake.service import IntakeService
 from intake.temporal_admitter import TemporalAdmitter
 from ledger import DeadLetter, Delivery, SideEffect
@@ -101,13 +102,14 @@ async def test_freshness_read_defers_for_the_rate_limits_own_delay(sims, ledger_
     engine = ledger.make_engine(ledger_url)
     forge = ForgeClient(sims.forge.base_url, FORGE_TOKEN, timeout_seconds=5)
     service = IntakeService(ledger.SqlIntakeStore(engine), ForgeTargetReader(forge),
-                            TemporalAdmitter(temporal_env.client, settings, search_attributes=False))
+                            TemporalAdmitter(temporal_env.client, settings, search_attributes=False),
+                            scope=ScopeRules.everything())  # the owner is this test's own; scope is not the subject
 
     def event():
         now = datetime.now(UTC)
         env = Envelope(id=str(uuid.uuid4()), source="github", type="pull_request.opened", subject=ref.target_id,
                        time=now, received_at=now, trigger_kind=TriggerKind.EVENT, tenant="acme")
-        return env, WorkCandidate(review_work_key(ref), ref, head, "acme")
+        return env, review_candidate("acme", ref, head)
 
     try:
         for kind, extra, expected in (("secondary", {}, SECONDARY_LIMIT_DEFAULT_DELAY),

@@ -45,7 +45,7 @@ def _env(attempt: int) -> ActivityEnvironment:
 async def test_stalled_attempt_does_not_post_after_a_newer_attempt_took_over(forge, engine):
     httpx.post(f"{forge}/_sim/reset").raise_for_status()
     head = httpx.get(f"{forge}/repos/acme/api/pulls/42").json()["head"]["sha"]
-    work_key = f"github:acme/api#42:review:{uuid.uuid4().hex[:8]}"  # fresh key per ledger backend run
+    work_key = f"acme/github:acme/api#42:review:{uuid.uuid4().hex[:8]}"  # fresh key per ledger backend run
     req = ToolRequest(work_key, "acme", "acme", "api", 42, head, 1, "call-1", json.dumps({"body": "LGTM"}))
     ledger = SideEffectLedger(engine)
     op_key = operation_key(work_key, POST_COMMENT, head)
@@ -78,7 +78,7 @@ async def test_cancelled_attempt_does_not_post(forge, engine):
     """Temporal cancels an attempt whose heartbeat it rejects; a cancelled attempt never posts."""
     httpx.post(f"{forge}/_sim/reset").raise_for_status()
     head = httpx.get(f"{forge}/repos/acme/api/pulls/42").json()["head"]["sha"]
-    work_key = f"github:acme/api#42:review:{uuid.uuid4().hex[:8]}"
+    work_key = f"acme/github:acme/api#42:review:{uuid.uuid4().hex[:8]}"
     req = ToolRequest(work_key, "acme", "acme", "api", 42, head, 1, "call-1", json.dumps({"body": "LGTM"}))
     ledger = SideEffectLedger(engine)
     op_key = operation_key(work_key, POST_COMMENT, head)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from activities.keys import marker_for, operation_key
 from activities.markers import CommentMarks
 
-OP = operation_key("github:acme/api#42:review", "post_review_comment", "a" * 40)
-OTHER_OP = operation_key("github:acme/api#42:review", "post_review_comment", "b" * 40)
+OP = operation_key("acme/github:acme/api#42:review", "post_review_comment", "a" * 40)
+OTHER_OP = operation_key("acme/github:acme/api#42:review", "post_review_comment", "b" * 40)
 
 
 def _comment(body: str, login: str = "review-bot") -> dict:

@@ -37,7 +37,7 @@ def test_status_classes(status, retryable, kind):
 
 
 def test_operation_key_ignores_attempts_and_changes_with_version():
-    a = operation_key("github:acme/api#1:review", "post_review_comment", "sha1")
-    assert a == operation_key("github:acme/api#1:review", "post_review_comment", "sha1")
-    assert a != operation_key("github:acme/api#1:review", "post_review_comment", "sha2")
-    assert a != operation_key("github:acme/api#1:review", "post_review_comment", "sha1", "second")
+    a = operation_key("acme/github:acme/api#1:review", "post_review_comment", "sha1")
+    assert a == operation_key("acme/github:acme/api#1:review", "post_review_comment", "sha1")
+    assert a != operation_key("acme/github:acme/api#1:review", "post_review_comment", "sha2")
+    assert a != operation_key("acme/github:acme/api#1:review", "post_review_comment", "sha1", "second")

@@ -72,7 +72,7 @@ def test_backlog_after_a_model_outage_drains_gradually_and_completely(stack_fact
     assert max(active for active, _ in samples) <= GLOBAL_LIMIT
     assert all(active <= bound + 1 for active, bound in samples)  # +1: a run admitted just before the sample's ramp step
     versions = wait_for_runs(s, timeout=120)
-    assert {v.work_key for v in versions if v.status == "done"} >= {f"github:acme/api#{n}:review" for n in BACKLOG}
+    assert {v.work_key for v in versions if v.status == "done"} >= {f"acme/github:acme/api#{n}:review" for n in BACKLOG}
     comments = web.comments()
     assert len(comments) == len({c["body"] for c in comments})  # no review posted twice
     during = httpx.get(f"{web.model}/_sim/stats").json()["calls"] - calls_before

@@ -75,7 +75,7 @@ def test_concurrency_key_limit_one_runs_three_pull_requests_one_at_a_time(stack_
     intervals.sort()
     for (_, end, a), (start, _, b) in zip(intervals, intervals[1:]):
         assert start >= end - timedelta(milliseconds=50), f"{b} started before {a} ended"
-    for work_key in ("github:acme/api#45:review", "github:acme/api#46:review"):
+    for work_key in ("acme/github:acme/api#45:review", "acme/github:acme/api#46:review"):
         outcomes = [(r.outcome, r.reason) for r in _receipts(engine, work_key)]
         assert outcomes[0] == ("defer", "capacity") and outcomes[-1] == ("accept", "admitted")
     with Session(engine) as s:
@@ -93,16 +93,16 @@ def test_slots_of_a_terminated_run_are_reaped_and_the_queue_moves(stack_factory)
 
     async def terminate_and_reap() -> DispatchResult:
         client = await connect(stack.settings)
-        await client.get_workflow_handle("agent/github:acme/api#42:review").terminate("operator drill")
+        await client.get_workflow_handle("agent/acme/github:acme/api#42:review").terminate("operator drill")
         return await client.execute_workflow(
             REAP_WORKFLOW, ReapRequest(0.0, DispatchRequest()), id="reap-drill", result_type=DispatchResult,
             task_queue=stack.settings.temporal.task_queue, execution_timeout=timedelta(minutes=2))
 
     result = asyncio.run(terminate_and_reap())
-    assert result.released == ["github:acme/api#42:review"]
-    assert result.admitted == ["github:acme/api#44:review"]
+    assert result.released == ["acme/github:acme/api#42:review"]
+    assert result.admitted == ["acme/github:acme/api#44:review"]
     versions = {v.work_key: v.status for v in wait_for_runs(stack.settings, timeout=120)}
-    assert versions["github:acme/api#44:review"] == "done"
+    assert versions["acme/github:acme/api#44:review"] == "done"
     engine = make_engine(stack.settings.ledger_url())
     capacity = CapacityLedger(engine)  # the second run gives its slot back too, right after it is done
     assert wait_for(lambda: capacity.counters().get(KEY, 0) == 0, timeout=30), capacity.counters()
@@ -143,8 +143,8 @@ def test_model_breaker_opens_on_429s_defers_intake_and_lets_work_back_after(stac
         asyncio.run(dispatch(n))
         time.sleep(0.5)
     assert item().status == "admitted"
-    [accept] = [r for r in _receipts(engine, "github:acme/api#44:review") if r.outcome == "accept"]
+    [accept] = [r for r in _receipts(engine, "acme/github:acme/api#44:review") if r.outcome == "accept"]
     assert as_utc(accept.created_at) >= opened_at + timedelta(seconds=6)  # not before the breaker's open time
     versions = {v.work_key: v.status for v in wait_for_runs(stack.settings, timeout=120)}
-    assert versions == {"github:acme/api#42:review": "done", "github:acme/api#44:review": "done"}
+    assert versions == {"acme/github:acme/api#42:review": "done", "acme/github:acme/api#44:review": "done"}
     engine.dispose()

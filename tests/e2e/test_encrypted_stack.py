@@ -31,7 +31,7 @@ def test_encrypted_stack_runs_a_review_and_the_codec_server_reads_it(stack_facto
     assert "codec-server" in stack.processes
     head = web.head("acme/api", 44)
     assert web.send_opened("acme/api", 44, head).status_code == 202
-    [version] = [v for v in wait_for_runs(s) if v.work_key == "github:acme/api#44:review"]
+    [version] = [v for v in wait_for_runs(s) if v.work_key == "acme/github:acme/api#44:review"]
     assert version.status == "done" and len(web.comments()) == 1
 
     async def signal_payloads() -> Payloads:

@@ -41,5 +41,5 @@ def test_kill_by_tenant_stops_a_running_review_and_unkill_is_recorded(stack_fact
     lifted = _starter(stack, "unkill", "--tenant", "acme", "--actor", "carol", "--reason", "prompt fixed")
     assert lifted.returncode == 0, lifted.stderr
     engine = make_engine(s.ledger_url())
-    assert KillSwitch(engine).active_for("github:acme/api#44:review", "acme") is None
+    assert KillSwitch(engine).active_for("acme/github:acme/api#44:review", "acme") is None
     engine.dispose()

@@ -16,7 +16,7 @@ from ledger import Receipt, make_engine
 from workflows.scan_contracts import SCAN_WORKFLOW, ScanRequest, ScanResult
 
 pytestmark = pytest.mark.e2e
-KEY = "github:acme/api#44:review"
+KEY = "acme/github:acme/api#44:review"
 
 
 def test_event_scan_and_manual_converge_on_one_run(stack_factory):

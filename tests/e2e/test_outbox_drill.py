@@ -67,7 +67,7 @@ def test_api_killed_between_commit_and_admission_is_relayed(stack_factory):
                                              task_queue=s.temporal.task_queue, result_type=RelayResult)
 
     result = asyncio.run(relay())
-    assert result.admitted == [f"github:acme/api#44:review@{head}"], result
+    assert result.admitted == [f"acme/github:acme/api#44:review@{head}"], result
     [version] = wait_for_runs(s, timeout=90)
     assert version.status == "done"
     assert len(httpx.get(f"{forge}/_sim/comments").json()) == 1
@@ -75,4 +75,4 @@ def test_api_killed_between_commit_and_admission_is_relayed(stack_factory):
     with Session(engine) as session:
         [receipt] = session.exec(select(Receipt).where(Receipt.outcome == "accept")).all()
     engine.dispose()
-    assert receipt.workflow_id == "agent/github:acme/api#44:review" and receipt.external_ids
+    assert receipt.workflow_id == "agent/acme/github:acme/api#44:review" and receipt.external_ids

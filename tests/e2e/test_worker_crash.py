@@ -44,7 +44,7 @@ def test_worker_killed_between_side_effect_and_checkpoint(stack_factory):
     [version] = wait_for_runs(s, timeout=90)
     assert version.status == "done", version.result
     assert len(comments()) == 1
-    op = operation_key("github:acme/api#44:review", "post_review_comment", head["head"]["sha"])
+    op = operation_key("acme/github:acme/api#44:review", "post_review_comment", head["head"]["sha"])
     engine = make_engine(s.ledger_url())
     with Session(engine) as session:
         [effect] = session.exec(select(SideEffect)).all()

@@ -24,7 +24,8 @@ from intake.capacity.gate import CapacityGate
 from intake.decision import Outcome, Reason
 from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
 from intake.forge_reader import ForgeTargetReader
-from intake.identity import review_work_key, workflow_id_for
+from intake.identity import review_candidate, workflow_id_for
+from intake.scope import ScopeRules
 from intake.ports import Admission
 from intake.service import IntakeService
 from ledger import (AdmissionCount, CapacityCounter, CapacityHold, CapacityLedger, DeferredItem, DeferredQueue,
@@ -82,7 +83,7 @@ def _delivery(tenant: str, ref: PullRequestRef, head: str) -> tuple[Envelope, Wo
     now = datetime.now(UTC)
     env = Envelope(id=str(uuid.uuid4()), source="github", type="pull_request.opened", subject=ref.target_id,
                    time=now, received_at=now, trigger_kind=TriggerKind.EVENT, tenant=tenant)
-    return env, WorkCandidate(review_work_key(ref), ref, head, tenant)
+    return env, review_candidate(tenant, ref, head)
 
 
 def _fifo_waits(arrivals: dict[str, int], enqueued_at: dict[str, datetime], freed_per_round: int) -> dict[str, int]:
@@ -108,7 +109,8 @@ async def test_a_flood_does_not_hold_up_a_steady_tenant(sims, clean_capacity):
     forge = ForgeClient(sims.forge.base_url, FORGE_TOKEN, timeout_seconds=5)
     # Default retry-after (30 s): items waiting for a slot are due at every pass regardless.
     gate = CapacityGate(CapacityPlanner(CapacityLimits(global_active_runs=GLOBAL_LIMIT)))
-    service = IntakeService(SqlIntakeStore(engine), ForgeTargetReader(forge), admitter, gate)
+    service = IntakeService(SqlIntakeStore(engine), ForgeTargetReader(forge), admitter, gate,
+                            scope=ScopeRules.everything())
     queue, capacity = DeferredQueue(engine), CapacityLedger(engine)
     arrival: dict[str, int] = {}
     direct: set[str] = set()

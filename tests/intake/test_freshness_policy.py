@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from intake.decision import Reason
-from intake.envelope import PullRequestRef, WorkCandidate
+from intake.envelope import PullRequestRef
 from intake.freshness import TargetSnapshot, assess_freshness
-from intake.identity import review_work_key, workflow_id_for
+from intake.identity import review_candidate, review_work_key, workflow_id_for
 from intake.policy import evaluate_policy
 
 OPEN = TargetSnapshot(exists=True, open=True, current_version="new")
@@ -23,14 +23,14 @@ def test_stale_closed_missing_are_distinct_reasons():
 
 
 def test_work_key_is_case_insensitive_and_stable():
-    a = review_work_key(PullRequestRef("Acme", "Api", 7))
-    assert a == review_work_key(PullRequestRef("acme", "api", 7)) == "github:acme/api#7:review"
-    assert workflow_id_for(a).endswith(a)
+    a = review_work_key("acme", PullRequestRef("Acme", "Api", 7))
+    assert a == review_work_key("acme", PullRequestRef("acme", "api", 7)) == "acme/github:acme/api#7:review"
+    assert workflow_id_for(a) == "agent/acme/github:acme/api#7:review"
 
 
 def test_draft_pull_requests_are_refused_by_policy():
     ref = PullRequestRef("acme", "api", 7)
-    cand = WorkCandidate(review_work_key(ref), ref, "new", "acme")
+    cand = review_candidate("acme", ref, "new")
     assert evaluate_policy(cand, OPEN) is None
     draft = TargetSnapshot(exists=True, open=True, current_version="new", draft=True)
     assert evaluate_policy(cand, draft) == "policy:draft"

@@ -28,7 +28,7 @@ def test_valid_delivery_becomes_envelope_and_candidate():
     env, cand = parsed.envelope, parsed.candidate
     assert (env.id, env.source, env.type, env.subject) == ("d-1", "github", "pull_request.synchronize", "Acme/API#42")
     assert env.received_at == NOW and env.time == pushed
-    assert (cand.work_key, cand.input_version) == ("github:acme/api#42:review", "a" * 40)
+    assert (cand.work_key, cand.input_version) == ("acme/github:acme/api#42:review", "a" * 40)
 
 
 def test_rotated_secret_still_verifies():

@@ -23,7 +23,7 @@ def _accepted_but_not_admitted(store: SqlIntakeStore, delivery_id: str):
     return store.decide(ReceiptDraft(
         outcome=Outcome.ACCEPT, reason=Reason.ADMITTED, message="admitting", trigger_kind=TriggerKind.EVENT,
         source="github", received_at=datetime.now(UTC), delivery_id=delivery_id, event_type="pull_request.opened",
-        subject="acme/api#42", tenant="acme", work_key="github:acme/api#42:review", target_id="acme/api#42",
+        subject="acme/api#42", tenant="acme", work_key="acme/github:acme/api#42:review", target_id="acme/api#42",
         input_version=PR42_HEAD))
 
 
@@ -41,17 +41,17 @@ async def test_relay_admits_pending_items_and_the_run_completes(temporal_env, si
             relayed = await temporal_env.client.execute_workflow(
                 "OutboxRelay", RelayRequest(grace_seconds=0), id=f"relay-{task_queue}", task_queue=task_queue,
                 result_type=RelayResult)
-            assert relayed.admitted == [f"github:acme/api#42:review@{PR42_HEAD}"] and relayed.failed == []
+            assert relayed.admitted == [f"acme/github:acme/api#42:review@{PR42_HEAD}"] and relayed.failed == []
             again = await temporal_env.client.execute_workflow(
                 "OutboxRelay", RelayRequest(grace_seconds=0), id=f"relay2-{task_queue}", task_queue=task_queue,
                 result_type=RelayResult)
             assert again.admitted == []
-            handle = temporal_env.client.get_workflow_handle(f"agent/github:acme/api#42:review")
+            handle = temporal_env.client.get_workflow_handle("agent/acme/github:acme/api#42:review")
             await handle.result()
     with Session(engine) as s:
-        version = s.get(WorkVersion, ("github:acme/api#42:review", PR42_HEAD))
+        version = s.get(WorkVersion, ("acme/github:acme/api#42:review", PR42_HEAD))
         receipt = s.get(Receipt, decision.receipt_id)
-    assert version.status == "done" and receipt.workflow_id == "agent/github:acme/api#42:review"
+    assert version.status == "done" and receipt.workflow_id == "agent/acme/github:acme/api#42:review"
     assert len(httpx.get(f"{sims.forge.base_url}/_sim/comments").json()) == 1
     engine.dispose()
 

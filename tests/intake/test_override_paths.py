@@ -65,7 +65,7 @@ def _manual(override: str | None) -> tuple[Envelope, WorkCandidate]:
     env = Envelope(id="m-1", source="manual", type="manual.review", subject=ref.target_id, time=NOW, received_at=NOW,
                    trigger_kind=TriggerKind.MANUAL, tenant="acme", actor="carol", override=override,
                    data={"reason": "why"})
-    return env, WorkCandidate("github:acme/api#1:review", ref, None, "acme")
+    return env, WorkCandidate("acme/github:acme/api#1:review", ref, None, "acme")
 
 
 def test_the_deferred_queue_keeps_a_forced_trigger_forced():
@@ -86,7 +86,7 @@ def test_a_payload_queued_before_the_typed_field_is_read_only_for_a_manual_trigg
 
 def test_the_outbox_relay_keeps_a_forced_trigger_forced():
     draft = ReceiptDraft(outcome=Outcome.ACCEPT, reason="admitted", message="m", trigger_kind=TriggerKind.MANUAL,
-                         source="manual", received_at=NOW, delivery_id="m-1", work_key="github:acme/api#1:review",
+                         source="manual", received_at=NOW, delivery_id="m-1", work_key="acme/github:acme/api#1:review",
                          target_id="acme/api#1", input_version="a" * 40, tenant="acme", actor="carol",
                          override="rerun-done: why")
     admission = admission_from(PendingAdmission("r-1", draft, 3))

@@ -13,15 +13,16 @@ from temporalio.client import Client
 
 import ledger
 from intake.decision import Outcome, Reason
-from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
+from intake.envelope import Envelope, PullRequestRef, TriggerKind
 from intake.forge_reader import ForgeTargetReader
-from intake.identity import review_work_key
+from intake.identity import review_candidate
 from intake.service import IntakeService
 from intake.temporal_admitter import TemporalAdmitter
 from ledger import Delivery, WorkVersion
 from simulators import free_port
 from sluicegate.forge_client import ForgeClient
 from sluicegate.retry_after import JITTER_FRACTION
+from sluicegate.tenancy_config import scope_rules
 from tests.support.sims import FORGE_TOKEN, settings_for
 
 PR44 = PullRequestRef("acme", "api", 44)
@@ -42,7 +43,8 @@ async def service_for(sims, url: str, client: Client):
     forge = ForgeClient(sims.forge.base_url, FORGE_TOKEN, timeout_seconds=2)
     try:
         yield IntakeService(ledger.SqlIntakeStore(engine), ForgeTargetReader(forge),
-                            TemporalAdmitter(client, settings, search_attributes=False)), engine
+                            TemporalAdmitter(client, settings, search_attributes=False),
+                            scope=scope_rules(settings)), engine
     finally:
         await forge.aclose()
         engine.dispose()
@@ -52,7 +54,7 @@ def _event(version: str | None, delivery_id: str | None = None, kind=TriggerKind
     now = datetime.now(UTC)
     env = Envelope(id=delivery_id or str(uuid.uuid4()), source="github", type="pull_request.opened",
                    subject=PR44.target_id, time=now, received_at=now, trigger_kind=kind, tenant="acme")
-    return env, WorkCandidate(review_work_key(PR44), PR44, version, "acme")
+    return env, review_candidate("acme", PR44, version)
 
 
 def _head(sims) -> str:

@@ -39,7 +39,7 @@ def test_both_modes_give_the_same_envelope_and_github_work_key(mode):
     parsed = _parse(*MODES[mode](event, TOKEN))
     env, cand = parsed.envelope, parsed.candidate
     assert (env.id, env.source, env.type, env.subject, env.time) == ("ce-1", "events", CE_TYPE, "pr/44", AT)
-    assert (cand.work_key, cand.input_version) == ("github:acme/api#44:review", SHA)
+    assert (cand.work_key, cand.input_version) == ("acme/github:acme/api#44:review", SHA)
 
 
 @pytest.mark.parametrize("mode", MODES)

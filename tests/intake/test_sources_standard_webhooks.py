@@ -39,7 +39,7 @@ def test_valid_delivery_names_the_same_work_as_github():
     parsed = _parse(std_headers(NEW, body, msg_id="msg_1"), body)
     env, cand = parsed.envelope, parsed.candidate
     assert (env.id, env.source, env.type, env.subject, env.time) == ("msg_1", "stdhooks", STD_TYPE, "Acme/API#44", at)
-    assert cand.work_key == review_work_key(PullRequestRef("acme", "api", 44)) == "github:acme/api#44:review"
+    assert cand.work_key == review_work_key("acme", PullRequestRef("acme", "api", 44)) == "acme/github:acme/api#44:review"
     assert (cand.input_version, cand.tenant) == (SHA, "acme")
 
 
@@ -132,4 +132,4 @@ def test_json_pointer_paths_resolve_escapes_and_list_indexes():
                              actionable_types=["go"], time=None)
     body = json.dumps({"type": "go", "d": {"a/b": ["acme", "api"], "n": 3, "~v": SHA}}).encode()
     cand = _parse(std_headers(NEW, body), body, mapping=mapping).candidate
-    assert (cand.work_key, cand.input_version) == ("github:acme/api#3:review", SHA)
+    assert (cand.work_key, cand.input_version) == ("acme/github:acme/api#3:review", SHA)

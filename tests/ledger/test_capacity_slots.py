@@ -36,7 +36,7 @@ def _ctx(tenant: str, limit: int, **kw) -> CapacityContext:
 def test_racing_admissions_never_exceed_the_limit(engine):
     tenant = f"race-{uuid.uuid4().hex[:8]}"
     store = SqlIntakeStore(engine)
-    keys = [f"github:{tenant}/r#{n}:review" for n in range(24)]
+    keys = [f"{tenant}/github:{tenant}/r#{n}:review" for n in range(24)]
     with ThreadPoolExecutor(max_workers=8) as pool:
         decisions = list(pool.map(lambda k: store.decide(_draft(tenant, k), _ctx(tenant, 3)), keys))
     accepted = [d for d in decisions if d.outcome == Outcome.ACCEPT]
@@ -57,7 +57,7 @@ def test_racing_admissions_never_exceed_the_limit(engine):
 def test_release_gives_back_exactly_the_slots_and_a_newer_generation_keeps_them(engine):
     tenant = f"rel-{uuid.uuid4().hex[:8]}"
     store, capacity = SqlIntakeStore(engine), CapacityLedger(engine)
-    key = f"github:{tenant}/r#1:review"
+    key = f"{tenant}/github:{tenant}/r#1:review"
     assert store.decide(_draft(tenant, key, "v1"), _ctx(tenant, 1)).outcome == Outcome.ACCEPT
     # a newer version while the run holds its slot: reuses it (supersede), no defer
     newer = store.decide(_draft(tenant, key, "v2"), _ctx(tenant, 1))
@@ -72,8 +72,8 @@ def test_release_gives_back_exactly_the_slots_and_a_newer_generation_keeps_them(
 def test_queued_version_is_deduplicated_and_replaced_by_a_newer_one(engine):
     tenant = f"q-{uuid.uuid4().hex[:8]}"
     store = SqlIntakeStore(engine)
-    assert store.decide(_draft(tenant, f"github:{tenant}/r#1:review"), _ctx(tenant, 1)).outcome == Outcome.ACCEPT
-    waiting = f"github:{tenant}/r#2:review"
+    assert store.decide(_draft(tenant, f"{tenant}/github:{tenant}/r#1:review"), _ctx(tenant, 1)).outcome == Outcome.ACCEPT
+    waiting = f"{tenant}/github:{tenant}/r#2:review"
     first = store.decide(_draft(tenant, waiting, "v1"), _ctx(tenant, 1))
     again = store.decide(_draft(tenant, waiting, "v1"), _ctx(tenant, 1))
     newer = store.decide(_draft(tenant, waiting, "v2"), _ctx(tenant, 1))
@@ -88,13 +88,13 @@ def test_day_quota_and_rate_limit_defer_with_a_retry_after(engine):
     tenant = f"quota-{uuid.uuid4().hex[:8]}"
     store = SqlIntakeStore(engine)
     ctx = _ctx(tenant, 100, day_quota=2)
-    outcomes = [store.decide(_draft(tenant, f"github:{tenant}/r#{n}:review"), ctx) for n in range(3)]
+    outcomes = [store.decide(_draft(tenant, f"{tenant}/github:{tenant}/r#{n}:review"), ctx) for n in range(3)]
     assert [o.outcome for o in outcomes] == [Outcome.ACCEPT, Outcome.ACCEPT, Outcome.DEFER]
     assert outcomes[2].reason == "quota" and 0 < outcomes[2].retry_after_seconds <= 86400 * 1.2 + 1
 
     tenant = f"rate-{uuid.uuid4().hex[:8]}"
     ctx = _ctx(tenant, 100, rate=RateLimit(f"rate:{tenant}:github", per_second=0.5, burst=2))
-    outcomes = [store.decide(_draft(tenant, f"github:{tenant}/r#{n}:review"), ctx) for n in range(3)]
+    outcomes = [store.decide(_draft(tenant, f"{tenant}/github:{tenant}/r#{n}:review"), ctx) for n in range(3)]
     assert [o.outcome for o in outcomes] == [Outcome.ACCEPT, Outcome.ACCEPT, Outcome.DEFER]
     assert outcomes[2].reason == "rate-limited" and 1.0 <= outcomes[2].retry_after_seconds <= 2.0 * 1.2 + 0.2
     # a refused rate token gives back the slots it had taken
@@ -109,21 +109,21 @@ def _key_ctx(tenant: str, repo: str, limit: int = 1) -> CapacityContext:
 def test_work_waiting_on_one_repository_does_not_hold_back_another(engine):
     tenant = f"hol-{uuid.uuid4().hex[:8]}"
     store = SqlIntakeStore(engine)
-    assert store.decide(_draft(tenant, f"github:{tenant}/api#1:review"), _key_ctx(tenant, "api")).outcome == "accept"
-    waiting = store.decide(_draft(tenant, f"github:{tenant}/api#2:review"), _key_ctx(tenant, "api"))
-    other_repo = store.decide(_draft(tenant, f"github:{tenant}/web#1:review"), _key_ctx(tenant, "web"))
-    same_repo = store.decide(_draft(tenant, f"github:{tenant}/api#3:review"), _key_ctx(tenant, "api"))
+    assert store.decide(_draft(tenant, f"{tenant}/github:{tenant}/api#1:review"), _key_ctx(tenant, "api")).outcome == "accept"
+    waiting = store.decide(_draft(tenant, f"{tenant}/github:{tenant}/api#2:review"), _key_ctx(tenant, "api"))
+    other_repo = store.decide(_draft(tenant, f"{tenant}/github:{tenant}/web#1:review"), _key_ctx(tenant, "web"))
+    same_repo = store.decide(_draft(tenant, f"{tenant}/github:{tenant}/api#3:review"), _key_ctx(tenant, "api"))
     assert (waiting.outcome, other_repo.outcome, same_repo.outcome) == ("defer", "accept", "defer")
 
 
 def test_an_item_waiting_on_an_unreadable_source_does_not_block_or_break_new_work(engine):
     tenant = f"src-{uuid.uuid4().hex[:8]}"
     store, queue = SqlIntakeStore(engine), DeferredQueue(engine)
-    assert store.decide(_draft(tenant, f"github:{tenant}/api#1:review"), _key_ctx(tenant, "api")).outcome == "accept"
-    store.decide(_draft(tenant, f"github:{tenant}/api#2:review"), _key_ctx(tenant, "api"))
+    assert store.decide(_draft(tenant, f"{tenant}/github:{tenant}/api#1:review"), _key_ctx(tenant, "api")).outcome == "accept"
+    store.decide(_draft(tenant, f"{tenant}/github:{tenant}/api#2:review"), _key_ctx(tenant, "api"))
     [item] = [i for i in queue.waiting() if i.tenant == tenant]
     queue.requeue(item.id, Block.SOURCE, 30.0, "forge 503")
-    fresh = store.decide(_draft(tenant, f"github:{tenant}/web#1:review"), _key_ctx(tenant, "web"))
+    fresh = store.decide(_draft(tenant, f"{tenant}/github:{tenant}/web#1:review"), _key_ctx(tenant, "web"))
     assert fresh.outcome == "accept"
 
 
@@ -132,12 +132,12 @@ def test_a_flood_cannot_fill_the_window_a_dispatch_pass_sees(engine):
     store, queue = SqlIntakeStore(engine), DeferredQueue(engine)
     full = CapacityContext(CapacityRequest(flood, 3, (SlotClaim(f"global-{flood}", 0 + 1, Block.GLOBAL),)),
                            {"envelope": {}, "candidate": {}})
-    store.decide(_draft(flood, f"github:{flood}/api#0:review"), full)  # takes the only slot
+    store.decide(_draft(flood, f"{flood}/github:{flood}/api#0:review"), full)  # takes the only slot
     for n in range(1, 31):
-        store.decide(_draft(flood, f"github:{flood}/api#{n}:review"), full)
+        store.decide(_draft(flood, f"{flood}/github:{flood}/api#{n}:review"), full)
     steady_ctx = CapacityContext(CapacityRequest(steady, 3, (SlotClaim(f"global-{flood}", 1, Block.GLOBAL),)),
                                  {"envelope": {}, "candidate": {}})
-    assert store.decide(_draft(steady, f"github:{steady}/api#1:review"), steady_ctx).outcome == "defer"
+    assert store.decide(_draft(steady, f"{steady}/github:{steady}/api#1:review"), steady_ctx).outcome == "defer"
     window = [i for i in queue.due(limit=20) if i.tenant in (flood, steady)]
     # This test's items wait on a global block, which holds back every tenant's new work: clear
     # them so later tests on the shared session ledger start from an empty line.
@@ -152,12 +152,12 @@ def test_a_flood_cannot_fill_the_window_a_dispatch_pass_sees(engine):
 def test_a_dispatcher_decision_on_a_replaced_payload_is_not_applied(engine):
     tenant = f"stale-{uuid.uuid4().hex[:8]}"
     store, queue = SqlIntakeStore(engine), DeferredQueue(engine)
-    store.decide(_draft(tenant, f"github:{tenant}/api#1:review"), _key_ctx(tenant, "api"))
-    key = f"github:{tenant}/api#2:review"
+    store.decide(_draft(tenant, f"{tenant}/github:{tenant}/api#1:review"), _key_ctx(tenant, "api"))
+    key = f"{tenant}/github:{tenant}/api#2:review"
     store.decide(_draft(tenant, key, "old"), _key_ctx(tenant, "api"))
     [read] = [i for i in queue.waiting() if i.work_key == key]  # what a dispatch pass read
     store.decide(_draft(tenant, key, "new"), _key_ctx(tenant, "api"))  # a newer head replaces it
-    CapacityLedger(engine).release(f"github:{tenant}/api#1:review")
+    CapacityLedger(engine).release(f"{tenant}/github:{tenant}/api#1:review")
     stale = CapacityContext(_key_ctx(tenant, "api").request, {}, resume_item=read.id, resume_receipt=read.receipt_id)
     answer = store.decide(_draft(tenant, key, "old"), stale)
     assert answer.outcome == "defer" and "replaced" in answer.message
@@ -169,14 +169,14 @@ def test_closed_breakers_and_other_sources_buckets_do_not_hold_new_work_back(eng
     tenant = f"brk-{uuid.uuid4().hex[:8]}"
     store = SqlIntakeStore(engine)
     open_ctx = CapacityContext(CapacityRequest(tenant, 3, ()), {}, breaker=(Block.BREAKER, 5.0, "model breaker open"))
-    assert store.decide(_draft(tenant, f"github:{tenant}/api#1:review"), open_ctx).reason == "breaker-open"
-    assert store.decide(_draft(tenant, f"github:{tenant}/api#2:review"), _ctx(tenant, 5)).outcome == "accept"
+    assert store.decide(_draft(tenant, f"{tenant}/github:{tenant}/api#1:review"), open_ctx).reason == "breaker-open"
+    assert store.decide(_draft(tenant, f"{tenant}/github:{tenant}/api#2:review"), _ctx(tenant, 5)).outcome == "accept"
 
     rate = lambda source: CapacityContext(CapacityRequest(  # noqa: E731
         tenant, 3, (), rate=RateLimit(f"rate:{tenant}:{source}", per_second=0.01, burst=1)), {})
-    assert store.decide(_draft(tenant, f"github:{tenant}/api#3:review"), rate("github")).outcome == "accept"
-    assert store.decide(_draft(tenant, f"github:{tenant}/api#4:review"), rate("github")).reason == "rate-limited"
-    assert store.decide(_draft(tenant, f"github:{tenant}/api#5:review"), rate("manual")).outcome == "accept"
+    assert store.decide(_draft(tenant, f"{tenant}/github:{tenant}/api#3:review"), rate("github")).outcome == "accept"
+    assert store.decide(_draft(tenant, f"{tenant}/github:{tenant}/api#4:review"), rate("github")).reason == "rate-limited"
+    assert store.decide(_draft(tenant, f"{tenant}/github:{tenant}/api#5:review"), rate("manual")).outcome == "accept"
 
 
 def test_racing_first_failures_of_a_breaker_are_all_counted(engine):

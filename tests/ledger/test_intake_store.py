@@ -23,7 +23,7 @@ def _draft(work_key: str, version: str, delivery: str | None = None, outcome=Out
 
 
 def _key() -> str:
-    return f"github:acme/api#{uuid.uuid4().int % 10**6}:review"
+    return f"acme/github:acme/api#{uuid.uuid4().int % 10**6}:review"
 
 
 def test_accept_bumps_generation_per_admission(engine):

@@ -21,7 +21,7 @@ from workflows.stranded import OPEN_STATUSES
 
 
 def _admitted(engine, trigger=TriggerKind.EVENT):
-    key, version = f"github:acme/api#{uuid.uuid4().int % 10**8}:review", uuid.uuid4().hex
+    key, version = f"acme/github:acme/api#{uuid.uuid4().int % 10**8}:review", uuid.uuid4().hex
     store = SqlIntakeStore(engine)
     decision = store.decide(_draft(key, version, trigger))
     store.mark_admitted(decision, f"agent/{key}", "run-1")
@@ -66,7 +66,7 @@ def test_a_recorded_cancel_request_names_who_and_why(engine):
 
 def test_a_request_id_for_another_work_key_is_not_believed(engine):
     key, version, decision = _admitted(engine)
-    other = CancelRequests(engine).record("github:acme/web#1:review", "agent/x", "carol", "elsewhere")
+    other = CancelRequests(engine).record("acme/github:acme/web#1:review", "agent/x", "carol", "elsewhere")
     claimed = attribute(cancel_reason_text(other.id, "carol", "elsewhere"))
     _record(engine, key, version, decision, RunStatus.CANCELLED, claimed.outcome_reason,
             result={"cancel_request": claimed.request_id})
@@ -94,7 +94,7 @@ def test_the_reconciler_writes_nothing_once_the_run_recorded_its_outcome(engine)
 
 def test_open_versions_are_admitted_ones_past_the_grace_period(engine):
     key, version, decision = _admitted(engine)
-    pending_key = f"github:acme/api#{uuid.uuid4().int % 10**8}:review"
+    pending_key = f"acme/github:acme/api#{uuid.uuid4().int % 10**8}:review"
     SqlIntakeStore(engine).decide(_draft(pending_key, "v1"))  # accepted: the outbox relay's
     store = WorkStore(engine)
     assert key not in {v.work_key for v in store.open_versions(OPEN_STATUSES, 3600, 10_000)}  # too young
@@ -120,8 +120,8 @@ def test_cancelled_version_blocks_automatic_triggers_but_not_a_manual_one(engine
 
 def test_a_cancel_request_records_its_fate(engine):
     requests = CancelRequests(engine)
-    row = requests.record("github:acme/api#7:review", "agent/github:acme/api#7:review", "alice", "x" * 600)
-    requests.mark(row.id, "no-run", None, "no workflow agent/github:acme/api#7:review")
-    [stored] = [r for r in requests.for_work_key("github:acme/api#7:review") if r.id == row.id]
-    assert (stored.status, stored.error, len(stored.reason)) == ("no-run", "no workflow agent/github:acme/api#7:review",
+    row = requests.record("acme/github:acme/api#7:review", "agent/acme/github:acme/api#7:review", "alice", "x" * 600)
+    requests.mark(row.id, "no-run", None, "no workflow agent/acme/github:acme/api#7:review")
+    [stored] = [r for r in requests.for_work_key("acme/github:acme/api#7:review") if r.id == row.id]
+    assert (stored.status, stored.error, len(stored.reason)) == ("no-run", "no workflow agent/acme/github:acme/api#7:review",
                                                                  500)

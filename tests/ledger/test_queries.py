@@ -19,7 +19,7 @@ def _draft(key, version, delivery, outcome=Outcome.ACCEPT, reason=Reason.ADMITTE
 
 
 def test_explain_follows_a_delivery_to_its_work_key_runs_and_effects(engine):
-    key, delivery = f"github:acme/api#{uuid.uuid4().int % 10**6}:review", uuid.uuid4().hex
+    key, delivery = f"acme/github:acme/api#{uuid.uuid4().int % 10**6}:review", uuid.uuid4().hex
     store = SqlIntakeStore(engine)
     accepted = store.decide(_draft(key, "v1", delivery))
     store.decide(_draft(key, "v1", uuid.uuid4().hex))  # duplicate work, another delivery
@@ -35,7 +35,7 @@ def test_explain_follows_a_delivery_to_its_work_key_runs_and_effects(engine):
 
 
 def test_receipt_filters_combine(engine):
-    key, source = f"github:acme/api#{uuid.uuid4().int % 10**6}:review", f"src-{uuid.uuid4().hex[:6]}"
+    key, source = f"acme/github:acme/api#{uuid.uuid4().int % 10**6}:review", f"src-{uuid.uuid4().hex[:6]}"
     store = SqlIntakeStore(engine)
     store.decide(_draft(key, "v1", uuid.uuid4().hex, source=source))
     store.decide(_draft(key, "v0", uuid.uuid4().hex, Outcome.REJECT, Reason.STALE_VERSION, source=source))
@@ -47,6 +47,6 @@ def test_receipt_filters_combine(engine):
 
 
 def test_explain_finds_a_work_key_that_was_only_ever_rejected(engine):
-    key = f"github:acme/api#{uuid.uuid4().int % 10**6}:review"
+    key = f"acme/github:acme/api#{uuid.uuid4().int % 10**6}:review"
     SqlIntakeStore(engine).decide(_draft(key, "old", uuid.uuid4().hex, Outcome.REJECT, Reason.STALE_VERSION))
     assert [r.reason for r in explain(engine, key).receipts] == ["stale-version"]

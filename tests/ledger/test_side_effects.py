@@ -38,7 +38,7 @@ def test_older_generation_is_fenced_and_recorded(engine):
     from intake.receipts import ReceiptDraft
     from ledger import SqlIntakeStore
 
-    key = f"github:acme/api#{uuid.uuid4().int % 10**6}:review"
+    key = f"acme/github:acme/api#{uuid.uuid4().int % 10**6}:review"
     store = SqlIntakeStore(engine)
     for version in ("v1", "v2"):  # two admissions: generations 1 and 2
         store.decide(ReceiptDraft(outcome=Outcome.ACCEPT, reason=Reason.ADMITTED, message="", source="github",

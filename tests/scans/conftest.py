@@ -50,7 +50,7 @@ class Ctx:
         return f"{self.owner}/{name}"
 
     def key(self, repo: str, number: int) -> str:
-        return f"github:{self.owner}/{repo}#{number}:review"
+        return f"acme/github:{self.owner}/{repo}#{number}:review"
 
     def pull(self, repo: str, number: int) -> dict:
         r = httpx.get(f"{self.sims.forge.base_url}/repos/{self.owner}/{repo}/pulls/{number}",
@@ -83,7 +83,9 @@ def _ctx(sims, tmp_path, task_queue: str, **extra: str):
     env = {"FORGE_BASE_URL": sims.forge.base_url, "FORGE_TOKEN": FORGE_TOKEN,
            "OPENAI_BASE_URL": f"{sims.model.base_url}/v1", "OPENAI_API_KEY": MODEL_KEY,
            "SLUICEGATE_LEDGER_URL": url, "SLUICEGATE_TELEMETRY_EXPORTER": "none", "TEMPORAL_TASK_QUEUE": task_queue,
-           "SLUICEGATE__ACTIVITIES__MODEL_MAX_ATTEMPTS": "3", **extra}
+           "SLUICEGATE__ACTIVITIES__MODEL_MAX_ATTEMPTS": "3",
+           # tenant acme's scope covers this test's owner (its github source serves it)
+           "SLUICEGATE__SOURCES__GITHUB__REPOSITORIES": f'["acme/*", "{owner}/*"]', **extra}
     return Ctx(load_settings(DEFAULT_CONFIG_FILE, env=env), task_queue, ledger.make_engine(url), env, owner, sims)
 
 

@@ -152,3 +152,17 @@ async def test_a_sleeping_goal_ends_when_it_wakes_to_a_kill(temporal_env, ctx, s
     assert (result.met, result.bound, result.polls) == (False, "killed", 2)
     assert "freeze all acme work" in result.last_observation
     assert sims.model_stats()["calls"] == 0
+
+
+async def test_a_goal_outside_its_tenants_scope_never_reads_the_forge(temporal_env, ctx, sims):
+    """`goal start` refuses it; a watch started some other way only observes "not in scope" until its bound."""
+    outside = f"globex{uuid.uuid4().hex[:6]}"
+    sims.forge_ctl("POST", f"/pulls/{outside}/api/44", json={"head_sha": PR44_HEAD})
+    req = _goal(ctx, GoalCondition("ready"), owner=outside, max_polls=2, poll_seconds=_unit(temporal_env))
+    async with running_worker(temporal_env.client, ctx, search_attributes=False):
+        result = await (await _start(temporal_env.client, ctx, req)).result()
+    assert (result.met, result.polls, result.bound) == (False, 2, "max-polls")
+    assert "is not in tenant 'acme''s scope (not read)" in result.last_observation
+    assert sims.forge_ctl("GET", "/stats").json()["by_repository"].get(f"{outside}/api", 0) == 0
+    [receipt] = ctx.receipts(source="goal")
+    assert (receipt.reason, receipt.work_key) == (GOAL_BOUND_REACHED, f"acme/github:{outside}/api#44:review")

@@ -9,18 +9,21 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
+import pytest
+from temporalio.client import WorkflowFailureError
 from temporalio.testing import ActivityEnvironment
 
 from activities.intake_activity import IntakeActivities
 from intake.decision import Outcome, Reason
-from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
+from intake.envelope import Envelope, PullRequestRef, TriggerKind
 from intake.forge_reader import ForgeTargetReader
-from intake.identity import review_work_key
+from intake.identity import review_candidate
 from intake.service import IntakeService
 from intake.temporal_admitter import TemporalAdmitter
 from ledger import SqlIntakeStore, WatermarkStore
 from sluicegate.forge_client import ForgeClient
 from sluicegate.retry_after import JITTER_FRACTION
+from sluicegate.tenancy_config import scope_rules
 from tests.scans.conftest import agent_results, running_worker
 from tests.support.sims import FORGE_TOKEN
 from workflows.scan import delivery_id_for
@@ -101,7 +104,8 @@ async def test_event_then_scan_for_one_version_is_one_run(temporal_env, ctx, sim
     client, req = temporal_env.client, _request(ctx, max_candidates=10)
     forge = ForgeClient(ctx.settings.forge.base_url, FORGE_TOKEN, timeout_seconds=5)
     service = IntakeService(SqlIntakeStore(ctx.engine), ForgeTargetReader(forge),
-                            TemporalAdmitter(client, ctx.settings, search_attributes=False))
+                            TemporalAdmitter(client, ctx.settings, search_attributes=False),
+                            scope=scope_rules(ctx.settings))
     ref = PullRequestRef(ctx.owner.upper(), "API", 44)  # the webhook's spelling does not matter
     now = datetime.now(UTC)
     try:
@@ -109,7 +113,7 @@ async def test_event_then_scan_for_one_version_is_one_run(temporal_env, ctx, sim
             event = await service.submit(
                 Envelope(id=str(uuid.uuid4()), source="github", type="pull_request.opened", subject=ref.target_id,
                          time=now, received_at=now, trigger_kind=TriggerKind.EVENT, tenant="acme"),
-                WorkCandidate(review_work_key(ref), ref, PR44_HEAD, "acme"))
+                review_candidate("acme", ref, PR44_HEAD))
             assert (event.outcome, event.work_key) == (Outcome.ACCEPT, ctx.key("api", 44))
             scan = await _scan(client, ctx, req)
             by_key = {d.work_key: (d.outcome, d.reason) for d in scan.decisions}
@@ -162,7 +166,8 @@ async def test_retried_intake_attempt_is_a_duplicate_delivery_not_a_second_decis
     client = temporal_env.client
     forge = ForgeClient(ctx.settings.forge.base_url, FORGE_TOKEN, timeout_seconds=5)
     activities = IntakeActivities(IntakeService(SqlIntakeStore(ctx.engine), ForgeTargetReader(forge),
-                                                TemporalAdmitter(client, ctx.settings, search_attributes=False)))
+                                                TemporalAdmitter(client, ctx.settings, search_attributes=False),
+                                                scope=scope_rules(ctx.settings)))
     request = IntakeRequest(trigger_kind="schedule", source="scan:retry", event_type="scan.pull_request",
                             delivery_id=delivery_id_for(str(uuid.uuid4()), f"{ctx.owner}/web#7", WEB7_HEAD),
                             tenant="acme", owner=ctx.owner, repo="web", number=7, input_version=WEB7_HEAD,
@@ -204,3 +209,21 @@ async def test_scan_and_goal_histories_replay_deterministically(temporal_env, ct
     replayer = Replayer(workflows=[ScanWorkflow, GoalWorkflow])
     for handle in (*scans, goal):
         await replayer.replay_workflow(await handle.fetch_history())
+
+
+async def test_a_scan_started_by_hand_never_reads_a_repository_outside_its_tenant(temporal_env, ctx, sims):
+    """Configured schedules are checked at load; a scan started some other way is held to the scope
+    by its listing activity: the outside repository fails without a forge request, the rest is scanned."""
+    client = temporal_env.client
+    outside = f"globex/{uuid.uuid4().hex[:8]}"
+    sims.forge_ctl("POST", f"/pulls/{outside}/1", json={"head_sha": NEW_HEAD})
+    req = _request(ctx, repos=[outside, ctx.repo("web")])
+    async with running_worker(client, ctx, search_attributes=False):
+        with pytest.raises(WorkflowFailureError) as info:
+            await _scan(client, ctx, req)
+        await agent_results(client, [r.workflow_id for r in ctx.receipts(source=scan_source(req.scan_id))
+                                     if r.outcome == "accept"])
+    assert f"{outside}: cannot list pull requests (out-of-scope)" in str(info.value.cause)
+    assert [(r.work_key, r.outcome) for r in ctx.receipts(source=scan_source(req.scan_id))] == [
+        (ctx.key("web", 7), "accept")]
+    assert sims.forge_ctl("GET", "/stats").json()["by_repository"].get(outside, 0) == 0

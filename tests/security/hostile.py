@@ -95,7 +95,7 @@ def _value(rng: random.Random, name: str) -> str:
 
 def _json_body(rng: random.Random, manual: bool) -> bytes:
     hostile = [None, True, -1, 0, 2**31, 2**63, 10**40, 1.5, "..", "../..", "a\u0000b", "\u202e", "x" * 600, [], {}]
-    keys = (["repository", "number", "reason", "input_version", "request_id", "source", "force", "override"]
+    keys = (["repository", "number", "reason", "input_version", "request_id", "tenant", "source", "force", "override"]
             if manual else ["action", "number", "pull_request", "repository", "type", "data", "id", "override"])
     doc = {rng.choice(keys): rng.choice(hostile + [_text(rng, 0, 40)]) for _ in range(rng.randint(0, 8))}
     return json.dumps(doc).encode()

@@ -139,7 +139,7 @@ class Target:
 
     def wait_done(self, pull: tuple[str, str, int, str], timeout: float = 180) -> tuple[str, str, int, str]:
         """Wait until the run for ``pull``'s head is done and its last writes have landed."""
-        key = f"github:{pull[0]}/{pull[1]}#{pull[2]}:review"
+        key = f"acme/github:{pull[0]}/{pull[1]}#{pull[2]}:review"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._version_status(key, pull[3]) == "done" and self._settled():

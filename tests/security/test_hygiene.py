@@ -40,7 +40,8 @@ def test_hostile_cloudevent_attributes(target, attributes):
                                           ("number", 2**31), ("number", 10**30), ("number", True),
                                           ("reason", "why\u0000not"), ("reason", "x" * 501),
                                           ("input_version", "a\u0000b"), ("request_id", "..\u2028x"),
-                                          ("request_id", "a/../b"), ("source", "\u0000")])
+                                          ("request_id", "a/../b"), ("tenant", "\u0000"),
+                                          ("tenant", "acme/../beta")])
 def test_hostile_manual_fields_are_refused_and_never_echoed(target, field, value):
     pull = target.new_pull()
     body = {"repository": f"{pull[0]}/{pull[1]}", "number": pull[2], "reason": "r"} | {field: value}

@@ -93,3 +93,6 @@ def test_stats_count_by_route_template(forge_http: httpx.Client) -> None:
     }
     assert stats["total"] == 4
     assert stats["comments_posted"] == 1
+    # ...and by repository (case folded), so a test can prove a repository was never read.
+    forge_http.get("/repos/ACME/Web/pulls/7")
+    assert forge_http.get("/_sim/stats").json()["by_repository"] == {"acme/api": 3, "acme/web": 2}

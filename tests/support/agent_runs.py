@@ -11,6 +11,8 @@ import httpx
 
 from temporalio.client import Client, WorkflowHandle
 
+from intake.envelope import PullRequestRef
+from intake.identity import review_work_key
 from sluicegate.config import Settings
 from tests.support.sims import FORGE_TOKEN
 from worker import create_worker
@@ -26,7 +28,7 @@ def work_order(settings: Settings, *, search_attributes: bool = False, owner="ac
                budget: TaskBudget | None = None, **runtime) -> WorkOrder:
     price = settings.model.prices[settings.model.name]
     rt = RuntimeOptions(**{**settings.activities.model_dump(), "search_attributes": search_attributes, **runtime})
-    key = f"github:{owner}/{repo}#{number}:review"
+    key = review_work_key("acme", PullRequestRef(owner, repo, number))
     return WorkOrder(work_key=key, tenant="acme", owner=owner, repo=repo, number=number, input_version=version,
                      generation=generation, trigger_kind="event", source="github", receipt_id=uuid.uuid4().hex,
                      model=settings.model.name, price=Price(**price.model_dump()),

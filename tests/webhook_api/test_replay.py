@@ -55,6 +55,6 @@ def test_the_same_signed_content_under_a_new_delivery_id_is_a_replay(kind, sims,
         assert (r.status_code, r.json()["outcome"], r.json()["reason"]) == (200, "reject", "replayed-body"), r.text
         assert sims.forge_ctl("GET", "/stats").json()["total"] == reads  # refused before the forge was read
         [receipt] = receipts(ledger_url, replay_id)
-        assert (receipt.reason, receipt.work_key) == ("replayed-body", f"github:{pull[0]}/{pull[1]}#{pull[2]}:review")
+        assert (receipt.reason, receipt.work_key) == ("replayed-body", f"acme/github:{pull[0]}/{pull[1]}#{pull[2]}:review")
         assert post(server, source, headers, body).json()["reason"] == "duplicate-delivery"  # the same id: as before
         assert post(server, source, *replayed(replay_id)).json()["reason"] == "replayed-body"  # never claimed

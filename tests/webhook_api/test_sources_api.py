@@ -45,7 +45,7 @@ def test_one_pull_request_version_is_one_work_item_whichever_source_reports_it(a
     answers = [post(server, source, headers, body) for source, headers, body in sent]
     assert [(r.status_code, r.json()["reason"]) for r in answers] == [
         (202, "admitted"), (200, "duplicate-work"), (200, "duplicate-work"), (200, "duplicate-work")]
-    assert {r.json()["work_key"] for r in answers} == {f"github:{owner}/{repo}#{number}:review"}
+    assert {r.json()["work_key"] for r in answers} == {f"acme/github:{owner}/{repo}#{number}:review"}
 
 
 def test_a_rotated_stdhooks_secret_is_accepted(api, sims):

@@ -71,7 +71,7 @@ async def main(name: str, cancel: bool = False) -> None:
         if cancel:  # the first model call is slow; the second order waits behind it
             httpx.post(f"{sims.model.base_url}/_sim/faults", json={"delay_seconds": 30, "times": 1})
         handle = await start_order(env.client, "record-histories", work_order(settings),
-                                   workflow_id="agent/github:acme/api#42:review")
+                                   workflow_id="agent/acme/github:acme/api#42:review")
         if cancel:
             await _model_call_started(sims)
         await start_order(env.client, "record-histories",

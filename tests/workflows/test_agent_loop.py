@@ -250,6 +250,6 @@ async def test_a_state_from_a_newer_schema_is_refused_not_misread(temporal_env, 
         async with await create_worker(temporal_env.client, settings, stack, task_queue):
             with pytest.raises(WorkflowFailureError) as failed:
                 await temporal_env.client.execute_workflow(
-                    AGENT_WORKFLOW, AgentLoopStart("github:acme/api#42:review", "acme", AgentLoopState(99)),
+                    AGENT_WORKFLOW, AgentLoopStart("acme/github:acme/api#42:review", "acme", AgentLoopState(99)),
                     id=f"agent/future-{task_queue}", task_queue=task_queue, result_type=AgentLoopResult)
     assert failed.value.cause.type == "StateSchemaUnsupported" and "newer" in str(failed.value.cause)

@@ -24,7 +24,7 @@ def settings(sims, tmp_path):
     return settings_for(sims, url)
 
 
-@pytest.mark.parametrize("scope, target", [("work_key", "github:acme/api#42:review"), ("tenant", "acme"),
+@pytest.mark.parametrize("scope, target", [("work_key", "acme/github:acme/api#42:review"), ("tenant", "acme"),
                                            ("all", "*")])
 async def test_recorded_kill_refuses_the_first_model_call(temporal_env, settings, sims, task_queue, scope, target):
     engine = ledger.make_engine(settings.ledger_url())

@@ -27,7 +27,7 @@ async def test_manual_and_scheduled_runs_get_their_priority_and_the_tenant_as_fa
     expected = settings.capacity.priority_by_trigger
     for kind, tenant in ((TriggerKind.MANUAL, "acme"), (TriggerKind.SCHEDULE, "globex")):
         number = 1000 + len(tenant)
-        key = f"github:{tenant}/api#{number}:review:{uuid.uuid4().hex[:6]}"
+        key = f"{tenant}/github:{tenant}/api#{number}:review:{uuid.uuid4().hex[:6]}"
         envelope = Envelope(str(uuid.uuid4()), "manual" if kind == TriggerKind.MANUAL else "scan:nightly",
                             "pull_request.opened", None, None, datetime.now(UTC), kind, tenant, actor="alice")
         candidate = WorkCandidate(key, PullRequestRef(tenant, "api", number), "sha1", tenant)
