@@ -26,10 +26,14 @@ from activities.forge_tools import ForgeTools
 from activities.gateway import ToolGateway
 from activities.intake_activity import trigger_activities
 from activities.maintenance import MaintenanceActivities
-from activities.model import ModelActivities, SpendGuard, make_openai_client
+from activities.model import ModelActivities, make_openai_client
+from activities.step_ledger import SpendGuard
 from activities.work_ledger import WorkLedgerActivities
 from intake.temporal_admitter import TemporalAdmitter
-from ledger import BreakerBoard, CapacityLedger, CredentialBroker, DeferredQueue, DayBudgets, KillSwitch, SideEffectLedger, SqlIntakeStore, WorkStore
+from ledger import (
+    BreakerBoard, CapacityLedger, CredentialBroker, DeferredQueue, DayBudgets, KillSwitch, ModelJournal, SideEffectLedger,
+    SqlIntakeStore, WorkStore,
+)
 from sluicegate.config import Settings, load_settings
 from sluicegate.resources import open_forge, open_ledger
 from sluicegate.metrics import observe_capacity, setup_metrics
@@ -61,7 +65,7 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
                        {name: Price(**p.model_dump()) for name, p in settings.model.prices.items()},
                        settings.budgets.step_max_output_tokens)
     breakers = BreakerBoard(engine, settings.capacity.breaker_policy())
-    model = ModelActivities(model_client, kills, spend, breakers)
+    model = ModelActivities(model_client, kills, spend, breakers, ModelJournal(engine))
     egress = EgressPolicy(tuple(settings.egress.default),
                           {t: tuple(hosts) for t, hosts in settings.egress.tenants.items()})
     artifacts = ArtifactStore(settings.path(settings.artifacts.dir))
@@ -76,7 +80,7 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
         workflows=[AgentLoopWorkflow, OutboxRelayWorkflow, PruneDeliveriesWorkflow, ScanWorkflow, GoalWorkflow,
                    DispatchDeferredWorkflow, ReapCapacityWorkflow],
         activities=[model.chat_completion, tools.get_pull_request_diff, tools.post_review_comment,
-                    work.record_run_outcome, maintenance.relay_outbox, maintenance.prune_deliveries,
+                    work.record_run_outcome, work.claim_order, maintenance.relay_outbox, maintenance.prune_deliveries,
                     capacity.release, capacity.dispatch, capacity.reap,
                     *trigger_activities(client, settings, engine, forge, search_attributes)],
         graceful_shutdown_timeout=timedelta(seconds=10))

@@ -1,4 +1,5 @@
-"""Activity that writes a run's outcome back to the work ledger (fenced by generation)."""
+"""Work-ledger activities: may an order still run (``claim_order``), and its outcome written back
+(``record_run_outcome``, fenced by generation)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from temporalio import activity
 
 from ledger import WorkStore
 from sluicegate.metrics import record_outcome
+from workflows.claims import Claim, ClaimRequest, LedgerStanding, decide_claim
 from workflows.contracts import RunOutcome
 
 
@@ -30,3 +32,13 @@ class WorkLedgerActivities:
                                     outcome.work_key, outcome.input_version, outcome.generation,
                                     extra={"work_key": outcome.work_key})
         return recorded
+
+    @activity.defn(name="sluicegate.ledger.claim_order")
+    async def claim_order(self, req: ClaimRequest) -> Claim:
+        """Read-only: the verdict of ``workflows.claims.decide_claim`` on the ledger's rows."""
+        item, version = await asyncio.to_thread(self._store.standing, req.work_key, req.input_version)
+        standing = LedgerStanding(
+            item_generation=item.generation if item else None, item_version=item.current_version if item else None,
+            version_generation=version.generation if version else None,
+            version_status=version.status if version else None)
+        return decide_claim(req, standing)

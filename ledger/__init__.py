@@ -8,7 +8,11 @@ from ledger._work_store import WorkStore
 from ledger._models import Delivery, Receipt, SideEffect, WorkItem, WorkVersion
 from ledger._credentials import Credential, CredentialBroker
 from ledger._dead_letters import DeadLetter, DeadLetters
-from ledger._budgets import BudgetDay, DayBudgetExceeded, DayBudgets
+from ledger._budgets import (
+    BudgetDay, BudgetReservation, DayBudgetExceeded, DayBudgets, ReservationEnded, ReservationStatus, StaleSweep,
+    StepRef,
+)
+from ledger._model_journal import ModelJournal, ModelJournalEntry
 from ledger._kills import Kill, KillSwitch
 from ledger._watermarks import ScanWatermark, Watermark, WatermarkStore
 
@@ -25,3 +29,5 @@ from ledger._breakers import BreakerBoard
 
 __all__ += ["AdmissionCount", "Breaker", "BreakerBoard", "CapacityCounter", "CapacityHold", "CapacityLedger",
             "CapacityRefused", "DeferredItem", "DeferredQueue", "PoisonLetters", "RateBucket"]
+__all__ += ["BudgetReservation", "ModelJournal", "ModelJournalEntry", "ReservationEnded", "ReservationStatus",
+            "StaleSweep", "StepRef"]

@@ -49,3 +49,9 @@ class WorkStore:
                             "run_id": run_id}
                 DeadLetters(self._engine).record(s, {**result, **identity}, owner, workflow_id)
         return done == 1
+
+    def standing(self, work_key: str, input_version: str) -> tuple[WorkItem | None, WorkVersion | None]:
+        """The work item and the version row as the ledger holds them now (read-only): what an
+        order checks before it runs (``sluicegate.ledger.claim_order``)."""
+        with Session(self._engine, expire_on_commit=False) as s:
+            return s.get(WorkItem, work_key), s.get(WorkVersion, (work_key, input_version))

@@ -15,6 +15,11 @@ tool call — with status ``superseded`` and the newer order runs next. A tool a
 the old generation already in flight is refused by the ledger's fencing. Histories
 recorded before the patch replay on the old path (orders strictly in arrival order).
 
+Generations only move forward (patch ``claim-order-at-start``, ``workflows/claims.py``): before
+its first step an order asks the ledger whether it may still run; an older generation than the
+newest seen ends ``superseded`` without a model call, and an admission that already ended (a
+relay signal that arrived after the run completed) is ``skipped``.
+
 Kill switch: the ``kill`` signal stops the run before its next step (status ``killed``);
 independently, the model activity and the tool gateway refuse every call while a kill is
 recorded in the ledger, so a kill also lands on an activity already running or a retry.
@@ -41,6 +46,8 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.review_task import TOOL_ACTIVITIES, TOOLS, initial_messages
     from workflows.capacity_contracts import ReleaseRequest
+    from workflows.claims import ClaimVerdict
+    from workflows.order_claim import CLAIM_ORDER_PATCH, claim_order, unrun_outcome
 
 SUPERSEDE_PATCH = "supersede-at-step-boundary"
 CONTINUE_AS_NEW_PATCH = "continue-as-new-between-orders"
@@ -50,6 +57,7 @@ MAX_RECENT_OUTCOMES = 20
 MODEL_ACTIVITY = "sluicegate.model.chat_completion"
 RECORD_OUTCOME_ACTIVITY = "sluicegate.ledger.record_run_outcome"
 NON_RETRYABLE_MODEL_ERRORS = ["ModelRequestRejected", "DayBudgetExceeded", "Killed"]
+RECORD_OUTCOME_RETRY = RetryPolicy(maximum_attempts=10, maximum_interval=timedelta(seconds=30))
 
 
 @workflow.defn(name=AGENT_WORKFLOW)
@@ -145,6 +153,10 @@ class AgentLoopWorkflow:
         self._kill = self._kill or state.kill
 
     async def _run_order(self, order: WorkOrder) -> RunOutcome:
+        if workflow.patched(CLAIM_ORDER_PATCH):
+            unrun = await self._claim(order)
+            if unrun is not None:
+                return unrun
         self._set_status(order, "running")
         messages = initial_messages(order)
         outcome = RunOutcome(order.work_key, order.input_version, order.generation, "done", "completed",
@@ -184,7 +196,7 @@ class AgentLoopWorkflow:
                 break
         await workflow.execute_activity(
             RECORD_OUTCOME_ACTIVITY, outcome, start_to_close_timeout=timedelta(seconds=30),
-            retry_policy=RetryPolicy(maximum_attempts=10, maximum_interval=timedelta(seconds=30)))
+            retry_policy=RECORD_OUTCOME_RETRY)
         self._set_status(order, outcome.status)
         workflow.logger.info("work order %s@%s ended: %s (%s), %d steps, %d tokens, $%.5f",
                              order.work_key, order.input_version, outcome.status, outcome.reason,
@@ -192,11 +204,28 @@ class AgentLoopWorkflow:
                              extra={"work_key": order.work_key})
         return outcome
 
+    async def _claim(self, order: WorkOrder) -> RunOutcome | None:
+        """Generations only move forward: None lets the order run; otherwise it ends here without a
+        model call — ``superseded`` (recorded) or ``skipped`` (its admission ended before; nothing recorded)."""
+        claim = await claim_order(order, [*self._pending, *self._finished])
+        if claim.verdict == ClaimVerdict.RUN:
+            return None
+        outcome = unrun_outcome(order, claim)
+        if claim.verdict == ClaimVerdict.SUPERSEDED:
+            await workflow.execute_activity(RECORD_OUTCOME_ACTIVITY, outcome,
+                                            start_to_close_timeout=timedelta(seconds=30),
+                                            retry_policy=RECORD_OUTCOME_RETRY)
+        self._set_status(order, outcome.status)
+        workflow.logger.info("work order %s@%s gen %s not run: %s", order.work_key, order.input_version,
+                             order.generation, claim.reason, extra={"work_key": order.work_key})
+        return outcome
+
     async def _call_model(self, order: WorkOrder, messages: list[dict[str, Any]]) -> ModelResponse:
         rt = order.runtime
         return await workflow.execute_activity(
             MODEL_ACTIVITY,
-            ModelRequest(order.work_key, order.input_version, order.model, list(messages), TOOLS, order.tenant),
+            ModelRequest(order.work_key, order.input_version, order.model, list(messages), TOOLS, order.tenant,
+                         generation=order.generation, step=self._steps + 1),
             result_type=ModelResponse,
             start_to_close_timeout=timedelta(seconds=rt.model_start_to_close_seconds),
             heartbeat_timeout=timedelta(seconds=rt.model_heartbeat_seconds),

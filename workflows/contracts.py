@@ -143,6 +143,10 @@ class ModelRequest:
     tools: list[dict[str, Any]]
     tenant: str = ""
     """For the kill switch's tenant scope (empty in histories recorded before it existed)."""
+    generation: int = 0
+    """The order's generation; with ``step``, the key of the model-response journal."""
+    step: int = 0
+    """The order's model call, 1-based; 0 (histories from before it existed) means no journal."""
 
 
 @dataclass
@@ -199,7 +203,7 @@ class RunOutcome:
     input_version: str
     generation: int
     status: str
-    """``done`` | ``failed`` | ``budget_exhausted`` | ``superseded`` | ``killed``."""
+    """``done`` | ``failed`` | ``budget_exhausted`` | ``superseded`` | ``killed`` | ``skipped``."""
     reason: str
     steps: int = 0
     usage: TokenUsage = field(default_factory=TokenUsage)
