@@ -9,7 +9,8 @@
   must never turn a billed call into a free one, and over-counting is bounded by the estimate.
 
 The openai client wraps transport errors (``APIConnectionError``/``APITimeoutError``) around
-the httpx exception, which tells the two apart.
+the exception of its HTTP library (``httpx2`` for openai 3.x, ``httpx`` before), which tells the
+two apart.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from __future__ import annotations
 from enum import StrEnum
 
 import httpx
+import httpx2
 import openai
 
-NEVER_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
-"""httpx failures raised before any byte of the request was written."""
+NEVER_SENT = (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout,
+              httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+"""Transport failures raised before any byte of the request was written."""
 
 
 class Fate(StrEnum):

@@ -28,6 +28,29 @@ def work_order(settings: Settings, *, search_attributes: bool = False, owner="ac
                      budget=budget or TaskBudget(**settings.budgets.per_task.model_dump()), runtime=rt)
 
 
+def admit_in_ledger(settings: Settings, work_key: str, *versions: str) -> list[int]:
+    """Accept each version through the ledger's intake transaction, as intake would (each bumps the
+    work key's generation); returns the generations."""
+    from datetime import UTC, datetime
+
+    import ledger
+    from intake.decision import Outcome, Reason
+    from intake.envelope import TriggerKind
+    from intake.receipts import ReceiptDraft
+
+    engine = ledger.make_engine(settings.ledger_url())
+    store = ledger.SqlIntakeStore(engine)
+    generations = []
+    for version in versions:
+        decided = store.decide(ReceiptDraft(outcome=Outcome.ACCEPT, reason=Reason.ADMITTED, message="",
+                                            source="github", trigger_kind=TriggerKind.EVENT,
+                                            received_at=datetime.now(UTC), delivery_id=uuid.uuid4().hex,
+                                            work_key=work_key, input_version=version, tenant="acme"))
+        generations.append(decided.generation)
+    engine.dispose()
+    return generations
+
+
 async def start_order(client: Client, task_queue: str, order: WorkOrder, workflow_id: str | None = None
                       ) -> WorkflowHandle:
     return await client.start_workflow(
@@ -47,4 +70,4 @@ async def run_orders(client: Client, settings: Settings, task_queue: str, *order
             return await handle.result()
 
 
-__all__ = ["PR42_HEAD", "run_orders", "start_order", "work_order"]
+__all__ = ["PR42_HEAD", "admit_in_ledger", "run_orders", "start_order", "work_order"]
