@@ -44,6 +44,7 @@ from workflows.contracts import Price
 from workflows.goal import GoalWorkflow
 from workflows.maintenance import (
     DispatchDeferredWorkflow, OutboxRelayWorkflow, PruneDeliveriesWorkflow, ReapCapacityWorkflow,
+    SettleStaleReservationsWorkflow,
 )
 from workflows.scan import ScanWorkflow
 
@@ -65,7 +66,8 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
                        {name: Price(**p.model_dump()) for name, p in settings.model.prices.items()},
                        settings.budgets.step_max_output_tokens)
     breakers = BreakerBoard(engine, settings.capacity.breaker_policy())
-    model = ModelActivities(model_client, kills, spend, breakers, ModelJournal(engine))
+    journal = ModelJournal(engine)
+    model = ModelActivities(model_client, kills, spend, breakers, journal)
     egress = EgressPolicy(tuple(settings.egress.default),
                           {t: tuple(hosts) for t, hosts in settings.egress.tenants.items()})
     artifacts = ArtifactStore(settings.path(settings.artifacts.dir))
@@ -73,14 +75,15 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
     tools = ForgeTools(forge, gateway, egress, artifacts, settings.artifacts.inline_limit_chars)
     work = WorkLedgerActivities(WorkStore(engine, settings.dead_letters.owner_for))
     admitter = TemporalAdmitter(client, settings, search_attributes)
-    maintenance = MaintenanceActivities(SqlIntakeStore(engine), admitter)
+    maintenance = MaintenanceActivities(SqlIntakeStore(engine), admitter, spend.budgets, journal)
     capacity = capacity_activities(client, settings, engine, forge, admitter)
     return Worker(
         client, task_queue=task_queue or settings.temporal.task_queue,
         workflows=[AgentLoopWorkflow, OutboxRelayWorkflow, PruneDeliveriesWorkflow, ScanWorkflow, GoalWorkflow,
-                   DispatchDeferredWorkflow, ReapCapacityWorkflow],
+                   DispatchDeferredWorkflow, ReapCapacityWorkflow, SettleStaleReservationsWorkflow],
         activities=[model.chat_completion, tools.get_pull_request_diff, tools.post_review_comment,
                     work.record_run_outcome, work.claim_order, maintenance.relay_outbox, maintenance.prune_deliveries,
+                    maintenance.settle_stale_reservations,
                     capacity.release, capacity.dispatch, capacity.reap,
                     *trigger_activities(client, settings, engine, forge, search_attributes)],
         graceful_shutdown_timeout=timedelta(seconds=10))

@@ -23,6 +23,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from sluicegate.budget_config import StaleReservationsConfig
 from sluicegate.capacity_config import CapacityConfig
 from sluicegate.forge_config import ForgeAppConfig, ForgeConfig  # noqa: F401 - ForgeAppConfig re-exported
 from sluicegate.source_config import SourceConfig
@@ -116,6 +117,7 @@ class BudgetsConfig(_Section):
     day: DayBudgetConfig = Field(default_factory=DayBudgetConfig)
     step_max_output_tokens: int = Field(default=2048, gt=0)
     """Output cap sent with every model call; the reservation prices this worst case."""
+    stale_reservations: StaleReservationsConfig = Field(default_factory=StaleReservationsConfig)
 
 
 class DeadLettersConfig(_Section):
@@ -206,6 +208,8 @@ class MaintenanceConfig(_Section):
     delivery_dedupe_window_hours: float = Field(default=168.0, gt=0)
     """How long a delivery id is remembered; a redelivery after this is decided afresh."""
     prune_interval: Duration = timedelta(hours=1)
+    model_journal_retention_hours: float = Field(default=72.0, gt=0)
+    """Journaled model answers older than this are pruned (only a retry of a step still running reads them)."""
 
 
 class ScheduleConfig(_Section):

@@ -19,7 +19,7 @@ from temporalio.client import (
     ScheduleUpdateInput,
 )
 
-from activities.maintenance import PruneRequest, RelayRequest
+from activities.maintenance import PruneRequest, RelayRequest, StaleReservationsRequest
 from sluicegate.config import ScheduleConfig, Settings
 from workflows.capacity_contracts import DISPATCH_WORKFLOW, REAP_WORKFLOW, DispatchRequest, ReapRequest
 from workflows.scan_contracts import SCAN_WORKFLOW, ScanRequest
@@ -75,17 +75,29 @@ OUTBOX_RELAY_SCHEDULE = "sluicegate-outbox-relay"
 PRUNE_DELIVERIES_SCHEDULE = "sluicegate-prune-deliveries"
 DISPATCH_SCHEDULE = "sluicegate-dispatch-deferred"
 REAP_SCHEDULE = "sluicegate-reap-capacity"
+STALE_RESERVATIONS_SCHEDULE = "sluicegate-settle-stale-reservations"
+
+
+def stale_reservations_request(settings: Settings) -> StaleReservationsRequest:
+    """The sweep's grace must outlast a live attempt, or it would charge a call still running."""
+    grace = settings.budgets.stale_reservations.grace_seconds
+    longest = settings.activities.model_start_to_close_seconds
+    if grace <= longest:
+        raise ValueError(f"budgets.stale_reservations.grace_seconds ({grace:g}) must exceed "
+                         f"activities.model_start_to_close_seconds ({longest:g})")
+    return StaleReservationsRequest(grace_seconds=grace)
 
 
 def maintenance_schedules(settings: Settings) -> dict[str, Schedule]:
-    """The outbox relay, the delivery-window pruning, the deferred-queue dispatcher and the slot
-    reaper: skip overlaps, take one missed tick."""
+    """The outbox relay, the delivery-window (and journal) pruning, the deferred-queue dispatcher, the
+    slot reaper and the stale-reservation sweep: skip overlaps, take one missed tick."""
     m, queue = settings.maintenance, settings.temporal.task_queue
     policy = SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP, catchup_window=timedelta(minutes=1))
     relay = ScheduleActionStartWorkflow("OutboxRelay", RelayRequest(grace_seconds=m.outbox_grace_seconds),
                                         id=OUTBOX_RELAY_SCHEDULE, task_queue=queue,
                                         execution_timeout=timedelta(minutes=10))
-    prune = ScheduleActionStartWorkflow("PruneDeliveries", PruneRequest(window_hours=m.delivery_dedupe_window_hours),
+    prune = ScheduleActionStartWorkflow("PruneDeliveries", PruneRequest(m.delivery_dedupe_window_hours,
+                                                                        m.model_journal_retention_hours),
                                         id=PRUNE_DELIVERIES_SCHEDULE, task_queue=queue,
                                         execution_timeout=timedelta(minutes=30))
     cap = settings.capacity
@@ -94,6 +106,9 @@ def maintenance_schedules(settings: Settings) -> dict[str, Schedule]:
                                            execution_timeout=timedelta(minutes=10))
     reap = ScheduleActionStartWorkflow(REAP_WORKFLOW, ReapRequest(cap.reap_grace_seconds, dispatch_req),
                                        id=REAP_SCHEDULE, task_queue=queue, execution_timeout=timedelta(minutes=10))
+    stale = ScheduleActionStartWorkflow("SettleStaleReservations", stale_reservations_request(settings),
+                                        id=STALE_RESERVATIONS_SCHEDULE, task_queue=queue,
+                                        execution_timeout=timedelta(minutes=10))
 
     def every(seconds: float) -> ScheduleSpec:
         return ScheduleSpec(intervals=[ScheduleIntervalSpec(every=timedelta(seconds=seconds))])
@@ -101,6 +116,8 @@ def maintenance_schedules(settings: Settings) -> dict[str, Schedule]:
     return {
         DISPATCH_SCHEDULE: Schedule(action=dispatch, policy=policy, spec=every(cap.dispatch_interval_seconds)),
         REAP_SCHEDULE: Schedule(action=reap, policy=policy, spec=every(cap.reap_interval_seconds)),
+        STALE_RESERVATIONS_SCHEDULE: Schedule(action=stale, policy=policy,
+                                              spec=every(settings.budgets.stale_reservations.interval_seconds)),
         OUTBOX_RELAY_SCHEDULE: Schedule(action=relay, policy=policy,
                                         spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=m.outbox_relay_interval)])),
         PRUNE_DELIVERIES_SCHEDULE: Schedule(action=prune, policy=policy,

@@ -1,8 +1,9 @@
 """Scheduled maintenance workflows: one activity each, so a schedule's history stays small.
 
 ``OutboxRelayWorkflow`` admits accepted-but-not-admitted work (see ``intake.outbox``);
-``PruneDeliveriesWorkflow`` enforces the delivery dedupe window. Both are safe to run
-concurrently with intake and with each other.
+``PruneDeliveriesWorkflow`` enforces the delivery dedupe window (and forgets old journaled model
+answers); ``SettleStaleReservationsWorkflow`` ends day-budget reservations whose worker died. All
+are safe to run concurrently with intake, with runs and with each other.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from activities.maintenance import PruneRequest, RelayRequest, RelayResult
+    from activities.maintenance import (
+        PruneRequest, RelayRequest, RelayResult, StaleReservationsRequest, StaleReservationsResult,
+    )
     from workflows.capacity_contracts import (
         DISPATCH_WORKFLOW, REAP_WORKFLOW, DispatchRequest, DispatchResult, ReapRequest,
     )
@@ -37,6 +40,17 @@ class PruneDeliveriesWorkflow:
         return await workflow.execute_activity(
             "sluicegate.maintenance.prune_deliveries", req, result_type=int,
             start_to_close_timeout=timedelta(minutes=10), retry_policy=RETRY)
+
+
+@workflow.defn(name="SettleStaleReservations")
+class SettleStaleReservationsWorkflow:
+    """End reservations still held after the grace period: journaled usage, else the estimate."""
+
+    @workflow.run
+    async def run(self, req: StaleReservationsRequest) -> StaleReservationsResult:
+        return await workflow.execute_activity(
+            "sluicegate.maintenance.settle_stale_reservations", req, result_type=StaleReservationsResult,
+            start_to_close_timeout=timedelta(minutes=5), retry_policy=RETRY)
 
 
 @workflow.defn(name=DISPATCH_WORKFLOW)
