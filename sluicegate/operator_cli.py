@@ -71,8 +71,27 @@ def prune(window_hours: Optional[float] = typer.Option(None, help="default: main
     engine = ledger.make_engine(settings.ledger_url())
     window = settings.maintenance.delivery_dedupe_window_hours if window_hours is None else window_hours
     removed = ledger.SqlIntakeStore(engine).prune_deliveries(window)
+    answers = ledger.ModelJournal(engine).prune(settings.maintenance.model_journal_retention_hours)
     engine.dispose()
-    console.print(f"forgot {removed} delivery ids")
+    console.print(f"forgot {removed} delivery ids and {answers} journaled model answers")
+
+
+@ledger_app.command("settle-stale")
+def settle_stale(grace_seconds: Optional[float] = typer.Option(
+        None, help="default: budgets.stale_reservations.grace_seconds")) -> None:
+    """End day-budget reservations held longer than the grace now (the schedule does it every 5 min):
+    with the journaled usage when the answer had arrived, else at their estimate."""
+    from datetime import timedelta
+
+    settings = load_settings()
+    grace = settings.budgets.stale_reservations.grace_seconds if grace_seconds is None else grace_seconds
+    day = settings.budgets.day
+    engine = ledger.make_engine(settings.ledger_url())
+    sweep = ledger.DayBudgets(engine, day.global_usd, day.tenants, day.default_tenant_usd).settle_stale(
+        timedelta(seconds=grace))
+    engine.dispose()
+    console.print(f"settled {len(sweep.from_journal)} from the journal, charged {len(sweep.estimated)} at their "
+                  f"estimate: {', '.join(sweep.from_journal + sweep.estimated) or '-'}")
 
 
 @outbox_app.command("relay")

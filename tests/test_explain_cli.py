@@ -30,3 +30,18 @@ def test_explain_shows_a_crashed_call_charged_at_its_estimate(tmp_path):
     assert "estimated $0.40000 of $0.40000" in lines[0] and "attempt 1 ended without an answer" in lines[0]
     assert "settled $0.01250 of $0.40000" in lines[1]
     assert "spent $0.41250; 1 call(s) of unknown fate (crashed, timed out, 5xx) charged $0.40000" in shown.stdout
+
+
+def test_settle_stale_by_hand_charges_a_dead_workers_reservation(tmp_path):
+    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+    ledger.upgrade(url)
+    engine = ledger.make_engine(url)
+    budgets = DayBudgets(engine, 100.0, {}, 100.0)
+    held = budgets.reserve("acme", "github:acme/api#8:review", 0.25)
+    young = _starter(url, "ledger", "settle-stale")  # the default grace: too young to touch
+    swept = _starter(url, "ledger", "settle-stale", "--grace-seconds", "0")
+    row = budgets.reservation(held)
+    engine.dispose()
+    assert young.returncode == swept.returncode == 0, young.stderr + swept.stderr
+    assert "charged 0 at their estimate" in young.stdout and f"charged 1 at their estimate: {held}" in swept.stdout
+    assert (row.status, row.spent_usd) == ("estimated", 0.25)
