@@ -37,32 +37,33 @@ def _poll(read, done, timeout: float, what: str):
 
 @contextmanager
 def held_after_the_answer(url: str, work_keys: list[str], step: int, timeout: float = 60.0) -> Iterator[list[str]]:
-    """Wait for each key's ``step`` to reserve, lock the reservations, wait for their answers in
-    the journal; yields the reservation ids while the attempts are parked before their settle."""
+    """Lock each key's ``step`` reservation as soon as it is taken, then wait for all their answers
+    in the journal; yields the reservation ids while the attempts are parked before their settle."""
     engine = ledger.make_engine(url)
     try:
-        def reserved() -> list[str]:
-            with Session(engine) as s:
-                return list(s.exec(select(BudgetReservation.id).where(
+        with engine.connect() as conn, conn.begin() as tx:
+            locked: dict[str, str] = {}
+            deadline = time.monotonic() + timeout
+            while len(locked) < len(work_keys):
+                rows = conn.execute(select(BudgetReservation.id, BudgetReservation.status).where(
                     col(BudgetReservation.work_key).in_(work_keys), BudgetReservation.step == step,
-                    BudgetReservation.status == "reserved")).scalars())
+                    col(BudgetReservation.id).not_in(locked)).with_for_update()).all()
+                for rid, status in rows:
+                    if status != "reserved":
+                        raise HoldFailed(f"{rid} ended ({status}) before it was locked: slow the model down")
+                    locked[rid] = status
+                if time.monotonic() > deadline:
+                    raise HoldFailed(f"{len(locked)} of {len(work_keys)} step-{step} calls reserved in {timeout:.0f}s")
+                time.sleep(0.02)
 
-        rids = _poll(reserved, lambda found: len(found) == len(work_keys), timeout, f"{len(work_keys)} step-{step} calls")
-        with engine.connect() as conn:
-            with conn.begin() as tx:
-                locked = conn.execute(select(BudgetReservation.id, BudgetReservation.status)
-                                      .where(col(BudgetReservation.id).in_(rids)).with_for_update()).all()
-                if any(status != "reserved" for _, status in locked):
-                    raise HoldFailed(f"settled before the lock: {locked}")
+            def journaled() -> int:
+                with Session(engine) as s:
+                    return len(s.exec(select(ModelJournalEntry.work_key).where(
+                        col(ModelJournalEntry.reservation_id).in_(list(locked)))).all())
 
-                def journaled() -> int:
-                    with Session(engine) as s:
-                        return len(s.exec(select(ModelJournalEntry.work_key).where(
-                            col(ModelJournalEntry.reservation_id).in_(rids))).all())
-
-                _poll(journaled, lambda n: n == len(rids), timeout, f"{len(rids)} journaled answers")
-                yield rids
-                tx.rollback()
+            _poll(journaled, lambda n: n == len(locked), timeout, f"{len(locked)} journaled answers")
+            yield list(locked)
+            tx.rollback()
     finally:
         engine.dispose()
 
