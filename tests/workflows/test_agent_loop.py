@@ -218,9 +218,10 @@ async def test_large_diff_goes_to_the_artifact_store_not_the_history(temporal_en
     assert outcome.status == "done" and len(sims.comments()) == 1
     [artifact] = [p for p in (tmp_path / "artifacts").rglob("*") if p.is_file()]
     assert artifact.read_text() == big
-    # Inline, the diff would be in the history several times over (the tool result and every later
-    # model request); with the artifact store only a handle and a preview are.
-    assert len(history) < len(big)
+    # Inline, the diff would be in the history three times over (the tool result and the two later
+    # model requests); with the artifact store only a handle and a preview of its start are.
+    assert "line 1999 of a generated file" not in history
+    assert len(history) < 2 * len(big)
 
 
 async def test_continue_as_new_between_orders_carries_the_versioned_state(temporal_env, settings, sims, task_queue):
