@@ -11,17 +11,14 @@ from sqlmodel import Session, select
 import ledger
 from ledger import BudgetReservation, ModelJournalEntry, WorkVersion
 from tests.support.agent_runs import PR42_HEAD, admit_in_ledger, run_orders, work_order
-from tests.support.sims import settings_for
+from tests.support.sims import fresh_settings
 
 NEWER = "5c1e6b2d9a8f4e3c7b0a1d2e3f405162738495a6"
 
 
 @pytest.fixture
 def settings(sims, tmp_path):
-    sims.reset()
-    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
-    ledger.upgrade(url)
-    return settings_for(sims, url)
+    return fresh_settings(sims, tmp_path)
 
 
 def _rows(settings, model, *where):
