@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv demo up test test-dev-server bench clean
+.PHONY: venv demo up test test-dev-server bench clean drills drill-cancel drill-temporal-restart
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,14 @@ up: venv  ## bring the same stack up until Ctrl-C (Temporal UI on :8233)
 test: venv  ## whole suite on the time-skipping server, then workflow tests on the dev server
 	$(PY) -m pytest
 	$(PY) -m pytest --temporal-env local tests/workflows
+
+drill-cancel: venv  ## operator cancel (Temporal CLI and starter.py cancel) on a throwaway stack
+	$(PY) starter.py drill cancel
+
+drill-temporal-restart: venv  ## the Temporal dev server restarted while reviews run
+	$(PY) starter.py drill temporal-restart
+
+drills: drill-cancel drill-temporal-restart  ## every one-command drill (also run by `make test` through tests/e2e)
 
 bench: venv
 	$(PY) bench/intake_bench.py

@@ -7,6 +7,9 @@
     python starter.py schedule apply | list | trigger ID | pause ID | backfill ID ...
     python starter.py goal start --repo acme/api --pr 44 ...
     python starter.py kill --work-key K | --tenant T | --all --actor A --reason R ; unkill (same flags)
+    python starter.py cancel 'github:acme/api#42:review' --actor A --reason R   # recorded, then cancelled
+    python starter.py reconcile                # give runs that closed without an outcome their real one
+    python starter.py drill cancel | temporal-restart   # one drill on its own throwaway stack
     python starter.py dlq list | show ID | retry ID --reason R
     python starter.py status [--tenant T]      # active runs, deferred queue and positions, breakers
     python starter.py breaker reset model --actor A --reason R
@@ -23,21 +26,29 @@ from typing import Optional
 
 import httpx
 import typer
+from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
+
+from intake.manual_request import ManualTrigger, problems
 
 from sluicegate.config import load_settings
 from sluicegate.dlq_cli import dlq_app
+from sluicegate.drill_cli import drill_app
 from sluicegate.operator_cli import explain_cmd, kill_cmd, ledger_app, outbox_app, receipts, unkill_cmd
+from sluicegate.runs_cli import cancel_cmd, reconcile_cmd
 from sluicegate.status_cli import breaker_app, status_cmd
 from sluicegate.trigger_cli import goal_app, schedule_app
 
-app = typer.Typer(help=__doc__.splitlines()[0], no_args_is_help=True)
+# Every Typer app here prints tracebacks without locals: a local may hold a token or the settings.
+app = typer.Typer(pretty_exceptions_show_locals=False, help=__doc__.splitlines()[0], no_args_is_help=True)
 app.add_typer(ledger_app, name="ledger")
 app.add_typer(outbox_app, name="outbox")
 app.add_typer(schedule_app, name="schedule")
 app.add_typer(goal_app, name="goal")
 app.add_typer(dlq_app, name="dlq")
 app.add_typer(breaker_app, name="breaker")
+app.add_typer(drill_app, name="drill")
 console = Console()
 
 
@@ -57,6 +68,11 @@ def trigger(
     base = api_url or f"http://{s.webhook_api.host}:{s.webhook_api.port}"
     body = {"repository": repo, "number": pr, "reason": reason, "input_version": version,
             "request_id": request_id or f"manual-{uuid.uuid4()}", "force": force}
+    try:  # the API's own model and hygiene rules: a bad value is refused before anything is sent
+        ManualTrigger.model_validate(body)
+    except ValidationError as exc:
+        console.print(f"[red]not sent: invalid {escape(problems(exc))}[/]")
+        raise typer.Exit(2) from None
     try:
         r = httpx.post(f"{base}/v1/triggers/manual", json=body, headers={"Authorization": f"Bearer {actor_token}"},
                        timeout=30)
@@ -73,6 +89,8 @@ app.command("explain")(explain_cmd)
 app.command("kill")(kill_cmd)
 app.command("unkill")(unkill_cmd)
 app.command("status")(status_cmd)
+app.command("cancel")(cancel_cmd)
+app.command("reconcile")(reconcile_cmd)
 
 
 if __name__ == "__main__":

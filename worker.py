@@ -26,7 +26,9 @@ from activities.forge_tools import ForgeTools
 from activities.gateway import ToolGateway
 from activities.intake_activity import trigger_activities
 from activities.maintenance import MaintenanceActivities
+from activities.markers import CommentMarks
 from activities.model import ModelActivities, make_openai_client
+from activities.run_reconciler import ReconcileActivities, RunReconciler
 from activities.step_ledger import SpendGuard
 from activities.work_ledger import WorkLedgerActivities
 from intake.temporal_admitter import TemporalAdmitter
@@ -35,15 +37,17 @@ from ledger import (
     SqlIntakeStore, WorkStore,
 )
 from sluicegate.config import Settings, load_settings
+from sluicegate.dev_guard import refuse_published_secrets
+from sluicegate.schedules import retention_policy
 from sluicegate.resources import open_forge, open_ledger
 from sluicegate.metrics import observe_capacity, setup_metrics
 from sluicegate.telemetry import setup_logging, setup_tracing
-from sluicegate.temporal_client import connect
+from sluicegate.temporal_client import connect, payload_keys
 from workflows.agent_loop import AgentLoopWorkflow
 from workflows.contracts import Price
 from workflows.goal import GoalWorkflow
 from workflows.maintenance import (
-    DispatchDeferredWorkflow, OutboxRelayWorkflow, PruneDeliveriesWorkflow, ReapCapacityWorkflow,
+    DispatchDeferredWorkflow, OutboxRelayWorkflow, PruneDeliveriesWorkflow, ReapCapacityWorkflow, ReconcileRunsWorkflow,
     SettleStaleReservationsWorkflow,
 )
 from workflows.scan import ScanWorkflow
@@ -57,7 +61,7 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
     ``search_attributes=False`` only for servers without Sluicegate's (the time-skipping one)."""
     engine = open_ledger(settings, stack)
     forge = open_forge(settings, stack)
-    model_client = make_openai_client(settings.model.base_url, settings.model.api_key,
+    model_client = make_openai_client(settings.model.base_url, settings.model.api_key.get_secret_value(),
                                       settings.model.timeout_seconds)
     stack.push_async_callback(model_client.close)
     kills = KillSwitch(engine)
@@ -70,27 +74,37 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
     model = ModelActivities(model_client, kills, spend, breakers, journal)
     egress = EgressPolicy(tuple(settings.egress.default),
                           {t: tuple(hosts) for t, hosts in settings.egress.tenants.items()})
-    artifacts = ArtifactStore(settings.path(settings.artifacts.dir))
+    artifacts = ArtifactStore(settings.path(settings.artifacts.dir), payload_keys(settings))
     gateway = ToolGateway(SideEffectLedger(engine), kills, CredentialBroker(engine), breakers)
-    tools = ForgeTools(forge, gateway, egress, artifacts, settings.artifacts.inline_limit_chars)
-    work = WorkLedgerActivities(WorkStore(engine, settings.dead_letters.owner_for))
+    marks = CommentMarks.from_forge_config(settings.forge)
+    if not marks.trusting:
+        log.warning("forge.bot_login or forge.marker_secret is not set: after a crash a review may be posted "
+                    "twice (reconcile cannot recognise its own comments)")
+    tools = ForgeTools(forge, gateway, egress, artifacts, settings.artifacts.inline_limit_chars, marks)
+    work_store = WorkStore(engine, settings.dead_letters.owner_for)
+    work = WorkLedgerActivities(work_store)
+    reconcile = ReconcileActivities(RunReconciler(client, work_store))
     admitter = TemporalAdmitter(client, settings, search_attributes)
-    maintenance = MaintenanceActivities(SqlIntakeStore(engine), admitter, spend.budgets, journal)
+    maintenance = MaintenanceActivities(SqlIntakeStore(engine), admitter, engine, artifacts,
+                                        retention_policy(settings), spend.budgets)
     capacity = capacity_activities(client, settings, engine, forge, admitter)
     return Worker(
         client, task_queue=task_queue or settings.temporal.task_queue,
         workflows=[AgentLoopWorkflow, OutboxRelayWorkflow, PruneDeliveriesWorkflow, ScanWorkflow, GoalWorkflow,
-                   DispatchDeferredWorkflow, ReapCapacityWorkflow, SettleStaleReservationsWorkflow],
+                   DispatchDeferredWorkflow, ReapCapacityWorkflow, ReconcileRunsWorkflow,
+                   SettleStaleReservationsWorkflow],
         activities=[model.chat_completion, tools.get_pull_request_diff, tools.post_review_comment,
-                    work.record_run_outcome, work.claim_order, maintenance.relay_outbox, maintenance.prune_deliveries,
-                    maintenance.settle_stale_reservations,
-                    capacity.release, capacity.dispatch, capacity.reap,
+                    work.record_run_outcome, work.claim_order, maintenance.relay_outbox,
+                    maintenance.prune_deliveries, maintenance.prune_retention, maintenance.settle_stale_reservations,
+                    capacity.release, capacity.dispatch, capacity.reap, reconcile.reconcile_runs,
                     *trigger_activities(client, settings, engine, forge, search_attributes)],
-        graceful_shutdown_timeout=timedelta(seconds=10))
+        graceful_shutdown_timeout=timedelta(seconds=10),
+        max_heartbeat_throttle_interval=timedelta(seconds=settings.temporal.heartbeat_throttle_seconds))
 
 
 async def main() -> None:
     settings = load_settings()
+    refuse_published_secrets(settings, "worker", settings.temporal.address.rpartition(":")[0])
     setup_logging(settings, "worker")
     provider = setup_tracing(settings, "worker")
     setup_metrics(settings, "worker")

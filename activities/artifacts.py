@@ -5,6 +5,19 @@ summary enter the prompt and the workflow history, so every later step does not 
 the same tokens again and histories stay small. Writes are atomic (temp file + rename),
 so a crash never leaves a half-written artifact under a valid handle; identical content
 maps to the same handle, so retries store nothing twice.
+
+**At rest.** With payload keys configured (``temporal.payload_key``, ``sluicegate.codec``) an
+artifact is sealed with the current key (AES-256-GCM, bound to its handle): the file is
+``SGA1 | key id | nonce | ciphertext``. Retired keys still open old files; a file written before
+encryption was turned on is still read (its SHA-256 must match the handle, so a planted file is
+refused) and is sealed the next time the same content is stored. The file name is the handle's
+SHA-256 of the plaintext: whoever can list the directory and guesses a diff exactly can confirm
+the guess, but cannot read any content.
+
+**Retention.** Storing content again refreshes the file's modification time; ``prune`` removes
+files not written for longer than the retention period, a bounded number per call (the
+maintenance prune schedule, ``activities/maintenance.py``). Nothing reads an artifact back
+during a run (the prompt holds the summary), so an old one is never load-bearing.
 """
 
 from __future__ import annotations
@@ -12,14 +25,21 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import time
 from pathlib import Path
 
+from sluicegate.codec import PayloadKeys
+
 PREFIX = "artifact:sha256:"
+MAGIC = b"SGA1"
+_KID_BYTES = 16
+_AAD = b"sluicegate-artifact\x1f"
 
 
 class ArtifactStore:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, keys: PayloadKeys | None = None) -> None:
         self._root = root
+        self._keys = keys
 
     def _path(self, digest: str) -> Path:
         return self._root / digest[:2] / digest
@@ -27,22 +47,57 @@ class ArtifactStore:
     def put(self, data: bytes) -> str:
         digest = hashlib.sha256(data).hexdigest()
         path = self._path(digest)
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
+        if path.exists() and (self._keys is None or path.read_bytes()[:len(MAGIC)] == MAGIC):
+            os.utime(path)  # stored again: keep it through retention
+            return PREFIX + digest
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(self._seal(data, digest))
+        os.replace(tmp, path)
         return PREFIX + digest
 
     def get(self, handle: str) -> bytes:
         if not handle.startswith(PREFIX):
             raise ValueError(f"not an artifact handle: {handle!r}")
         digest = handle[len(PREFIX):]
-        data = self._path(digest).read_bytes()
+        stored = self._path(digest).read_bytes()
+        data = self._open(stored, digest) if stored[:len(MAGIC)] == MAGIC else stored
         if hashlib.sha256(data).hexdigest() != digest:
             raise ValueError(f"artifact {handle} is corrupt")
         return data
+
+    def prune(self, older_than_seconds: float, limit: int) -> int:
+        """Remove at most ``limit`` artifacts not written for ``older_than_seconds``; returns how many."""
+        cutoff = time.time() - older_than_seconds
+        removed = 0
+        if not self._root.is_dir():
+            return 0
+        for shard in sorted(self._root.iterdir()):
+            if not shard.is_dir():
+                continue
+            for path in sorted(shard.iterdir()):
+                if removed >= limit:
+                    return removed
+                try:
+                    if path.stat().st_mtime < cutoff:
+                        path.unlink()
+                        removed += 1
+                except FileNotFoundError:  # another worker pruned it meanwhile
+                    continue
+        return removed
+
+    def _seal(self, data: bytes, digest: str) -> bytes:
+        if self._keys is None:
+            return data
+        kid = self._keys.key_id.encode()
+        return MAGIC + kid + self._keys.seal(data, _AAD + digest.encode())
+
+    def _open(self, stored: bytes, digest: str) -> bytes:
+        if self._keys is None:
+            raise ValueError("artifact is encrypted but no payload key is configured (temporal.payload_key)")
+        kid = stored[len(MAGIC):len(MAGIC) + _KID_BYTES].decode(errors="replace")
+        return self._keys.open(kid, stored[len(MAGIC) + _KID_BYTES:], _AAD + digest.encode())
 
 
 def diff_summary(diff: str) -> str:

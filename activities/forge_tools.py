@@ -2,8 +2,10 @@
 
 The target (owner/repo/number) always comes from the work order, never from the model's
 arguments, so a confused or hostile model cannot write to another repository. Posting
-goes through the gateway; the comment carries a hidden marker with its operation key
-so a crashed attempt can be reconciled by searching the pull request's comments.
+goes through the gateway; the comment carries a hidden marker with its operation key, signed
+with the server's marker secret, so a crashed attempt can be reconciled by searching the pull
+request's comments — and only a comment by the bot with a valid signature counts
+(``activities.markers``): a marker planted by anyone else never suppresses a review.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from temporalio.exceptions import ApplicationError
 
 from activities.artifacts import ArtifactStore, diff_summary
 from activities.egress import EgressPolicy
-from activities.gateway import Mutation, PermanentToolError, ToolGateway, TransientToolError
+from activities.forge_failure import as_tool_error, forge_activity_error
+from activities.gateway import Mutation, ToolGateway
 from activities.heartbeat import heartbeating
-from activities.keys import marker_for, operation_key
+from activities.keys import operation_key
+from activities.markers import CommentMarks
 from sluicegate.forge_client import ForgeClient, ForgeError
 from workflows.contracts import ToolRequest, ToolResult
 from workflows.review_task import POST_COMMENT
@@ -28,14 +32,12 @@ PREVIEW_CHARS = 4_000
 MAX_COMMENT_CHARS = 60_000
 
 
-def _as_tool_error(exc: ForgeError) -> Exception:
-    return TransientToolError(str(exc), exc.retry_after) if exc.retryable else PermanentToolError(str(exc))
-
-
 class ForgeTools:
     def __init__(self, forge: ForgeClient, gateway: ToolGateway, egress: EgressPolicy | None = None,
-                 artifacts: ArtifactStore | None = None, inline_limit_chars: int = MAX_DIFF_CHARS) -> None:
+                 artifacts: ArtifactStore | None = None, inline_limit_chars: int = MAX_DIFF_CHARS,
+                 marks: CommentMarks = CommentMarks()) -> None:
         self._forge = forge
+        self._marks = marks
         self._gateway = gateway
         self._egress = egress
         self._artifacts = artifacts
@@ -52,8 +54,8 @@ class ForgeTools:
             async with heartbeating():
                 diff = await self._forge.get_pull_diff(req.owner, req.repo, req.number, tenant=req.tenant)
         except ForgeError as exc:
-            raise ApplicationError(str(exc), type="ToolUnavailable" if exc.retryable else "ToolRequestRejected",
-                                   non_retryable=not exc.retryable) from None
+            raise forge_activity_error(exc, f"cannot read the diff of {req.owner}/{req.repo}#{req.number}",
+                                       prefix="Tool") from None
         if len(diff) > self._inline_limit:
             head = diff[:PREVIEW_CHARS]
             if self._artifacts is not None:
@@ -69,7 +71,7 @@ class ForgeTools:
         self._check_egress(req.tenant)
         body = _comment_body(req.arguments)
         op_key = operation_key(req.work_key, POST_COMMENT, req.input_version, req.effect_discriminator)
-        marker = marker_for(op_key)
+        marker = self._marks.marker(op_key)
         mutation = Mutation(op_key, req.work_key, POST_COMMENT, req.input_version, req.generation, req.tenant)
 
         async def perform():
@@ -77,16 +79,16 @@ class ForgeTools:
                 comment = await self._forge.post_comment(req.owner, req.repo, req.number, f"{body}\n\n{marker}",
                                                          tenant=req.tenant)
             except ForgeError as exc:
-                raise _as_tool_error(exc) from None
+                raise as_tool_error(exc) from None
             return str(comment["id"]), {"comment_id": comment["id"], "html_url": comment.get("html_url")}
 
         async def reconcile():
             try:
                 async for comment in self._forge.iter_comments(req.owner, req.repo, req.number, tenant=req.tenant):
-                    if marker in (comment.get("body") or ""):
+                    if self._marks.is_effect_of(comment, op_key):
                         return str(comment["id"]), {"comment_id": comment["id"], "html_url": comment.get("html_url")}
             except ForgeError as exc:
-                raise _as_tool_error(exc) from None
+                raise as_tool_error(exc) from None
             return None
 
         async with heartbeating():  # covers reconcile paging and the post itself

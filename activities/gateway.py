@@ -41,9 +41,16 @@ class PermanentToolError(Exception):
 class TransientToolError(Exception):
     """The operation may succeed later (5xx, timeout, connection, rate limit)."""
 
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, retry_after: float | None = None, kind: str = "Unavailable") -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.kind = kind
+        """``Unavailable`` or ``RateLimited``: the activity error is ``Tool<kind>``."""
+
+    def activity_error(self, message: str) -> ApplicationError:
+        """Retryable, after the server's delay when it gave one (else Temporal's backoff)."""
+        delay = timedelta(seconds=self.retry_after) if self.retry_after else None
+        return ApplicationError(message, type=f"Tool{self.kind}", next_retry_delay=delay)
 
 
 @dataclass(frozen=True)
@@ -123,9 +130,7 @@ class ToolGateway:
         except TransientToolError as exc:
             if self._breakers is not None:
                 await asyncio.to_thread(self._breakers.record_failure, self._provider, f"{m.operation}: {exc}")
-            delay = timedelta(seconds=exc.retry_after) if exc.retry_after else None
-            raise ApplicationError(f"{m.operation} may not have completed: {exc}", type="ToolUnavailable",
-                                   next_retry_delay=delay) from None
+            raise exc.activity_error(f"{m.operation} may not have completed: {exc}") from None
         await asyncio.to_thread(self._ledger.complete, m.operation_key, external_id, result)
         return MutationResult(external_id, result)
 
@@ -153,7 +158,10 @@ class ToolGateway:
         try:
             found = await reconcile()
         except TransientToolError as exc:
-            raise ApplicationError(f"cannot reconcile {m.operation_key}: {exc}", type="ToolUnavailable") from None
+            raise exc.activity_error(f"cannot reconcile {m.operation_key}: {exc}") from None
+        except PermanentToolError as exc:
+            raise ApplicationError(f"cannot reconcile {m.operation_key}: {exc}", type="ToolRequestRejected",
+                                   non_retryable=True) from None
         if found is None:
             return None
         external_id, result = found

@@ -5,7 +5,8 @@ Observations (all read from the forge's REST API, so they work on GitHub and the
 * ``head:<sha>`` — the pull request is open and its head commit is ``<sha>`` (a prefix of at
   least 7 characters is accepted);
 * ``comment:<text>`` — the pull request is open and has a comment containing ``<text>`` that
-  Sluicegate did not write (comments carrying the ``<!-- sluicegate:op=`` marker are ignored);
+  Sluicegate did not write (its own comments — by the bot, with a validly signed marker,
+  ``activities.markers`` — are ignored; a marker anyone else pastes does not hide their comment);
 * ``ready`` — the pull request is open, not a draft, and its title does not start with
   ``WIP``, ``[WIP]`` or ``Draft:``.
 
@@ -20,7 +21,9 @@ import asyncio
 from sqlalchemy.engine import Engine
 from temporalio import activity
 
-from activities.scan_activities import forge_failure, record_receipt_once
+from activities.forge_failure import forge_activity_error
+from activities.markers import CommentMarks
+from activities.scan_activities import record_receipt_once
 from intake.envelope import PullRequestRef
 from intake.identity import review_work_key
 from intake.ports import IntakeStore
@@ -31,7 +34,6 @@ from workflows.scan_contracts import (
     ReceiptRequest,
 )
 
-OWN_MARKER = "<!-- sluicegate:op="
 WIP_PREFIXES = ("wip", "[wip]", "draft:")
 MIN_SHA_PREFIX = 7
 
@@ -42,8 +44,10 @@ def head_matches(head: str | None, wanted: str) -> bool:
 
 
 class GoalActivities:
-    def __init__(self, forge: ForgeClient, store: IntakeStore, engine: Engine) -> None:
+    def __init__(self, forge: ForgeClient, store: IntakeStore, engine: Engine,
+                 marks: CommentMarks = CommentMarks()) -> None:
         self._forge = forge
+        self._marks = marks
         self._store = store
         self._engine = engine
 
@@ -58,9 +62,9 @@ class GoalActivities:
         try:
             pull = await self._forge.get_pull(req.owner, req.repo, req.number, tenant=req.tenant or None)
         except ForgeError as exc:
-            if exc.status == 404:
+            if exc.not_found:
                 return Observation(exists=False, detail=f"{target} not found")
-            raise forge_failure(exc, f"cannot read {target}") from None
+            raise forge_activity_error(exc, f"cannot read {target}") from None
         head = (pull.get("head") or {}).get("sha")
         obs = Observation(exists=True, open=pull.get("state") == "open", head_sha=head, draft=bool(pull.get("draft")))
         if not obs.open:
@@ -83,11 +87,11 @@ class GoalActivities:
                 async for comment in self._forge.iter_comments(req.owner, req.repo, req.number,
                                                                tenant=req.tenant or None):
                     body = comment.get("body") or ""
-                    if OWN_MARKER not in body and (cond.value or "") in body:
+                    if not self._marks.is_own(comment) and (cond.value or "") in body:
                         who = (comment.get("user") or {}).get("login", "?")
                         return True, f"comment {comment.get('id')} by {who} contains {cond.value!r}"
             except ForgeError as exc:
-                raise forge_failure(exc, f"cannot read comments of {req.owner}/{req.repo}#{req.number}") from None
+                raise forge_activity_error(exc, f"cannot read comments of {req.owner}/{req.repo}#{req.number}") from None
             return False, f"no comment contains {cond.value!r}"
         return False, f"unknown condition {cond.kind!r}"
 

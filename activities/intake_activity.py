@@ -67,12 +67,13 @@ def trigger_activities(client: Client, settings: Settings, engine: Engine, forge
     Admission uses ``settings.temporal.task_queue`` for the agent workflow, like the API.
     """
     from activities.goal_activities import GoalActivities
+    from activities.markers import CommentMarks
     from activities.scan_activities import ScanActivities
 
     store = SqlIntakeStore(engine)
     intake = IntakeActivities(intake_service(settings, engine, forge,
                                              TemporalAdmitter(client, settings, search_attributes)))
     scans = ScanActivities(forge, WatermarkStore(engine), store, engine)
-    goals = GoalActivities(forge, store, engine)
+    goals = GoalActivities(forge, store, engine, CommentMarks.from_forge_config(settings.forge))
     return [intake.submit, scans.list_candidates, scans.advance_watermark, scans.record_no_work, goals.observe,
             goals.record_bound_reached]

@@ -26,8 +26,10 @@ def operation_key(work_key: str, operation: str, target_version: str, discrimina
 
 
 def marker_for(op_key: str) -> str:
-    """Hidden marker embedded in a comment so the forge can be searched for it after a crash."""
-    return f"<!-- sluicegate:op={op_key} -->"
+    """The start of the hidden marker naming ``op_key`` in a comment, for finding comments by
+    operation (demo, benchmarks, runbook). Its signature follows; whether a comment is trusted as
+    Sluicegate's own is decided by ``activities.markers``, never by this prefix."""
+    return f"<!-- sluicegate:op={op_key} "
 
 
 def reservation_id(work_key: str, input_version: str, generation: int, step: int, run_id: str, attempt: int) -> str:

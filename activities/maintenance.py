@@ -1,5 +1,14 @@
-"""Maintenance activities: relay the admission outbox, prune the delivery dedupe window and old
-journaled model answers, end stale day-budget reservations."""
+"""Maintenance activities: relay the admission outbox, prune the delivery dedupe window, enforce
+retention, end stale day-budget reservations.
+
+``prune_retention`` applies every table's retention rule (``ledger/_retention.py``: what keeps a
+row load-bearing — old journaled model answers included) and the artifact files' age, in bounded
+batches, heartbeating throughout so a worker that dies mid-prune is noticed; a rerun simply
+continues (pruning is idempotent). One table's failure is logged and does not stop the others;
+the activity fails (and is retried) only if every table failed.
+
+``settle_stale_reservations`` ends reservations a dead worker left held (``DayBudgets.settle_stale``).
+"""
 
 from __future__ import annotations
 
@@ -7,11 +16,19 @@ import asyncio
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from sqlalchemy.engine import Engine
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
+from activities.artifacts import ArtifactStore
+from activities.heartbeat import heartbeating
 from intake.outbox import relay
 from intake.ports import Admitter
-from ledger import DayBudgets, ModelJournal, SqlIntakeStore
+from ledger import RETENTION_RULES, DayBudgets, Retention, SqlIntakeStore
+
+PRUNE_DELIVERIES_ACTIVITY = "sluicegate.maintenance.prune_deliveries"
+PRUNE_RETENTION_ACTIVITY = "sluicegate.maintenance.prune_retention"
+SETTLE_STALE_ACTIVITY = "sluicegate.maintenance.settle_stale_reservations"
 
 
 @dataclass
@@ -28,11 +45,29 @@ class RelayResult:
 
 
 @dataclass
+class RetentionPolicy:
+    """``maintenance.retention`` as the prune schedule carries it."""
+
+    ages_seconds: dict[str, float | None] = field(default_factory=dict)
+    """Table (or ``artifacts``) -> how old a row must be to go; absent or None: never pruned."""
+    batch_size: int = 500
+    max_batches: int = 100
+
+
+@dataclass
 class PruneRequest:
     window_hours: float
     """Delivery ids older than this are forgotten: a redelivery after it is decided afresh."""
-    journal_retention_hours: float = 72.0
-    """Journaled model answers older than this are forgotten."""
+    retention: RetentionPolicy | None = None
+    """None (a schedule applied before retention existed): the worker's own ``maintenance.retention``."""
+
+
+@dataclass
+class RetentionReport:
+    removed: dict[str, int] = field(default_factory=dict)
+    """Rows (files for ``artifacts``) removed per table."""
+    failed: dict[str, str] = field(default_factory=dict)
+    """Tables whose prune failed this time, and why."""
 
 
 @dataclass
@@ -50,12 +85,15 @@ class StaleReservationsResult:
 
 
 class MaintenanceActivities:
-    def __init__(self, store: SqlIntakeStore, admitter: Admitter, budgets: DayBudgets | None = None,
-                 journal: ModelJournal | None = None) -> None:
+    def __init__(self, store: SqlIntakeStore, admitter: Admitter, engine: Engine | None = None,
+                 artifacts: ArtifactStore | None = None, retention: RetentionPolicy | None = None,
+                 budgets: DayBudgets | None = None) -> None:
         self._store = store
         self._admitter = admitter
+        self._engine = engine
+        self._artifacts = artifacts
+        self._retention = retention or RetentionPolicy()
         self._budgets = budgets
-        self._journal = journal
 
     @activity.defn(name="sluicegate.maintenance.relay_outbox")
     async def relay_outbox(self, req: RelayRequest) -> RelayResult:
@@ -63,17 +101,33 @@ class MaintenanceActivities:
         report = await relay(self._store, pending, self._admitter)
         return RelayResult(report.admitted, report.failed)
 
-    @activity.defn(name="sluicegate.maintenance.prune_deliveries")
+    @activity.defn(name=PRUNE_DELIVERIES_ACTIVITY)
     async def prune_deliveries(self, req: PruneRequest) -> int:
         removed = await asyncio.to_thread(self._store.prune_deliveries, req.window_hours)
         activity.logger.info("pruned %d delivery ids older than %.1f h", removed, req.window_hours)
-        if self._journal is not None:
-            answers = await asyncio.to_thread(self._journal.prune, req.journal_retention_hours)
-            activity.logger.info("pruned %d journaled model answers older than %.1f h", answers,
-                                 req.journal_retention_hours)
         return removed
 
-    @activity.defn(name="sluicegate.maintenance.settle_stale_reservations")
+    @activity.defn(name=PRUNE_RETENTION_ACTIVITY)
+    async def prune_retention(self, req: PruneRequest) -> RetentionReport:
+        policy = req.retention or self._retention
+        report = RetentionReport()
+        async with heartbeating():
+            for table, age in policy.ages_seconds.items():
+                if age is None:
+                    continue
+                try:
+                    report.removed[table] = await asyncio.to_thread(prune_table, self._engine, self._artifacts,
+                                                                    policy, table, age)
+                except Exception as exc:  # noqa: BLE001 - one table's trouble must not stop the others
+                    activity.logger.warning("retention: pruning %s failed: %r", table, exc)
+                    report.failed[table] = repr(exc)[:500]
+        if report.failed and not report.removed:
+            raise ApplicationError(f"retention: every table failed: {report.failed}", type="RetentionFailed")
+        activity.logger.info("retention pruned %s%s", report.removed or "nothing",
+                             f"; failed: {sorted(report.failed)}" if report.failed else "")
+        return report
+
+    @activity.defn(name=SETTLE_STALE_ACTIVITY)
     async def settle_stale_reservations(self, req: StaleReservationsRequest) -> StaleReservationsResult:
         if self._budgets is None:
             return StaleReservationsResult()
@@ -83,3 +137,15 @@ class MaintenanceActivities:
                                     len(sweep.from_journal), len(sweep.estimated),
                                     ", ".join(sweep.from_journal + sweep.estimated)[:2000])
         return StaleReservationsResult(len(sweep.from_journal), len(sweep.estimated))
+
+
+def prune_table(engine: Engine | None, artifacts: ArtifactStore | None, policy: RetentionPolicy, table: str,
+                age_seconds: float) -> int:
+    """Apply ``table``'s retention rule (``artifacts``: the files' age); returns how many went."""
+    if table == "artifacts":
+        return artifacts.prune(age_seconds, policy.batch_size * policy.max_batches) if artifacts else 0
+    if table not in RETENTION_RULES:
+        raise ValueError(f"no retention rule for {table!r}")
+    if engine is None:
+        return 0
+    return Retention(engine, policy.batch_size, policy.max_batches).prune(table, timedelta(seconds=age_seconds))

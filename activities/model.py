@@ -7,7 +7,8 @@ without a call; otherwise the step's worst-case cost is reserved on the tenant's
 global day budget (refused → ``DayBudgetExceeded``, no call), the answer is journaled the
 moment it arrives and the reservation settled with the real usage; a failed call releases
 the reservation only when it provably never reached the provider, and is charged at its
-estimate otherwise. HTTP failures are mapped by ``activities.retry_classes``; a
+estimate otherwise — a call cut off by a workflow cancel (``cancel-is-an-outcome``) included:
+the request may already have been billed. HTTP failures are mapped by ``activities.retry_classes``; a
 400/401/403 ends the run with a clear ``ModelRequestRejected`` instead of burning
 attempts. Any OpenAI-compatible endpoint works by configuration (base URL, key, model name).
 """

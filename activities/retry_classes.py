@@ -1,4 +1,4 @@
-"""Retry classes for calls to outside systems, in one place.
+"""Retry classes for calls to the model endpoint, in one place.
 
 * 429 — honour ``retry-after-ms`` / ``Retry-After`` (seconds or HTTP date), plus jitter
   so a fleet of workers does not come back in lockstep.
@@ -7,19 +7,19 @@
 * Any other 4xx (400, 401, 403, 404, 422, ...) — never retried: trying again only adds
   log noise and can get an account locked.
 
-Pure functions; the activities turn a :class:`RetryClass` into an ``ApplicationError``.
+The header parser and the jitter are ``sluicegate.retry_after``'s, shared with the forge's
+error mapper (``sluicegate.forge_errors``). Pure functions; the activities turn a
+:class:`RetryClass` into an ``ApplicationError``.
 """
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Mapping
 
-MAX_HONOURED_RETRY_AFTER = 300.0
-JITTER_FRACTION = 0.2
+from sluicegate.retry_after import MAX_HONOURED_RETRY_AFTER, parse_retry_after, with_jitter
+
+__all__ = ["MAX_HONOURED_RETRY_AFTER", "RetryClass", "classify_status", "parse_retry_after", "with_jitter"]
 
 
 @dataclass(frozen=True)
@@ -29,35 +29,6 @@ class RetryClass:
     """The ``ApplicationError.type`` workflows match on."""
     delay_seconds: float | None = None
     """Explicit next delay (from Retry-After), else Temporal's backoff applies."""
-
-
-def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
-    """Seconds to wait according to ``retry-after-ms`` or ``retry-after``; None if absent or bad."""
-    ms = headers.get("retry-after-ms")
-    if ms is not None:
-        try:
-            return max(float(ms) / 1000.0, 0.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    now = now or datetime.now(UTC)
-    return max((when - now).total_seconds(), 0.0)
-
-
-def with_jitter(seconds: float, rng: random.Random | None = None) -> float:
-    """``seconds`` capped at MAX_HONOURED_RETRY_AFTER, plus up to 20% random extra."""
-    base = min(seconds, MAX_HONOURED_RETRY_AFTER)
-    return base + base * JITTER_FRACTION * (rng or random).random()
 
 
 def classify_status(status: int, headers: Mapping[str, str], prefix: str) -> RetryClass:

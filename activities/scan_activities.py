@@ -11,17 +11,17 @@ writes the scan's ``no-work`` receipt through ``IntakeStore.record``, once per d
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
 from intake.decision import Outcome
 from intake.envelope import TriggerKind
 from intake.ports import IntakeStore
 from intake.receipts import ReceiptDraft
+from activities.forge_failure import forge_activity_error
 from activities.intake_activity import parse_time
 from ledger import Receipt, WatermarkStore
 from sluicegate.forge_client import ForgeClient, ForgeError
@@ -29,13 +29,6 @@ from workflows.scan_contracts import (
     SCAN_ADVANCE_ACTIVITY, SCAN_LIST_ACTIVITY, SCAN_NO_WORK_ACTIVITY, AdvanceWatermarkRequest, CandidatePage,
     ListCandidatesRequest, ReceiptRef, ReceiptRequest, ScanCandidate, WatermarkState,
 )
-
-
-def forge_failure(exc: ForgeError, what: str) -> ApplicationError:
-    """A forge error as an activity failure: 5xx/429/timeouts retry (honouring Retry-After), 4xx do not."""
-    delay = timedelta(seconds=exc.retry_after) if exc.retry_after else None
-    return ApplicationError(f"{what}: {exc}", type="ForgeUnavailable" if exc.retryable else "ForgeRequestRejected",
-                            non_retryable=not exc.retryable, next_retry_delay=delay)
 
 
 def _existing_receipt(engine: Engine, source: str, delivery_id: str) -> str | None:
@@ -77,7 +70,7 @@ class ScanActivities:
         try:
             pulls = await self._forge.list_open_pulls(owner, name, tenant=req.tenant or None)
         except ForgeError as exc:
-            raise forge_failure(exc, f"cannot list open pull requests of {req.repo}") from None
+            raise forge_activity_error(exc, f"cannot list open pull requests of {req.repo}") from None
         found: list[tuple] = []
         for p in pulls:
             sha = (p.get("head") or {}).get("sha")

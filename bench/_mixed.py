@@ -34,10 +34,11 @@ from sluicegate.config import Settings
 from sluicegate.devstack import DevStack
 from sluicegate.temporal_client import connect
 from workflows.contracts import (
-    AGENT_WORKFLOW, WORK_ORDER_SIGNAL, AgentLoopResult, AgentLoopStart, Price, RuntimeOptions, TaskBudget, WorkOrder,
+    AGENT_WORKFLOW, WORK_ORDER_SIGNAL, AgentLoopResult, AgentLoopStart, Price, RunStatus, RuntimeOptions, TaskBudget,
+    WorkOrder,
 )
 
-TERMINAL = frozenset({"done", "failed", "superseded", "budget_exhausted"})
+TERMINAL = frozenset(RunStatus)
 CATEGORIES = ("accept", "reject:duplicate-delivery", "reject:duplicate-work", "reject:stale-version", "other")
 DIFF = ("diff --git a/src/app.py b/src/app.py\n--- a/src/app.py\n+++ b/src/app.py\n@@ -1,2 +1,3 @@\n"
         " import os\n+import sys\n def main():\n")
@@ -160,6 +161,9 @@ def signed_bodies(stream: Stream, secret: str) -> list[tuple[dict[str, str], byt
             continue
         payload = pull_request_payload(it.owner, it.repo, it.number, it.sha, action=it.action)
         payload["pull_request"]["updated_at"] = stamp
+        # Each item is a distinct event, as GitHub's bodies are: the same bytes under a new
+        # delivery id would be a replay (replayed-body), not the stale or new event meant here.
+        payload["bench_event"] = it.index
         body = json.dumps(payload).encode()
         out.append((delivery_headers(secret, body, delivery_id=it.delivery_id), body))
     return out

@@ -18,8 +18,10 @@ from activities.keys import marker_for, operation_key
 from demo.scenario import Sent
 from ledger import DeferredItem, Receipt, WorkVersion, make_engine
 from sluicegate.config import Settings
+from workflows.contracts import RunStatus
 
-TERMINAL = {"done", "failed", "budget_exhausted", "superseded", "killed"}
+TERMINAL = frozenset(RunStatus)
+"""Every status an order can end with (a version in any other status is still in flight)."""
 
 
 @dataclass
@@ -81,8 +83,10 @@ def observe(settings: Settings) -> Observed:
 def judge(sent: list[Sent], seen: Observed) -> Verdict:
     v = Verdict()
     by_delivery = Counter(r.delivery_id for r in seen.receipts)
-    missing = [s.label for s in sent if by_delivery[s.delivery_id] == 0]
-    v.add("every delivery has a receipt", not missing, ", ".join(missing))
+    missing = [s.label for s in sent if by_delivery[s.delivery_id] == 0 and not s.unauthenticated]
+    v.add("every authenticated delivery has a receipt", not missing, ", ".join(missing))
+    forged = [s.label for s in sent if by_delivery[s.delivery_id] and s.unauthenticated]
+    v.add("no receipt for an unauthenticated delivery (counted instead)", not forged, ", ".join(forged))
     wrong = [f"{s.label}: expected {s.expect}, got {s.got}" for s in sent if s.got != s.expect]
     v.add("every delivery decided as expected", not wrong, "; ".join(wrong))
     deferred = {r.delivery_id for r in seen.receipts if r.outcome == "defer"}

@@ -14,18 +14,18 @@ def render(console: Console, sent: list[Sent], seen: Observed, verdict: Verdict)
     for r in seen.receipts:  # the first decision per delivery (a deferred one is admitted later)
         receipts.setdefault(r.delivery_id, r)
     admitted_later = {r.delivery_id for r in seen.receipts if r.outcome == "accept"}
-    table = Table(title="Receipts: one per delivery, written before any model call")
+    table = Table(title="Receipts: one per authenticated delivery, written before any model call")
     for col in ("delivery", "what was sent", "work key", "version", "outcome", "reason", "HTTP"):
         table.add_column(col, overflow="fold")
     for s in sent:
         r = receipts.get(s.delivery_id)
-        outcome = r.outcome if r else "(none)"
+        outcome = r.outcome if r else ("(counted, no row)" if s.unauthenticated else "(none)")
         style = {"accept": "green", "reject": "yellow", "defer": "cyan"}.get(outcome, "red")
         if outcome == "defer" and s.delivery_id in admitted_later:
             outcome = "defer → accept"
         table.add_row(s.delivery_id[:13], s.label, (r.work_key if r else s.work_key) or "-",
                       ((r.input_version if r else s.version) or "-")[:10], f"[{style}]{outcome}[/]",
-                      r.reason if r else "-", str(s.status))
+                      r.reason if r else s.got[1], str(s.status))
     console.print(table)
     usage = {"input": 0, "cached_input": 0, "output": 0, "reasoning": 0}
     cost = 0.0

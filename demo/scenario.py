@@ -30,6 +30,11 @@ class Sent:
     def got(self) -> tuple[str, str]:
         return (self.answer.get("outcome", "?"), self.answer.get("reason", "?"))
 
+    @property
+    def unauthenticated(self) -> bool:
+        """Refused before its sender was authenticated: counted, never recorded (no receipt)."""
+        return self.expect[1] in UNAUTHENTICATED_REASONS
+
 
 class DemoDriver:
     """Talks to the webhook API and to the forge simulator's control API."""
@@ -40,7 +45,7 @@ class DemoDriver:
         self.api = httpx.Client(base_url=f"http://{api.host}:{api.port}", timeout=30)
         forge = settings.simulators.forge
         self.forge = httpx.Client(base_url=f"http://{forge.host}:{forge.port}", timeout=30,
-                                  headers={"Authorization": f"Bearer {settings.forge.token}"})
+                                  headers={"Authorization": f"Bearer {settings.forge.token.get_secret_value()}"})
         model = settings.simulators.model
         self.model = httpx.Client(base_url=f"http://{model.host}:{model.port}", timeout=30)
         self.secret = settings.sources["github"].secret
@@ -72,7 +77,7 @@ class DemoDriver:
 
     def manual(self, label: str, repo: str, number: int, actor: str, expect: tuple[str, str]) -> Sent:
         request_id = f"manual-{uuid.uuid4()}"
-        token = self.settings.actors[actor].token
+        token = self.settings.actors[actor].token.get_secret_value()
         r = self.api.post("/v1/triggers/manual", headers={"Authorization": f"Bearer {token}"},
                           json={"repository": repo, "number": number, "request_id": request_id,
                                 "reason": "operator asked for a review of a PR whose webhook never arrived"})
@@ -85,6 +90,7 @@ class DemoDriver:
         return sent
 
 
+UNAUTHENTICATED_REASONS = frozenset({"bad-signature", "unauthorized-actor"})
 NEW_HEAD_42 = "5c1e6b2d9a8f4e3c7b0a1d2e3f405162738495a6"
 
 # One run at a time per repository, so the stream shows capacity at work: the manual trigger

@@ -23,6 +23,8 @@ class Reason(StrEnum):
     """Fresh, permitted, not seen: a run was (or is being) admitted."""
     DUPLICATE_DELIVERY = "duplicate-delivery"
     """This delivery id from this source was already decided."""
+    REPLAYED_BODY = "replayed-body"
+    """This source already delivered this signed body under another delivery id (a replay)."""
     DUPLICATE_WORK = "duplicate-work"
     """This (work key, input version) is already admitted, running or done."""
     STALE_VERSION = "stale-version"

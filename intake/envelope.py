@@ -1,7 +1,9 @@
 """The normalized envelope every trigger becomes, and the work candidate it names.
 
 Envelope fields follow CloudEvents attributes (id, source, type, subject, time) plus
-``received_at``, the trigger family and, for manual triggers, the actor. The candidate
+``received_at``, the trigger family and, for manual triggers, the actor and an admin's
+override. Privileged fields are typed and set only by authenticated code paths; nothing here
+is copied from a payload. The candidate
 is the domain identity resolved from it: work key, target, input version (``None`` when
 the trigger does not carry one — a manual run then takes the source's current version).
 """
@@ -36,7 +38,18 @@ class Envelope:
     trigger_kind: TriggerKind
     tenant: str
     actor: str | None = None
+    override: str | None = None
+    """A check an authenticated admin actor asked to relax, and why (``rerun-done: <reason>``).
+
+    Privilege comes only from authentication: only the manual trigger endpoint sets this, after
+    checking the actor's bearer token and role. No parser copies it from a payload, and
+    ``data`` (below) never carries a sender's payload, so no field of any delivery can set it."""
+    body_digest: str | None = None
+    """Webhooks: sha256 of the signed content less the delivery id (``VerifiedDelivery``); the
+    ledger refuses the same digest from the same source under another delivery id."""
     data: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """Notes Sluicegate itself attaches to the trigger (the manual trigger's ``reason``); never the
+    sender's payload: everything intake needs from a payload is in the typed fields and the candidate."""
 
 
 @dataclass(frozen=True)

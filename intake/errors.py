@@ -4,21 +4,23 @@ Each carries the enumerated reason, the HTTP status the API answers with, and wh
 identity was recovered before the failure, so the caller can write a reject receipt
 whenever the delivery is identifiable.
 
-Everything here is written into a receipt, often quoting what the sender sent. So the
-error itself keeps those values storable whatever a parser passed in: control characters
-(PostgreSQL refuses NUL in text) are replaced in the message, which is capped; a delivery id
-or event type longer than its receipt column, or holding control characters, is dropped
-(the receipt is then written without it, or — without a delivery id — not at all).
+Everything here may be written into a receipt and answered to the sender. So the error
+itself keeps those values storable whatever a parser passed in (rules in
+:mod:`intake.hygiene`): control characters (PostgreSQL refuses NUL in text) are replaced in
+the message, which is capped; a delivery id or event type longer than its receipt column, or
+holding control characters or a ``..`` segment, is dropped (the receipt is then written
+without it, or — without a delivery id — not at all). Messages name what was wrong, never
+quote the value that was sent: an error body must not echo input.
 """
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
 
+from intake.hygiene import MAX_DELIVERY_ID, MAX_EVENT_TYPE, identity_text, printable
+
 MAX_MESSAGE = 1000
-MAX_DELIVERY_ID = 256
-MAX_EVENT_TYPE = 128
+__all__ = ["InvalidDelivery", "MAX_DELIVERY_ID", "MAX_EVENT_TYPE", "MAX_MESSAGE", "storable_text"]
 
 
 @dataclass
@@ -32,7 +34,7 @@ class InvalidDelivery(Exception):
     event_type: str | None = None
 
     def __post_init__(self) -> None:
-        self.message = "".join("?" if _control(ch) else ch for ch in self.message[:MAX_MESSAGE])
+        self.message = printable(self.message, MAX_MESSAGE)
         self.delivery_id = storable_text(self.delivery_id, MAX_DELIVERY_ID)
         self.event_type = storable_text(self.event_type, MAX_EVENT_TYPE)
 
@@ -40,12 +42,5 @@ class InvalidDelivery(Exception):
         return f"{self.reason}: {self.message}"
 
 
-def _control(ch: str) -> bool:
-    return unicodedata.category(ch) in ("Cc", "Cs")
-
-
-def storable_text(value: object, limit: int) -> str | None:
-    """``value`` when it is a string of 1..``limit`` characters without control characters."""
-    if not isinstance(value, str) or not 0 < len(value) <= limit or any(_control(ch) for ch in value):
-        return None
-    return value
+storable_text = identity_text
+"""``value`` when it is a string of 1..``limit`` characters fit for the ledger (see :mod:`intake.hygiene`)."""

@@ -1,4 +1,10 @@
-"""The authoritative-source reader for pull requests: the forge, read fresh on every intake."""
+"""The authoritative-source reader for pull requests: the forge, read fresh on every intake.
+
+A 404 is an answer (the pull request does not exist); any other forge error means the source
+cannot be read now and intake defers, asking the sender to come back after the delay the forge
+error mapper (``sluicegate.forge_errors``) derived: a rate limit's own delay, a 5xx's
+``Retry-After``, or intake's default.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +22,7 @@ class ForgeTargetReader:
         try:
             pull = await self._forge.get_pull(ref.owner, ref.repo, ref.number, tenant=tenant)
         except ForgeError as exc:
-            if exc.status == 404:
+            if exc.not_found:
                 return TargetSnapshot(exists=False)
             raise SourceUnavailable(str(exc), exc.retry_after) from None
         return TargetSnapshot(exists=True, open=pull.get("state") == "open",

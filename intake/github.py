@@ -1,33 +1,37 @@
 """GitHub ``pull_request`` webhooks → envelope + work candidate.
 
-Checked in this order, so the cheapest and most security-relevant check runs first:
-delivery id and event headers; ``X-Hub-Signature-256`` verified in constant time by
-gidgethub against each configured secret in turn (rotation: any one verifying is enough;
-SHA-1 signatures are refused); content type; JSON body; payload shape (pydantic). A
-failure raises :class:`InvalidDelivery` carrying the delivery id when one was sent, so the
-API can still write a reject receipt. Signature failures never record the delivery id as
-seen: a forged request must not be able to burn a genuine delivery's id.
+Two stages (see :mod:`intake.sources`). :func:`verify_github`: delivery id and event
+headers, then ``X-Hub-Signature-256`` verified in constant time by gidgethub against each
+configured secret in turn (rotation: any one verifying is enough; SHA-1 signatures are
+refused) — nothing of the body is read before the signature holds, and a failure here is
+unauthenticated (counted, never recorded). :func:`normalize_github`: content type, JSON body,
+payload shape (pydantic); a failure raises :class:`InvalidDelivery` with the delivery id, so
+the API writes a reject receipt. The delivery id header is not covered by GitHub's HMAC, so a
+captured body replayed under a new id verifies: the body digest lets the ledger refuse it
+(``replayed-body``).
 
-Values that end up in the ledger are bounded here (action, head sha, owner/repo), because
-PostgreSQL refuses an over-long column *after* the decision was taken, as a 500.
+Values that end up in the ledger are checked here with :mod:`intake.hygiene` (action, head
+sha, owner/repo, number), because PostgreSQL refuses an over-long column or a NUL *after*
+the decision was taken, as a 500. The raw payload is not kept on the envelope.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Mapping
+from typing import Annotated, Mapping
 
 from gidgethub import ValidationFailure
 from gidgethub.sansio import validate_event
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from intake.decision import Reason
 from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
 from intake.errors import InvalidDelivery
 from intake.identity import review_work_key
-from intake.sources import ParsedDelivery
-from intake.sources._common import (MAX_EVENT_TYPE, MAX_JSON_DEPTH_ERROR, decode_json, delivery_id_from, header,
-                                    identity_text, media_type, utc)
+from intake.hygiene import MAX_NUMBER, input_version, repository
+from intake.sources import ParsedDelivery, VerifiedDelivery
+from intake.sources._common import (MAX_EVENT_TYPE, MAX_JSON_DEPTH_ERROR, content_digest, decode_json,
+                                    delivery_id_from, header, identity_text, media_type, utc)
 
 # "closed" is routed through freshness on purpose: the re-read says target-closed, and that
 # decision tombstones the work item so a later reopen can admit a finished version again.
@@ -35,24 +39,32 @@ ACTIONABLE_ACTIONS = frozenset({"opened", "reopened", "synchronize", "ready_for_
 GithubDelivery = ParsedDelivery
 """The common parsed-delivery type, under its first name."""
 __all__ = ["ACTIONABLE_ACTIONS", "GithubDelivery", "MAX_JSON_DEPTH_ERROR", "PullRequestEvent",
-           "parse_github_delivery"]
+           "normalize_github", "parse_github_delivery", "verify_github"]
 
 
 class _Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+def _check(rule, what: str):
+    def check(value):
+        if rule(value) is None:
+            raise ValueError(f"not {what}")
+        return value
+    return AfterValidator(check)
+
+
 class _Repo(_Lenient):
-    full_name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
+    full_name: Annotated[str, _check(repository, "owner/repo")]
 
 
 class _Ref(_Lenient):
-    sha: str = Field(pattern=r"^[\x21-\x7e]{1,128}$")
+    sha: Annotated[str, _check(input_version, "a version")]
     ref: str | None = None
 
 
 class _PullRequest(_Lenient):
-    number: int = Field(gt=0, lt=2**63)
+    number: int = Field(gt=0, le=MAX_NUMBER, strict=True)
     state: str
     head: _Ref
     draft: bool = False
@@ -77,7 +89,13 @@ def parse_github_delivery(
     secrets: list[str],
     received_at: datetime,
 ) -> ParsedDelivery:
-    """Verify and normalize one delivery. ``headers`` must have lower-case keys."""
+    """Both stages at once (tests, benchmarks). ``headers`` must have lower-case keys."""
+    return normalize_github(verify_github(headers, body, secrets), headers, body, source=source, tenant=tenant,
+                            received_at=received_at)
+
+
+def verify_github(headers: Mapping[str, str], body: bytes, secrets: list[str]) -> VerifiedDelivery:
+    """Authenticate one delivery; every failure is unauthenticated. ``headers`` lower-case."""
     delivery_id = delivery_id_from(headers, "x-github-delivery")
     event = identity_text(header(headers, "x-github-event"), MAX_EVENT_TYPE)
     if delivery_id is None:
@@ -87,18 +105,23 @@ def parse_github_delivery(
         raise InvalidDelivery(Reason.BAD_INPUT, "missing, oversize or garbled X-GitHub-Event header", 400,
                               delivery_id)
     _verify_signature(headers, body, secrets, delivery_id, event)
+    return VerifiedDelivery(delivery_id, event)
+
+
+def normalize_github(verified: VerifiedDelivery, headers: Mapping[str, str], body: bytes, *, source: str,
+                     tenant: str, received_at: datetime) -> ParsedDelivery:
+    """A verified delivery → envelope + candidate; failures carry the delivery id (a receipt)."""
+    delivery_id, event = verified.delivery_id, verified.event_type
     if media_type(headers) != "application/json":
-        raise InvalidDelivery(Reason.BAD_INPUT,
-                              f"content type must be application/json, got {media_type(headers)[:100]!r}",
-                              415, delivery_id, event)
+        raise InvalidDelivery(Reason.BAD_INPUT, "content type must be application/json", 415, delivery_id, event)
     data = decode_json(body, delivery_id, event)
     base = dict(id=delivery_id, source=source, received_at=received_at, trigger_kind=TriggerKind.EVENT,
-                tenant=tenant, data=data)
+                tenant=tenant, body_digest=content_digest(body))
     if event == "ping":
         return ParsedDelivery(Envelope(type="ping", subject=None, time=None, **base), None)
     if event != "pull_request":
-        raise InvalidDelivery(Reason.UNSUPPORTED_EVENT, f"event type {event!r} is not handled", 422,
-                              delivery_id, event)
+        raise InvalidDelivery(Reason.UNSUPPORTED_EVENT, "event type is not handled (only pull_request and ping)",
+                              422, delivery_id, event)
     try:
         parsed = PullRequestEvent.model_validate(data)
     except ValidationError as exc:

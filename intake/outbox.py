@@ -51,7 +51,8 @@ def admission_from(pending: PendingAdmission) -> Admission:
     d = pending.draft
     envelope = Envelope(id=d.delivery_id or pending.receipt_id, source=d.source, type=d.event_type or "relay",
                         subject=d.subject, time=d.emitted_at, received_at=d.received_at,
-                        trigger_kind=TriggerKind(d.trigger_kind), tenant=d.tenant or "", actor=d.actor)
+                        trigger_kind=TriggerKind(d.trigger_kind), tenant=d.tenant or "", actor=d.actor,
+                        override=d.override)  # a relayed forced re-run still posts its own review
     candidate = WorkCandidate(d.work_key, parse_target(d.target_id), d.input_version, d.tenant or "")
     decision = IntakeDecision(Outcome.ACCEPT, d.reason, d.message, pending.receipt_id, work_key=d.work_key,
                               input_version=d.input_version, generation=pending.generation)

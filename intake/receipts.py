@@ -33,6 +33,8 @@ class ReceiptDraft:
     retry_after_seconds: float | None = None
     override: str | None = None
     """A check an authorized actor overrode, and why."""
+    body_digest: str | None = None
+    """Not a receipt column: claimed in ``deliveries`` with the delivery id (replay detection)."""
 
     def with_outcome(self, outcome: Outcome, reason: str, message: str) -> "ReceiptDraft":
         return replace(self, outcome=outcome, reason=reason, message=message)
@@ -51,5 +53,5 @@ def draft_for(envelope: Envelope, candidate: WorkCandidate | None, outcome: Outc
         work_key=candidate.work_key if candidate else None,
         target_id=candidate.target.target_id if candidate else None,
         input_version=input_version or (candidate.input_version if candidate else None),
-        override=envelope.data.get("override"),
+        override=envelope.override, body_digest=envelope.body_digest,
     )

@@ -40,7 +40,7 @@ def work_order_for(admission: Admission, settings: Settings, search_attributes: 
         delivery_id=env.id, actor=env.actor, policy_version=POLICY_VERSION,
         runtime=RuntimeOptions(search_attributes=search_attributes, **act.model_dump()),
         # A forced re-run must post its review again, not find the first run's as done.
-        effect_discriminator=f"rerun-gen{d.generation}" if env.data.get("override") else "")
+        effect_discriminator=f"rerun-gen{d.generation}" if env.override else "")
 
 
 # An unreachable Temporal must not hold the webhook request open: the receipt is already

@@ -4,7 +4,7 @@ from ledger._engine import make_engine, normalize_url
 from ledger._intake_store import SqlIntakeStore
 from ledger._migrate import LedgerSchemaError, current_revision, head_revision, require_current, upgrade
 from ledger._side_effects import BeginResult, BeginState, SideEffectLedger
-from ledger._work_store import WorkStore
+from ledger._work_store import OpenVersion, WorkStore
 from ledger._models import Delivery, Receipt, SideEffect, WorkItem, WorkVersion
 from ledger._credentials import Credential, CredentialBroker
 from ledger._dead_letters import DeadLetter, DeadLetters
@@ -26,8 +26,13 @@ from ledger._capacity import CapacityLedger, CapacityRefused
 from ledger._capacity_models import AdmissionCount, Breaker, CapacityCounter, CapacityHold, DeferredItem, RateBucket
 from ledger._deferred import DeferredQueue, PoisonLetters
 from ledger._breakers import BreakerBoard
+from ledger._retention import RULES as RETENTION_RULES, Retention
 
 __all__ += ["AdmissionCount", "Breaker", "BreakerBoard", "CapacityCounter", "CapacityHold", "CapacityLedger",
-            "CapacityRefused", "DeferredItem", "DeferredQueue", "PoisonLetters", "RateBucket"]
+            "CapacityRefused", "DeferredItem", "DeferredQueue", "PoisonLetters", "RateBucket", "RETENTION_RULES",
+            "Retention"]
+from ledger._cancels import CancelRequest, CancelRequests
+
+__all__ += ["CancelRequest", "CancelRequests", "OpenVersion"]
 __all__ += ["BudgetReservation", "ModelJournal", "ModelJournalEntry", "ReservationEnded", "ReservationStatus",
             "StaleSweep", "StepRef"]

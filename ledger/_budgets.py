@@ -64,7 +64,8 @@ class BudgetDay(SQLModel, table=True):
 
 class BudgetReservation(SQLModel, table=True):
     __tablename__ = "budget_reservations"
-    __table_args__ = (Index("ix_budget_reservations_status_created", "status", "created_at"),
+    __table_args__ = (Index("ix_budget_reservations_created_at", "created_at"),
+                      Index("ix_budget_reservations_status_created", "status", "created_at"),
                       Index("ix_budget_reservations_work_key", "work_key"))
 
     id: str = Field(primary_key=True, max_length=80)

@@ -28,16 +28,22 @@ class CapacityRefused(Exception):
         self.block, self.key, self.retry_after = block, key, retry_after
 
 
+def _touched(model) -> dict:
+    """A slot counter records when it was last used, so retention can tell an idle one."""
+    return {"updated_at": utcnow()} if model is CapacityCounter else {}
+
+
 def _raise_counter(s: Session, model, key_cols: dict, column, limit: int) -> bool:
-    s.execute(dialect_insert(s, model).values(**key_cols, **{column.key: 0}).on_conflict_do_nothing())
+    s.execute(dialect_insert(s, model).values(**key_cols, **{column.key: 0}, **_touched(model))
+              .on_conflict_do_nothing())
     where = [getattr(model, k) == v for k, v in key_cols.items()]
-    done = s.execute(update(model).where(*where, column < limit).values({column.key: column + 1}))
+    done = s.execute(update(model).where(*where, column < limit).values({column.key: column + 1, **_touched(model)}))
     return done.rowcount == 1
 
 
 def _lower_counter(s: Session, model, key_cols: dict, column) -> None:
     where = [getattr(model, k) == v for k, v in key_cols.items()]
-    s.execute(update(model).where(*where, column > 0).values({column.key: column - 1}))
+    s.execute(update(model).where(*where, column > 0).values({column.key: column - 1, **_touched(model)}))
 
 
 def holds_slots(s: Session, work_key: str) -> bool:

@@ -1,6 +1,6 @@
 """Capacity tables: slot counters and holds, day quotas, rate buckets, the deferred queue, breakers.
 
-Owned by migration 0008. A run holds one row in ``capacity_holds`` per counter it counts
+Owned by migrations 0008 and 0011. A run holds one row in ``capacity_holds`` per counter it counts
 against (global, tenant, concurrency key) from admission until it ends; the counter's
 ``active`` always moves in the same transaction as its holds.
 """
@@ -23,6 +23,8 @@ class CapacityCounter(SQLModel, table=True):
 
     key: str = Field(primary_key=True, max_length=600)
     active: int = 0
+    updated_at: datetime | None = _ts(default=None, nullable=True)
+    """Last raised or lowered (migration 0011): an idle counter is pruned by retention."""
 
 
 class CapacityHold(SQLModel, table=True):
@@ -60,6 +62,7 @@ class DeferredItem(SQLModel, table=True):
         Index("ix_deferred_status_due", "status", "next_attempt_at"),
         Index("ix_deferred_work_key", "work_key", "status"),
         Index("ix_deferred_tenant", "tenant", "status"),
+        Index("ix_deferred_updated_at", "updated_at"),
     )
 
     id: str = Field(primary_key=True, max_length=40)

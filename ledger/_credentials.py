@@ -21,7 +21,8 @@ from ledger._sql import as_utc, utcnow
 
 class Credential(SQLModel, table=True):
     __tablename__ = "credentials"
-    __table_args__ = (Index("ix_credentials_scope", "tenant", "work_key"),)
+    __table_args__ = (Index("ix_credentials_scope", "tenant", "work_key"),
+                      Index("ix_credentials_expires_at", "expires_at"))
 
     id: str = Field(primary_key=True, max_length=64)
     tenant: str = Field(max_length=128)

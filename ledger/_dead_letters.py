@@ -20,7 +20,7 @@ from ledger._sql import utcnow
 
 class DeadLetter(SQLModel, table=True):
     __tablename__ = "dead_letters"
-    __table_args__ = (Index("ix_dead_letters_status", "status"),)
+    __table_args__ = (Index("ix_dead_letters_status", "status"), Index("ix_dead_letters_created_at", "created_at"))
 
     id: str = Field(primary_key=True, max_length=80)
     """``<work key>@<version>#<generation>``: one letter per failed admission."""

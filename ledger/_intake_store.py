@@ -1,5 +1,11 @@
 """The ledger side of intake: receipts, delivery dedupe, work dedupe and generations.
 
+Replays: a webhook delivery carries the digest of its signed content (less the delivery
+id). The digest is claimed on the delivery row, under a unique key per source, in the same
+statement as the delivery id, so two requests replaying one body under two new ids cannot
+both get in; the pre-check (before the source is read) stops a replay cheaply, the claim
+makes it race-safe. The digest is pruned with the delivery id.
+
 Concurrency: two deliveries for one (work key, version) can race through freshness at
 the same time. The delivery insert is ``ON CONFLICT DO NOTHING``; the work-version
 insert relies on its primary key, and the loser's transaction fails with an integrity
@@ -13,12 +19,13 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from sqlalchemy import bindparam, exists, insert, select, update
+from sqlalchemy import bindparam, case, exists, insert, literal, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from intake.decision import IntakeDecision, Outcome, Reason
+from intake.envelope import TriggerKind
 from intake.outbox import PendingAdmission
 from intake.ports import CapacityContext
 from intake.receipts import ReceiptDraft
@@ -28,9 +35,11 @@ from ledger._capacity import stamp_generation
 from ledger._capacity_models import DeferredItem
 from ledger._models import Delivery, Receipt, WorkItem, WorkVersion
 from ledger._sql import as_utc, dialect_insert, new_id, utcnow
+from workflows.contracts import RunStatus
 
 # A version in one of these states blocks another admission of the same version.
-BLOCKING_STATUSES = frozenset({"accepted", "admitted", "done"})
+IN_FLIGHT_STATUSES = frozenset({"accepted", "admitted"})
+BLOCKING_STATUSES = IN_FLIGHT_STATUSES | {RunStatus.DONE, RunStatus.CANCELLED}
 _MAX_RACE_RETRIES = 3
 
 
@@ -49,17 +58,35 @@ def _decision_from_row(row: dict) -> IntakeDecision:
                           generation=row["generation"], retry_after_seconds=row["retry_after_seconds"])
 
 
-_DRAFT_FIELDS = tuple(ReceiptDraft.__dataclass_fields__)
 _RECEIPTS = Receipt.__table__
 _DELIVERIES = Delivery.__table__
-# Built once: INSERT INTO receipts SELECT :p_... WHERE EXISTS (the delivery) RETURNING id.
+_DRAFT_FIELDS = tuple(f for f in ReceiptDraft.__dataclass_fields__ if f in _RECEIPTS.c)
+# Built once: INSERT INTO receipts SELECT :p_... WHERE EXISTS (the delivery id) OR EXISTS (another
+# delivery of the same body) RETURNING id, reason -- duplicate-delivery wins over replayed-body.
 _RECEIPT_COLUMNS = [c.name for c in _RECEIPTS.columns]
+_SEEN_ID = exists().where(_DELIVERIES.c.source == bindparam("w_source"),
+                          _DELIVERIES.c.delivery_id == bindparam("w_delivery"))
+_SEEN_BODY = exists().where(_DELIVERIES.c.source == bindparam("w_source"),
+                            _DELIVERIES.c.body_digest == bindparam("w_digest"))
+
+
+def _probe_column(name: str):
+    value = bindparam(f"p_{name}", type_=_RECEIPTS.c[name].type)
+    if name == "reason":
+        value = case((_SEEN_ID, value), else_=literal(str(Reason.REPLAYED_BODY)))
+    elif name == "message":
+        value = case((_SEEN_ID, value), else_=bindparam("r_message", type_=_RECEIPTS.c[name].type))
+    return value.label(name)
+
+
 _INSERT_IF_SEEN = insert(_RECEIPTS).from_select(
-    _RECEIPT_COLUMNS,
-    select(*[bindparam(f"p_{c}", type_=_RECEIPTS.c[c].type).label(c) for c in _RECEIPT_COLUMNS]).where(
-        exists().where(_DELIVERIES.c.source == bindparam("w_source"),
-                       _DELIVERIES.c.delivery_id == bindparam("w_delivery"))),
-).returning(_RECEIPTS.c.id)
+    _RECEIPT_COLUMNS, select(*[_probe_column(c) for c in _RECEIPT_COLUMNS]).where(_SEEN_ID | _SEEN_BODY),
+).returning(_RECEIPTS.c.id, _RECEIPTS.c.reason, _RECEIPTS.c.message)
+
+
+def replay_message(draft: ReceiptDraft) -> str:
+    return (f"delivery {draft.delivery_id} from {draft.source} repeats a body (sha256 {draft.body_digest[:16]}...) "
+            "already delivered under another delivery id within the dedupe window: a replay")
 
 
 class SqlIntakeStore:
@@ -75,14 +102,19 @@ class SqlIntakeStore:
         return _decision_from_row(row)
 
     def reject_if_delivery_seen(self, draft: ReceiptDraft) -> IntakeDecision | None:
-        """One statement: insert the duplicate receipt only if the delivery is already recorded."""
+        """One statement: insert a reject receipt only if the delivery id is already recorded
+        (``duplicate-delivery``) or its body digest is, under another id (``replayed-body``)."""
         if draft.delivery_id is None:
             return None
         row = _receipt_row(draft.with_outcome(Outcome.REJECT, Reason.DUPLICATE_DELIVERY, draft.message), new_id())
-        params = {f"p_{k}": v for k, v in row.items()} | {"w_source": draft.source, "w_delivery": draft.delivery_id}
+        params = {f"p_{k}": v for k, v in row.items()} | {
+            "w_source": draft.source, "w_delivery": draft.delivery_id, "w_digest": draft.body_digest,
+            "r_message": replay_message(draft) if draft.body_digest else ""}
         with self._engine.begin() as conn:
-            inserted = conn.execute(_INSERT_IF_SEEN, params).scalar_one_or_none()
-        return _decision_from_row(row) if inserted is not None else None
+            inserted = conn.execute(_INSERT_IF_SEEN, params).one_or_none()
+        if inserted is None:
+            return None
+        return _decision_from_row(row | {"reason": inserted.reason, "message": inserted.message})
 
     def decide(self, draft: ReceiptDraft, capacity: CapacityContext | None = None) -> IntakeDecision:
         for attempt in range(_MAX_RACE_RETRIES):
@@ -103,8 +135,7 @@ class SqlIntakeStore:
                 if changed is not None:
                     return changed  # nothing written: the next pass decides the item as it is now
             if resume is None and draft.delivery_id is not None and not self._claim_delivery(s, draft, receipt_id):
-                draft = draft.with_outcome(Outcome.REJECT, Reason.DUPLICATE_DELIVERY,
-                                           f"delivery {draft.delivery_id} from {draft.source} was already decided")
+                draft = self._already_claimed(s, draft)
             elif draft.outcome == Outcome.ACCEPT:
                 existing = s.get(WorkVersion, (draft.work_key, draft.input_version))
                 blocked = self._blocking_reason(s, draft, existing)
@@ -151,23 +182,40 @@ class SqlIntakeStore:
         """Why an earlier admission of this version blocks this one, or None.
 
         In-flight versions (accepted, admitted) always block. A ``done`` version blocks unless
-        the work item was reset after it finished (tombstone) or an authorized actor overrode."""
+        the work item was reset after it finished (tombstone) or an authorized actor overrode.
+        A ``cancelled`` one blocks automatic triggers (webhooks, scans, goals) but not a manual
+        trigger: a person stopped it, and only a person's deliberate request runs it again."""
         if existing is None or existing.status not in BLOCKING_STATUSES:
             return None
         what = f"{draft.work_key}@{draft.input_version} is already {existing.status} (receipt {existing.receipt_id})"
-        if existing.status != "done":
+        if existing.status in IN_FLIGHT_STATUSES:
             return what
         reset_at = as_utc(s.execute(select(WorkItem.reset_at).where(WorkItem.work_key == draft.work_key)).scalar())
         if reset_at is not None and as_utc(existing.updated_at) < reset_at:
             return None
+        if existing.status == RunStatus.CANCELLED:
+            return None if draft.trigger_kind == TriggerKind.MANUAL else f"{what}; only a manual trigger runs it again"
         return None if draft.override else what
 
     @staticmethod
     def _claim_delivery(s: Session, draft: ReceiptDraft, receipt_id: str) -> bool:
+        """Claim the delivery id and the body digest together; False if either was taken (any
+        unique key: the primary key or the per-source digest)."""
         stmt = dialect_insert(s, Delivery).values(
             source=draft.source, delivery_id=draft.delivery_id, received_at=draft.received_at,
-            receipt_id=receipt_id).on_conflict_do_nothing().returning(Delivery.delivery_id)
+            receipt_id=receipt_id, body_digest=draft.body_digest).on_conflict_do_nothing().returning(
+            Delivery.delivery_id)
         return s.execute(stmt).scalar_one_or_none() is not None
+
+    @staticmethod
+    def _already_claimed(s: Session, draft: ReceiptDraft) -> ReceiptDraft:
+        """Why the claim failed: the same delivery id, else (only the digest can be left) a replay."""
+        same_id = s.execute(select(Delivery.delivery_id).where(
+            Delivery.source == draft.source, Delivery.delivery_id == draft.delivery_id)).first()
+        if same_id is not None or draft.body_digest is None:
+            return draft.with_outcome(Outcome.REJECT, Reason.DUPLICATE_DELIVERY,
+                                      f"delivery {draft.delivery_id} from {draft.source} was already decided")
+        return draft.with_outcome(Outcome.REJECT, Reason.REPLAYED_BODY, replay_message(draft))
 
     @staticmethod
     def _admit_version(s: Session, draft: ReceiptDraft, receipt_id: str, existing: WorkVersion | None) -> int:

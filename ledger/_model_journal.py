@@ -13,20 +13,21 @@ tools answered differently) is not served the old answer; the newer request repl
 
 Failure modes: if the journal write fails (ledger down) the activity still returns the
 answer (history then holds it) and leaves its reservation for the stale sweep; a retry
-after such a failure calls the provider again. Rows are pruned by age
-(``maintenance.model_journal_retention_hours``) in the prune pass.
+after such a failure calls the provider again. Rows are pruned by the retention pass
+(``ledger/_retention.py``, ``maintenance.retention.model_journal``) once old and no longer
+load-bearing: never while their reservation is held or their version is still running.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, DateTime, Float, Index, delete, update
+from sqlalchemy import JSON, Column, DateTime, Float, Index, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel
 
-from ledger._sql import dialect_insert, utcnow
+from ledger._sql import dialect_insert
 
 
 class ModelJournalEntry(SQLModel, table=True):
@@ -76,9 +77,3 @@ class ModelJournal:
                 s.expire(stored)
                 stored = s.get(ModelJournalEntry, key)
             return stored
-
-    def prune(self, older_than_hours: float, now: datetime | None = None) -> int:
-        """Forget answers older than the retention: only a retry of a step still running reads them."""
-        cutoff = (now or utcnow()) - timedelta(hours=older_than_hours)
-        with Session(self._engine) as s, s.begin():
-            return s.execute(delete(ModelJournalEntry).where(ModelJournalEntry.created_at < cutoff)).rowcount

@@ -64,12 +64,16 @@ class Delivery(SQLModel, table=True):
     """A delivery id seen from a source; written with the receipt that decided it."""
 
     __tablename__ = "deliveries"
-    __table_args__ = (Index("ix_deliveries_received_at", "received_at"),)
+    __table_args__ = (Index("ix_deliveries_received_at", "received_at"),
+                      Index("ux_deliveries_body_digest", "source", "body_digest", unique=True))
 
     source: str = Field(primary_key=True, max_length=128)
     delivery_id: str = Field(primary_key=True, max_length=256)
     received_at: datetime = _ts()
     receipt_id: str = Field(max_length=40)
+    body_digest: str | None = Field(default=None, max_length=64)
+    """sha256 of the signed content less the delivery id (webhooks only): the same digest under
+    another delivery id from the same source is a replay. Pruned with the delivery id."""
 
 
 class WorkItem(SQLModel, table=True):
@@ -111,7 +115,7 @@ class SideEffect(SQLModel, table=True):
     """An external mutation keyed by its operation key (never by attempt)."""
 
     __tablename__ = "side_effects"
-    __table_args__ = (Index("ix_side_effects_work_key", "work_key"),)
+    __table_args__ = (Index("ix_side_effects_work_key", "work_key"), Index("ix_side_effects_updated_at", "updated_at"))
 
     operation_key: str = Field(primary_key=True, max_length=128)
     work_key: str = Field(max_length=512)

@@ -1,20 +1,49 @@
-"""Run outcomes written back to the work ledger by the agent workflow (via an activity).
+"""Run outcomes written back to the work ledger by the agent workflow (via an activity), and by
+the run reconciler for runs that closed without writing one.
 
-Writes are fenced by generation: an outcome from an older admission of the work key
-never overwrites what a newer one recorded.
+Writes are fenced by generation: an outcome from an older admission of the work key never
+overwrites what a newer one recorded. The reconciler also names the status it saw
+(``only_from``): if the run recorded its own outcome in between, nothing is written twice.
+A cancelled outcome's actor is confirmed from the recorded cancel request (``_cancels.py``),
+not taken from the text Temporal carried. Failed, terminated and timed-out outcomes open a
+dead letter in the same transaction; cancelled ones never do (a person decided).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Callable, Collection
 
 from sqlalchemy import select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from ledger._cancels import find_request
 from ledger._dead_letters import DeadLetters
 from ledger._models import Receipt, WorkItem, WorkVersion
 from ledger._sql import utcnow
+from workflows.cancellation import FROM_TEMPORAL, confirmed, unconfirmed
+from workflows.contracts import NEEDS_A_PERSON, RunStatus
+
+NOTED_ON_RECEIPT = frozenset({RunStatus.SUPERSEDED, RunStatus.CANCELLED, RunStatus.TERMINATED, RunStatus.TIMED_OUT})
+"""Outcomes whose reason is appended to the admission receipt's message (``; run <reason>``)."""
+
+
+@dataclass(frozen=True)
+class OpenVersion:
+    """A version a run owns, as the reconciler compares it with Temporal."""
+
+    work_key: str
+    input_version: str
+    generation: int
+    status: str
+    workflow_id: str | None
+    run_id: str | None
+    """The run the version was signalled into (it may have continued as new since)."""
+    receipt_id: str
+    tenant: str
+    source: str
 
 
 class WorkStore:
@@ -25,23 +54,31 @@ class WorkStore:
 
     def record_outcome(self, *, work_key: str, input_version: str, generation: int, status: str,
                        run_id: str | None, result: dict[str, Any], receipt_id: str | None = None,
-                       operation_keys: list[str] | None = None, external_ids: list[str] | None = None) -> bool:
+                       operation_keys: list[str] | None = None, external_ids: list[str] | None = None,
+                       only_from: Collection[str] | None = None) -> bool:
         """Record a run's end (and the mutations it made on its admission receipt); returns
-        False when a newer generation owns the version."""
+        False when a newer generation owns the version — or, with ``only_from``, when the
+        version is no longer in one of those statuses (then nothing at all is written)."""
         now = utcnow()
         with Session(self._engine) as s, s.begin():
+            if status == RunStatus.CANCELLED:
+                result = _confirm_cancel(s, work_key, result)
+            where = [WorkVersion.work_key == work_key, WorkVersion.input_version == input_version,
+                     WorkVersion.generation == generation]
+            if only_from is not None:
+                where.append(WorkVersion.status.in_(list(only_from)))
+            done = s.execute(update(WorkVersion).where(*where)
+                             .values(status=status, result=result, run_id=run_id, updated_at=now)).rowcount
+            if only_from is not None and done == 0:
+                return False
             if receipt_id is not None:
                 values: dict[str, Any] = {"operation_keys": operation_keys or [], "external_ids": external_ids or []}
-                if status == "superseded":
-                    values["message"] = Receipt.message + f"; run {result.get('reason', 'superseded')}"
+                if status in NOTED_ON_RECEIPT:
+                    values["message"] = Receipt.message + f"; run {result.get('reason', status)}"
                 s.execute(update(Receipt).where(Receipt.id == receipt_id).values(**values))
-            done = s.execute(update(WorkVersion)
-                             .where(WorkVersion.work_key == work_key, WorkVersion.input_version == input_version,
-                                    WorkVersion.generation == generation)
-                             .values(status=status, result=result, run_id=run_id, updated_at=now)).rowcount
             s.execute(update(WorkItem).where(WorkItem.work_key == work_key, WorkItem.generation == generation)
                       .values(status=status, updated_at=now))
-            if status == "failed":
+            if status in NEEDS_A_PERSON:
                 workflow_id = s.execute(select(WorkVersion.workflow_id).where(
                     WorkVersion.work_key == work_key, WorkVersion.input_version == input_version)).scalar()
                 owner = self._owner_for(result.get("tenant") or "", result.get("source") or "")
@@ -55,3 +92,27 @@ class WorkStore:
         order checks before it runs (``sluicegate.ledger.claim_order``)."""
         with Session(self._engine, expire_on_commit=False) as s:
             return s.get(WorkItem, work_key), s.get(WorkVersion, (work_key, input_version))
+
+    def open_versions(self, statuses: Collection[str], older_than_seconds: float, limit: int) -> list[OpenVersion]:
+        """Versions in ``statuses`` last written longer ago than the grace period, oldest first."""
+        cutoff = utcnow() - timedelta(seconds=older_than_seconds)
+        query = (select(WorkVersion.work_key, WorkVersion.input_version, WorkVersion.generation, WorkVersion.status,
+                        WorkVersion.workflow_id, WorkVersion.run_id, WorkVersion.receipt_id, Receipt.tenant,
+                        Receipt.source)
+                 .join(Receipt, Receipt.id == WorkVersion.receipt_id, isouter=True)
+                 .where(WorkVersion.status.in_(list(statuses)), WorkVersion.updated_at < cutoff)
+                 .order_by(WorkVersion.updated_at).limit(limit))
+        with self._engine.connect() as conn:
+            return [OpenVersion(*row[:7], row.tenant or "", row.source or "") for row in conn.execute(query)]
+
+
+def _confirm_cancel(s: Session, work_key: str, result: dict[str, Any]) -> dict[str, Any]:
+    """Who cancelled: the recorded request's actor and reason, or ``temporal``."""
+    request_id = result.get("cancel_request")
+    if not request_id:
+        return {**result, "cancelled_by": FROM_TEMPORAL}
+    request = find_request(s, request_id, work_key)
+    if request is None:
+        return {**result, "cancelled_by": FROM_TEMPORAL, "reason": unconfirmed(result.get("reason") or ""),
+                "cancel_request": None}
+    return {**result, "cancelled_by": request.actor, "reason": confirmed(request.actor, request.reason)}

@@ -11,11 +11,12 @@ removed. Each fault gets an increasing ``id`` so a listing is stable.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["FaultList", "FaultSpecError", "check_number", "check_status"]
+__all__ = ["FaultList", "FaultSpecError", "check_number", "check_route", "check_status", "route_matches"]
 
 
 class FaultSpecError(ValueError):
@@ -38,6 +39,26 @@ def check_number(spec: Mapping[str, Any], key: str, default: float | None = 0.0)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
         raise FaultSpecError(f"'{key}' must be a non-negative number")
     return float(value)
+
+
+def check_route(spec: Mapping[str, Any]) -> tuple[str | None, str]:
+    """Validate the optional ``method`` (upper-cased) and ``path`` regex (default: any) of a spec."""
+    method = spec.get("method")
+    if method is not None and not isinstance(method, str):
+        raise FaultSpecError("'method' must be a string or null")
+    path = spec.get("path") or ".*"
+    try:
+        re.compile(path)
+    except (re.error, TypeError) as exc:
+        raise FaultSpecError(f"'path' is not a valid regex: {exc}") from exc
+    return (method.upper() if method else None), path
+
+
+def route_matches(fault: Mapping[str, Any], method: str, path: str) -> bool:
+    """Does a request (``method``, ``path``) match a fault's route (see :func:`check_route`)?"""
+    if fault["method"] and fault["method"] != method:
+        return False
+    return re.search(fault["path"], path) is not None
 
 
 def check_status(spec: Mapping[str, Any], *, required: bool = False) -> int | None:

@@ -1,63 +1,147 @@
 """A Temporal codec server: lets the Temporal UI and CLI show encrypted payloads in clear.
 
-    SLUICEGATE_PAYLOAD_KEY=... python -m sluicegate.codec_server --port 8888
-    temporal workflow show -w 'agent/github:acme/api#42:review' --codec-endpoint http://127.0.0.1:8888
-    Temporal UI: Settings → Data Encoder → http://127.0.0.1:8888
+    SLUICEGATE_PAYLOAD_KEY=... SLUICEGATE_CODEC_TOKEN=... python -m sluicegate.codec_server
+    temporal workflow show -w 'agent/github:acme/api#42:review' \\
+        --codec-endpoint http://127.0.0.1:8888 --codec-auth "Bearer $SLUICEGATE_CODEC_TOKEN"
+    Temporal UI: --ui-codec-endpoint http://127.0.0.1:8888/ui/<token> (``make up`` sets it)
 
 Implements Temporal's remote codec protocol: ``POST /decode`` and ``POST /encode`` with a JSON
-body ``{"payloads": [...]}`` (protobuf JSON). Run it only where the people who may read
-prompts and diffs can reach it; it holds the key.
+body ``{"payloads": [...]}`` (protobuf JSON). It holds the payload keys, so:
+
+* **Bearer token** (``codec_server.token``, ``SLUICEGATE_CODEC_TOKEN``): every ``/encode`` and
+  ``/decode`` needs ``Authorization: Bearer <token>`` (the CLI's ``--codec-auth``). The Temporal
+  UI cannot send a header of its own choosing (it forwards only its own OIDC access token), so
+  the token may instead be the path prefix ``/ui/<token>/``: whoever can open that UI can read
+  the endpoint from its settings — and could decode through the UI anyway. Refused: 401, the
+  body never read. Preflight (``OPTIONS``) needs no token, as browsers send none.
+* **CORS** for the UI's origins (``codec_server.ui_origins``; default the dev server's UI):
+  methods ``POST, GET, OPTIONS``, headers ``Content-Type, X-Namespace, Authorization``, as
+  Temporal's codec-server guide asks. Other origins get no CORS headers.
+* **Bound, then authenticate, then parse**: the token is checked before the body is read; the
+  body is read up to ``codec_server.max_body_bytes`` (413 past it); a malformed body is 400
+  without echoing it. Access logs are off (a UI endpoint carries the token in its path).
+* It decodes plaintext payloads as they are (a history may predate encryption); refusing
+  plaintext is the workers' job (``sluicegate.codec``).
 """
 
 from __future__ import annotations
 
 import argparse
+import hmac
 
 import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
 
-from sluicegate.codec import EncryptionCodec
-from sluicegate.config import ConfigError, load_settings
+from sluicegate.bounded_body import read_limited
+from sluicegate.codec import EncryptionCodec, PayloadKeyError
+from sluicegate.config import ConfigError, Settings, load_settings
 from sluicegate.temporal_client import payload_codec
 
+DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 
-def create_codec_app(codec: EncryptionCodec, ui_origin: str = "http://127.0.0.1:8233") -> FastAPI:
-    app = FastAPI(title="Sluicegate codec server")
-    app.add_middleware(CORSMiddleware, allow_origins=[ui_origin], allow_methods=["POST"],
-                       allow_headers=["content-type", "x-namespace"])
 
-    async def apply(request: Request, decode: bool) -> JSONResponse:
-        payloads = json_format.Parse(await request.body(), Payloads())
-        fn = codec.decode if decode else codec.encode
-        out = Payloads(payloads=await fn(payloads.payloads))
-        return JSONResponse(json_format.MessageToDict(out))
+def _message(status: int, text: str, **headers: str) -> JSONResponse:
+    return JSONResponse({"message": text}, status_code=status, headers=headers)
+
+
+def create_codec_app(codec: EncryptionCodec, token: str, ui_origins: list[str] | None = None,
+                     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
+    if not token:
+        raise ConfigError("the codec server needs a token (codec_server.token / SLUICEGATE_CODEC_TOKEN)")
+    app = FastAPI(title="Sluicegate codec server", docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(CORSMiddleware, allow_origins=list(ui_origins or ["http://127.0.0.1:8233"]),
+                       allow_methods=["POST", "GET", "OPTIONS"],
+                       allow_headers=["content-type", "x-namespace", "authorization"])
+    expected = token.encode()
+
+    def authorized(request: Request, path_token: str | None) -> bool:
+        if path_token is not None:
+            return hmac.compare_digest(path_token.encode(), expected)
+        scheme, _, value = request.headers.get("authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), expected)
+
+    async def apply(request: Request, decode: bool, path_token: str | None = None) -> Response:
+        if not authorized(request, path_token):
+            return _message(401, "missing or wrong codec token", **{"WWW-Authenticate": "Bearer"})
+        body = await read_limited(request, max_body_bytes)
+        if body is None:
+            return _message(413, f"body over {max_body_bytes} bytes")
+        try:
+            payloads = json_format.Parse(body, Payloads())
+        except (json_format.ParseError, UnicodeDecodeError, ValueError):
+            return _message(400, 'body must be protobuf JSON: {"payloads": [...]}')
+        try:
+            out = await (codec.decode if decode else codec.encode)(payloads.payloads)
+        except PayloadKeyError:
+            return _message(422, "a payload is sealed with a key this server does not hold, or does not authenticate")
+        return JSONResponse(json_format.MessageToDict(Payloads(payloads=out)))
+
+    @app.get("/healthz")
+    async def healthz() -> dict:
+        return {"ok": True}
 
     @app.post("/decode")
-    async def decode(request: Request) -> JSONResponse:
+    async def decode(request: Request) -> Response:
         return await apply(request, True)
 
     @app.post("/encode")
-    async def encode(request: Request) -> JSONResponse:
+    async def encode(request: Request) -> Response:
         return await apply(request, False)
+
+    @app.post("/ui/{path_token}/decode")
+    async def ui_decode(path_token: str, request: Request) -> Response:
+        return await apply(request, True, path_token)
+
+    @app.post("/ui/{path_token}/encode")
+    async def ui_encode(path_token: str, request: Request) -> Response:
+        return await apply(request, False, path_token)
 
     return app
 
 
+def ui_origins(settings: Settings) -> list[str]:
+    """Origins allowed to call the codec server: the configured ones, else the dev server's UI."""
+    configured = settings.codec_server.ui_origins
+    if configured:
+        return list(configured)
+    port = settings.dev_server.ui_port
+    return [f"http://{settings.dev_server.ip}:{port}", f"http://localhost:{port}"]
+
+
+def ui_codec_endpoint(settings: Settings) -> str:
+    """What the Temporal UI is pointed at (``--ui-codec-endpoint``): the token rides in the path."""
+    cs = settings.codec_server
+    return f"http://{cs.host}:{cs.port}/ui/{cs.token.get_secret_value() if cs.token else ''}"
+
+
+def app_from_settings(settings: Settings) -> FastAPI:
+    codec = payload_codec(settings, accept_plaintext=True)
+    if codec is None:
+        raise ConfigError("no payload key configured (temporal.payload_key or SLUICEGATE_PAYLOAD_KEY): "
+                          "there is nothing for a codec server to decode")
+    cs = settings.codec_server
+    if cs.token is None:
+        raise ConfigError("codec_server.token (SLUICEGATE_CODEC_TOKEN) is not set: the codec server decrypts "
+                          "whatever it is sent and must not run without one")
+    return create_codec_app(codec, cs.token.get_secret_value(), ui_origins(settings), cs.max_body_bytes)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8888)
+    parser.add_argument("--host", default=None)
+    parser.add_argument("--port", type=int, default=None)
     args = parser.parse_args()
-    settings = load_settings()
-    codec = payload_codec(settings)
-    if codec is None:
-        raise ConfigError("no payload key configured (temporal.payload_key or SLUICEGATE_PAYLOAD_KEY)")
-    ui = f"http://{settings.dev_server.ip}:{settings.dev_server.ui_port}"
-    uvicorn.run(create_codec_app(codec, ui), host=args.host, port=args.port)
+    try:
+        settings = load_settings()
+        app = app_from_settings(settings)
+    except ConfigError as exc:
+        raise SystemExit(f"codec server: {exc}") from None
+    uvicorn.run(app, host=args.host or settings.codec_server.host, port=args.port or settings.codec_server.port,
+                access_log=False)
 
 
 if __name__ == "__main__":

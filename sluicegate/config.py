@@ -15,17 +15,20 @@ from __future__ import annotations
 
 import os
 import re
-from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sluicegate.budget_config import StaleReservationsConfig
 from sluicegate.capacity_config import CapacityConfig
+from sluicegate.codec_config import CodecServerConfig
+from sluicegate.durations import parse_duration  # noqa: F401 - re-exported
+from sluicegate.maintenance_config import MaintenanceConfig
+from sluicegate.schedule_config import GoalsConfig, ScheduleConfig  # noqa: F401 - ScheduleConfig re-exported
 from sluicegate.forge_config import ForgeAppConfig, ForgeConfig  # noqa: F401 - ForgeAppConfig re-exported
+from sluicegate.secret_fields import Credential, VerifierSecret
 from sluicegate.source_config import SourceConfig
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -48,11 +51,17 @@ class TemporalConfig(_Section):
     tls_client_cert: Path | None = None
     """PEM client certificate for mTLS (Temporal Cloud or a self-hosted cluster)."""
     tls_client_key: Path | None = None
-    api_key: str | None = None
-    payload_key: str | None = None
+    api_key: Credential | None = None
+    payload_key: Credential | None = None
     """Base64 AES-256 key: encrypt every payload (see sluicegate/codec.py). Unset: plaintext."""
-    payload_old_keys: list[str] = Field(default_factory=list)
-    """Retired keys, still used to decrypt histories written with them."""
+    payload_old_keys: list[Credential] = Field(default_factory=list)
+    """Retired keys, still used to decrypt histories and artifacts written with them."""
+    accept_plaintext_payloads: bool = False
+    """Migration flag: with a payload key set, still accept unencrypted payloads (histories and
+    schedules written before encryption was turned on). Off: they are refused, non-retryable."""
+    heartbeat_throttle_seconds: float = Field(default=2.0, gt=0)
+    """Longest a worker holds back an activity's heartbeat: a cancel reaches a running model or
+    tool call within about this (Temporal delivers cancels in heartbeat answers)."""
 
 
 class DevServerConfig(_Section):
@@ -72,11 +81,15 @@ class LedgerConfig(_Section):
 class WebhookApiConfig(_Section):
     host: str = "127.0.0.1"
     port: int = 8300
-    max_body_bytes: int = 1024 * 1024
+    max_body_bytes: int = Field(default=1024 * 1024, gt=0)
+    refusal_log_lines: int = Field(default=10, ge=1)
+    """Log lines for unauthenticated refusals per interval; the rest are counted in the next line."""
+    refusal_log_interval_seconds: float = Field(default=60.0, gt=0)
 
 
 class ActorConfig(_Section):
-    token: str
+    token: VerifierSecret
+    """Sent as ``Authorization: Bearer <token>``; at least 16 characters."""
     role: Literal["operator", "admin"] = "operator"
 
 
@@ -91,7 +104,7 @@ class Price(_Section):
 
 class ModelConfig(_Section):
     base_url: str
-    api_key: str
+    api_key: Credential
     name: str
     timeout_seconds: float = 60.0
     prices: dict[str, Price]
@@ -177,94 +190,6 @@ class TelemetryConfig(_Section):
     log_level: str = "INFO"
 
 
-_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?$")
-
-
-def parse_duration(value: Any) -> Any:
-    """``90`` / ``"90s"`` / ``"5m"`` / ``"1h30m"`` -> timedelta; other values go to pydantic as they are."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return timedelta(seconds=value)
-    if isinstance(value, str):
-        text = value.strip().lower()
-        m = _DURATION.match(text)
-        if text and m and any(m.groups()):
-            h, mi, sec = (float(g) if g else 0.0 for g in m.groups())
-            return timedelta(hours=h, minutes=mi, seconds=sec)
-    return value
-
-
-Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
-OverlapName = Literal["skip", "buffer_one", "buffer_all", "cancel_other", "terminate_other", "allow_all"]
-MIN_CATCHUP_WINDOW = timedelta(seconds=10)
-MAX_CANDIDATES_PER_SCAN = 5000
-
-
-class MaintenanceConfig(_Section):
-    """The ledger's own schedules (applied with the scan schedules by ``starter.py schedule apply``)."""
-
-    outbox_relay_interval: Duration = timedelta(minutes=1)
-    outbox_grace_seconds: float = Field(default=30.0, ge=0)
-    """An accepted item younger than this may still be admitting; the relay leaves it alone."""
-    delivery_dedupe_window_hours: float = Field(default=168.0, gt=0)
-    """How long a delivery id is remembered; a redelivery after this is decided afresh."""
-    prune_interval: Duration = timedelta(hours=1)
-    model_journal_retention_hours: float = Field(default=72.0, gt=0)
-    """Journaled model answers older than this are pruned (only a retry of a step still running reads them)."""
-
-
-class ScheduleConfig(_Section):
-    """One Temporal Schedule whose action is a ``Scan`` of ``repos`` (see docs/schedules.md)."""
-
-    repos: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")]] = Field(min_length=1)
-    tenant: str
-    cron: str | None = None
-    """Cron expression (5 fields, or a Temporal macro such as ``@hourly``); exclusive with ``interval``."""
-    interval: Duration | None = None
-    time_zone: str = "UTC"
-    """IANA name the cron expression is evaluated in (intervals ignore it)."""
-    jitter: Duration = timedelta(0)
-    overlap: OverlapName = "skip"
-    catchup_window: Duration = timedelta(minutes=10)
-    """Ticks missed while the Temporal server was down are still taken if at most this old."""
-    pause_on_failure: bool = False
-    max_candidates: int = Field(default=200, ge=1, le=10_000)
-    """Candidates decided per repository per scan; the rest wait for the next tick."""
-    scan_timeout: Duration = timedelta(minutes=10)
-    """Execution timeout of one scan workflow (a stuck scan must not hold the schedule forever)."""
-    note: str | None = None
-    start_paused: bool = False
-    """Create the schedule paused (``apply`` never changes the paused state of an existing one)."""
-
-    @model_validator(mode="after")
-    def _check(self) -> "ScheduleConfig":
-        if (self.cron is None) == (self.interval is None):
-            raise ValueError("set exactly one of cron or interval")
-        if self.interval is not None and self.interval < timedelta(seconds=1):
-            raise ValueError("interval must be at least 1s")
-        if len(self.repos) * self.max_candidates > MAX_CANDIDATES_PER_SCAN:
-            raise ValueError(f"repos x max_candidates must be at most {MAX_CANDIDATES_PER_SCAN} (one intake "
-                             "activity per candidate in one workflow history); split the schedule")
-        if self.catchup_window < MIN_CATCHUP_WINDOW:
-            raise ValueError("catchup_window must be at least 10s (Temporal's minimum)")
-        try:
-            ZoneInfo(self.time_zone)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown time zone {self.time_zone!r}") from None
-        return self
-
-
-class GoalsConfig(_Section):
-    """Defaults and hard limits for goal watchers (``starter.py goal start``)."""
-
-    tenant: str = "default"
-    poll_seconds: float = Field(default=60, gt=0)
-    max_polls: int = Field(default=30, ge=1)
-    deadline_minutes: float = Field(default=60, gt=0)
-    min_poll_seconds: float = Field(default=5, gt=0)
-    max_polls_limit: int = Field(default=1000, ge=1)
-    max_deadline_minutes: float = Field(default=1440, gt=0)
-
-
 class Settings(_Section):
     """Everything a Sluicegate process needs to know about its environment."""
 
@@ -272,8 +197,11 @@ class Settings(_Section):
     dev_server: DevServerConfig = Field(default_factory=DevServerConfig)
     ledger: LedgerConfig = Field(default_factory=LedgerConfig)
     webhook_api: WebhookApiConfig = Field(default_factory=WebhookApiConfig)
+    codec_server: CodecServerConfig = Field(default_factory=CodecServerConfig)
     sources: dict[str, SourceConfig] = Field(default_factory=dict)
-    actors: dict[str, ActorConfig] = Field(default_factory=dict)
+    actors: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$")], ActorConfig] = Field(
+        default_factory=dict)
+    """Operators allowed to send manual triggers, by name (the name is recorded on receipts)."""
     forge: ForgeConfig = Field(default_factory=ForgeConfig)
     model: ModelConfig
     budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)
@@ -289,6 +217,9 @@ class Settings(_Section):
     goals: GoalsConfig = Field(default_factory=GoalsConfig)
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
     capacity: CapacityConfig = Field(default_factory=CapacityConfig)
+    dev_mode: bool = False
+    """Local development (``SLUICEGATE_DEV_MODE=1``, set by the dev stack, tests and benches):
+    the API and worker may start with the secrets published in temporal-dev.yaml, on loopback only."""
     base_dir: Path = PROJECT_ROOT
     """Directory relative paths are resolved against (the config file's directory)."""
 
@@ -312,6 +243,7 @@ ENV_OVERRIDES: dict[str, str] = {
     "TEMPORAL_TASK_QUEUE": "temporal.task_queue",
     "TEMPORAL_API_KEY": "temporal.api_key",
     "SLUICEGATE_PAYLOAD_KEY": "temporal.payload_key",
+    "SLUICEGATE_CODEC_TOKEN": "codec_server.token",
     "TEMPORAL_TLS": "temporal.tls",
     "TEMPORAL_TLS_CLIENT_CERT_PATH": "temporal.tls_client_cert",
     "TEMPORAL_TLS_CLIENT_KEY_PATH": "temporal.tls_client_key",
@@ -321,11 +253,14 @@ ENV_OVERRIDES: dict[str, str] = {
     "SLUICEGATE_MODEL": "model.name",
     "FORGE_BASE_URL": "forge.base_url",
     "FORGE_TOKEN": "forge.token",
+    "SLUICEGATE_FORGE_BOT_LOGIN": "forge.bot_login",
+    "SLUICEGATE_MARKER_SECRET": "forge.marker_secret",
     "SLUICEGATE_FORGE_APP_ID": "forge.app.app_id",
     "SLUICEGATE_FORGE_APP_PRIVATE_KEY": "forge.app.private_key",
     "SLUICEGATE_FORGE_APP_PRIVATE_KEY_FILE": "forge.app.private_key_file",
     "SLUICEGATE_GITHUB_WEBHOOK_SECRET": "sources.github.secrets",
     "OTEL_EXPORTER_OTLP_ENDPOINT": "telemetry.otlp_endpoint",
+    "SLUICEGATE_DEV_MODE": "dev_mode",
     "SLUICEGATE_TELEMETRY_EXPORTER": "telemetry.exporter",
 }
 # Variables holding one value for a list setting: it replaces the whole list (to rotate from
@@ -420,5 +355,6 @@ def load_settings(path: Path | str | None = None, env: Mapping[str, str] | None 
     try:
         return Settings.model_validate(tree)
     except ValidationError as exc:
-        lines = [f"  {'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
-        raise ConfigError(f"invalid configuration in {cfg_path}:\n" + "\n".join(lines)) from exc
+        lines = [f"  {'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors(include_input=False)]
+        # ``from None``: pydantic's own error text quotes each input, and an input may be a secret.
+        raise ConfigError(f"invalid configuration in {cfg_path}:\n" + "\n".join(lines)) from None

@@ -14,7 +14,7 @@ import ledger
 from intake.outbox import parse_target
 from sluicegate.config import load_settings
 
-dlq_app = typer.Typer(help="Dead letters: failed work with evidence and an owner.", no_args_is_help=True)
+dlq_app = typer.Typer(pretty_exceptions_show_locals=False, help="Dead letters: failed work with evidence and an owner.", no_args_is_help=True)
 console = Console()
 
 

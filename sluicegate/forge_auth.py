@@ -139,7 +139,7 @@ class InstallationTokens:
         except ForgeError as exc:
             if exc.retryable:
                 raise ForgeError(f"cannot mint an {what} yet: {exc.message}", exc.status, True,
-                                 exc.retry_after) from None
+                                 exc.retry_after, rate_limited=exc.rate_limited) from None
             hint = _REFUSAL_HINTS.get(exc.status or 0, "see the message")
             raise ForgeError(f"GitHub App {self._app_id} was refused an {what}: {exc.message} ({hint})",
                              exc.status, False) from None
@@ -179,7 +179,8 @@ def _load_private_key(settings: Settings) -> str:
     assert app is not None
     if app.private_key is not None:
         # Environment variables often carry a PEM with literal "\n" sequences.
-        pem = app.private_key if "\n" in app.private_key else app.private_key.replace("\\n", "\n")
+        given = app.private_key.get_secret_value()
+        pem = given if "\n" in given else given.replace("\\n", "\n")
         where = "forge.app.private_key"
     else:
         path = settings.path(Path(app.private_key_file or ""))
@@ -201,7 +202,7 @@ def credentials_from_settings(settings: Settings) -> ForgeCredentials:
     """The credentials the configuration asks for; :class:`ConfigError` if the app section is unusable."""
     forge = settings.forge
     if forge.app is None:
-        return StaticToken(forge.token)
+        return StaticToken(forge.token.get_secret_value() if forge.token else None)
     missing = sorted(tenants_needing_installations(settings) - set(forge.app.installations))
     if missing:
         raise ConfigError(f"forge.app.installations has no installation for tenant(s) {', '.join(missing)}")

@@ -1,9 +1,9 @@
 """Client for the forge (GitHub's REST API or the forge simulator), built on gidgethub.
 
-Every failure surfaces as :class:`ForgeError` with a class the callers act on:
-``retryable`` (5xx, rate limits, connection errors, timeouts — ``retry_after`` set when
-the forge said so) or not (4xx: bad credentials, not found, validation). Timeouts on a
-write are ambiguous — the forge may have committed — so callers that mutate must
+Every failure surfaces as :class:`ForgeError`, classified by the one forge error mapper
+(``sluicegate.forge_errors``): rate limited (primary or secondary; retry after the server's
+delay), unavailable (5xx, timeouts, connection errors) or rejected (other 4xx). Timeouts and
+5xx on a write are ambiguous — the forge may have committed — so callers that mutate must
 reconcile before retrying (see ``activities.gateway``).
 
 Credentials come per call from a :class:`ForgeCredentials` (the tenant and repository of the
@@ -17,63 +17,33 @@ has already yielded items is raised as retryable instead.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, AsyncIterator, Awaitable, Callable, Protocol
 
 import gidgethub
 import httpx2
 from gidgethub.httpx import GitHubAPI
 
+from sluicegate import forge_errors
+from sluicegate.forge_errors import ForgeError
+
+__all__ = ["ForgeClient", "ForgeCredentials", "ForgeError", "StaticToken", "call_forge"]
+
 DIFF_MEDIA_TYPE = "application/vnd.github.diff"
 USER_AGENT = "sluicegate"
 
 
-@dataclass
-class ForgeError(Exception):
-    """A forge request failed; ``retryable`` tells whether trying again can help."""
-
-    message: str
-    status: int | None
-    retryable: bool
-    retry_after: float | None = None
-    ambiguous: bool = False
-    """True when the request may have been applied (timeout or dropped connection)."""
-
-    def __str__(self) -> str:
-        return f"forge error ({self.status or 'no status'}): {self.message}"
-
-
-def _retry_after(headers: Any) -> float | None:
-    try:
-        value = headers.get("retry-after") if headers is not None else None
-        return float(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
 async def call_forge(coro_factory: Callable[[], Awaitable[Any]], *, write: bool = False) -> Any:
-    """Await one gidgethub request, turning every failure into a classified :class:`ForgeError`."""
+    """Await one gidgethub request, turning every failure into a :class:`ForgeError` (``forge_errors``)."""
     try:
         return await coro_factory()
-    except gidgethub.RateLimitExceeded as exc:
-        reset = exc.rate_limit.reset_datetime if exc.rate_limit else None
-        wait = (reset - datetime.now(UTC)).total_seconds() if reset else None
-        raise ForgeError(str(exc), int(exc.status_code), True,
-                         _retry_after(exc.headers) or (max(wait, 1.0) if wait is not None else None)) from None
-    except gidgethub.BadRequest as exc:
+    except gidgethub.HTTPException as exc:  # RateLimitExceeded, BadRequest, GitHubBroken, redirects
         status = int(exc.status_code)
-        retry = status == 429
-        raise ForgeError(str(exc) or exc.status_code.phrase, status, retry, _retry_after(exc.headers)) from None
-    except gidgethub.GitHubBroken as exc:
-        raise ForgeError(str(exc) or "forge server error", int(exc.status_code), True,
-                         _retry_after(exc.headers), ambiguous=write) from None
-    except gidgethub.HTTPException as exc:
-        raise ForgeError(str(exc), int(exc.status_code), False) from None
+        message = str(exc) or getattr(exc.status_code, "phrase", "")
+        raise forge_errors.from_response(status, getattr(exc, "headers", None), message, write=write) from None
     except httpx2.TimeoutException as exc:
-        raise ForgeError(f"timed out: {exc!r}", None, True, None, ambiguous=write) from None
+        raise forge_errors.from_transport(f"timed out: {exc!r}", write=write) from None
     except httpx2.TransportError as exc:
-        raise ForgeError(f"connection failed: {exc!r}", None, True, None, ambiguous=write) from None
+        raise forge_errors.from_transport(f"connection failed: {exc!r}", write=write) from None
 
 
 class ForgeCredentials(Protocol):

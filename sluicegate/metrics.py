@@ -7,6 +7,7 @@ Instruments are created from the global meter provider, so code that records the
 |---|---|---|
 | ``sluicegate.intake.decisions`` | counter | outcome, reason, source, tenant |
 | ``sluicegate.intake.decision.duration`` | histogram (s) | outcome |
+| ``sluicegate.intake.unauthenticated`` | counter | source (a configured name, ``manual`` or ``unknown``), reason, status |
 | ``sluicegate.run.orders`` | counter | status, tenant |
 | ``sluicegate.run.steps`` | histogram | status |
 | ``sluicegate.run.cost`` | histogram (USD) | tenant |
@@ -17,17 +18,25 @@ Instruments are created from the global meter provider, so code that records the
 | ``sluicegate.capacity.deferred`` | observable gauge | tenant — worker only |
 
 Export by ``telemetry.exporter``: ``file`` writes JSON lines next to the traces
-(``<traces>.metrics.jsonl``), ``console`` to stdout, ``otlp`` over gRPC; every 10 s.
+(``<traces>.metrics.jsonl``), ``console`` to stdout, ``otlp`` over gRPC; every 10 s, or every
+``OTEL_METRIC_EXPORT_INTERVAL`` milliseconds when that standard variable is set.
+
+Requests refused before their sender was authenticated leave nothing durable: they are
+counted by ``sluicegate.intake.unauthenticated`` instead (attributes are drawn from fixed
+sets, so a flood of made-up source names cannot grow the metric's cardinality).
 """
 
 from __future__ import annotations
 
 import atexit
 import json
+import os
 from typing import Callable, Iterable
 
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
+
+from workflows.contracts import NEEDS_A_PERSON
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, MetricExporter, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
@@ -46,6 +55,15 @@ run_cost = _meter.create_histogram("sluicegate.run.cost", unit="USD", descriptio
 run_tokens = _meter.create_counter("sluicegate.run.tokens", description="tokens by category")
 run_retries = _meter.create_counter("sluicegate.run.retries", description="activity retries spent by work orders")
 dead_letters = _meter.create_counter("sluicegate.dead_letters", description="work orders that ended in a dead letter")
+unauthenticated = _meter.create_counter(
+    "sluicegate.intake.unauthenticated",
+    description="requests refused before authentication (no receipt is written), by source and reason")
+
+
+def record_unauthenticated(source: str, reason: str, status: int) -> None:
+    """One request refused before its sender was authenticated. ``source`` must be a configured
+    source name, ``manual`` or ``unknown`` — never a name taken from the request."""
+    unauthenticated.add(1, {"source": source, "reason": reason, "status": status})
 
 
 def record_decision(decision, envelope, seconds: float) -> None:
@@ -64,7 +82,7 @@ def record_outcome(outcome) -> None:
     for category in ("input", "cached_input", "output", "reasoning"):
         run_tokens.add(getattr(outcome.usage, category, 0), {"category": category, **tenant})
     run_retries.add(outcome.retries, tenant)
-    if outcome.status == "failed":
+    if outcome.status in NEEDS_A_PERSON:
         dead_letters.add(1, tenant)
 
 
@@ -89,6 +107,11 @@ def _file_exporter(path) -> MetricExporter:
 _configured = False
 
 
+def _export_interval_ms() -> float | None:
+    """``None`` lets the SDK read ``OTEL_METRIC_EXPORT_INTERVAL``; else our 10 s default."""
+    return None if os.environ.get("OTEL_METRIC_EXPORT_INTERVAL") else EXPORT_INTERVAL_MS
+
+
 def setup_metrics(settings: Settings, role: str) -> MeterProvider | None:
     """Install the process's meter provider (idempotent); ``None`` when telemetry is off."""
     global _configured
@@ -108,7 +131,7 @@ def setup_metrics(settings: Settings, role: str) -> MeterProvider | None:
 
         exporter = OTLPMetricExporter(endpoint=cfg.otlp_endpoint) if cfg.otlp_endpoint else OTLPMetricExporter()
     provider = MeterProvider(
-        metric_readers=[PeriodicExportingMetricReader(exporter, export_interval_millis=EXPORT_INTERVAL_MS)],
+        metric_readers=[PeriodicExportingMetricReader(exporter, export_interval_millis=_export_interval_ms())],
         resource=Resource.create({"service.name": f"{cfg.service_name}-{role}", "service.namespace": cfg.service_name}))
     metrics.set_meter_provider(provider)
     atexit.register(provider.shutdown)

@@ -1,5 +1,5 @@
 """Operator commands over the ledger and the outbox: ``receipts``, ``explain``, ``outbox relay``,
-``ledger migrate|prune`` (wired into ``starter.py``)."""
+``ledger migrate|prune|settle-stale`` (wired into ``starter.py``)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from sluicegate.config import load_settings
 from sluicegate.operator_views import print_chain, receipts_table
 
 console = Console()
-ledger_app = typer.Typer(help="Ledger schema and retention.", no_args_is_help=True)
-outbox_app = typer.Typer(help="The admission outbox.", no_args_is_help=True)
+ledger_app = typer.Typer(pretty_exceptions_show_locals=False, help="Ledger schema and retention.", no_args_is_help=True)
+outbox_app = typer.Typer(pretty_exceptions_show_locals=False, help="The admission outbox.", no_args_is_help=True)
 
 
 def _engine():
@@ -64,16 +64,30 @@ def migrate() -> None:
 
 
 @ledger_app.command("prune")
-def prune(window_hours: Optional[float] = typer.Option(None, help="default: maintenance.delivery_dedupe_window_hours")
+def prune(window_hours: Optional[float] = typer.Option(None, help="default: maintenance.delivery_dedupe_window_hours"),
+          retention: bool = typer.Option(True, help="also apply maintenance.retention to every table and artifact"),
           ) -> None:
-    """Forget delivery ids older than the dedupe window now (the schedule does it hourly)."""
+    """Forget delivery ids older than the dedupe window and prune by retention now (the schedule does
+    both every maintenance.prune_interval); load-bearing rows are never pruned."""
+    from activities.artifacts import ArtifactStore
+    from activities.maintenance import prune_table
+    from sluicegate.schedules import retention_policy
+    from sluicegate.temporal_client import payload_keys
+
     settings = load_settings()
     engine = ledger.make_engine(settings.ledger_url())
-    window = settings.maintenance.delivery_dedupe_window_hours if window_hours is None else window_hours
-    removed = ledger.SqlIntakeStore(engine).prune_deliveries(window)
-    answers = ledger.ModelJournal(engine).prune(settings.maintenance.model_journal_retention_hours)
-    engine.dispose()
-    console.print(f"forgot {removed} delivery ids and {answers} journaled model answers")
+    try:
+        window = settings.maintenance.delivery_dedupe_window_hours if window_hours is None else window_hours
+        console.print(f"forgot {ledger.SqlIntakeStore(engine).prune_deliveries(window)} delivery ids")
+        if retention:
+            policy = retention_policy(settings)
+            artifacts = ArtifactStore(settings.path(settings.artifacts.dir), payload_keys(settings))
+            for table, age in policy.ages_seconds.items():
+                if age is not None:
+                    removed = prune_table(engine, artifacts, policy, table, age)
+                    console.print(f"{table}: pruned {removed} (older than {age / 86400:g} days)")
+    finally:
+        engine.dispose()
 
 
 @ledger_app.command("settle-stale")

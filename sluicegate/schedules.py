@@ -19,10 +19,11 @@ from temporalio.client import (
     ScheduleUpdateInput,
 )
 
-from activities.maintenance import PruneRequest, RelayRequest, StaleReservationsRequest
+from activities.maintenance import PruneRequest, RelayRequest, RetentionPolicy, StaleReservationsRequest
 from sluicegate.config import ScheduleConfig, Settings
 from workflows.capacity_contracts import DISPATCH_WORKFLOW, REAP_WORKFLOW, DispatchRequest, ReapRequest
 from workflows.scan_contracts import SCAN_WORKFLOW, ScanRequest
+from workflows.stranded import RECONCILE_WORKFLOW, ReconcileRequest
 
 OVERLAP_POLICIES: dict[str, ScheduleOverlapPolicy] = {
     "skip": ScheduleOverlapPolicy.SKIP,
@@ -75,7 +76,14 @@ OUTBOX_RELAY_SCHEDULE = "sluicegate-outbox-relay"
 PRUNE_DELIVERIES_SCHEDULE = "sluicegate-prune-deliveries"
 DISPATCH_SCHEDULE = "sluicegate-dispatch-deferred"
 REAP_SCHEDULE = "sluicegate-reap-capacity"
+RECONCILE_SCHEDULE = "sluicegate-reconcile-runs"
 STALE_RESERVATIONS_SCHEDULE = "sluicegate-settle-stale-reservations"
+
+
+def retention_policy(settings: Settings) -> RetentionPolicy:
+    """``maintenance.retention`` as the prune workflow carries it."""
+    r = settings.maintenance.retention
+    return RetentionPolicy(r.ages_seconds(), r.batch_size, r.max_batches)
 
 
 def stale_reservations_request(settings: Settings) -> StaleReservationsRequest:
@@ -89,15 +97,15 @@ def stale_reservations_request(settings: Settings) -> StaleReservationsRequest:
 
 
 def maintenance_schedules(settings: Settings) -> dict[str, Schedule]:
-    """The outbox relay, the delivery-window (and journal) pruning, the deferred-queue dispatcher, the
-    slot reaper and the stale-reservation sweep: skip overlaps, take one missed tick."""
+    """The outbox relay, the delivery-window and retention pruning, the deferred-queue dispatcher, the
+    slot reaper, the run reconciler and the stale-reservation sweep: skip overlaps, take one missed tick."""
     m, queue = settings.maintenance, settings.temporal.task_queue
     policy = SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP, catchup_window=timedelta(minutes=1))
     relay = ScheduleActionStartWorkflow("OutboxRelay", RelayRequest(grace_seconds=m.outbox_grace_seconds),
                                         id=OUTBOX_RELAY_SCHEDULE, task_queue=queue,
                                         execution_timeout=timedelta(minutes=10))
-    prune = ScheduleActionStartWorkflow("PruneDeliveries", PruneRequest(m.delivery_dedupe_window_hours,
-                                                                        m.model_journal_retention_hours),
+    prune_req = PruneRequest(window_hours=m.delivery_dedupe_window_hours, retention=retention_policy(settings))
+    prune = ScheduleActionStartWorkflow("PruneDeliveries", prune_req,
                                         id=PRUNE_DELIVERIES_SCHEDULE, task_queue=queue,
                                         execution_timeout=timedelta(minutes=30))
     cap = settings.capacity
@@ -106,6 +114,9 @@ def maintenance_schedules(settings: Settings) -> dict[str, Schedule]:
                                            execution_timeout=timedelta(minutes=10))
     reap = ScheduleActionStartWorkflow(REAP_WORKFLOW, ReapRequest(cap.reap_grace_seconds, dispatch_req),
                                        id=REAP_SCHEDULE, task_queue=queue, execution_timeout=timedelta(minutes=10))
+    reconcile = ScheduleActionStartWorkflow(RECONCILE_WORKFLOW, ReconcileRequest(m.reconcile_grace_seconds),
+                                            id=RECONCILE_SCHEDULE, task_queue=queue,
+                                            execution_timeout=timedelta(minutes=15))
     stale = ScheduleActionStartWorkflow("SettleStaleReservations", stale_reservations_request(settings),
                                         id=STALE_RESERVATIONS_SCHEDULE, task_queue=queue,
                                         execution_timeout=timedelta(minutes=10))
@@ -116,6 +127,8 @@ def maintenance_schedules(settings: Settings) -> dict[str, Schedule]:
     return {
         DISPATCH_SCHEDULE: Schedule(action=dispatch, policy=policy, spec=every(cap.dispatch_interval_seconds)),
         REAP_SCHEDULE: Schedule(action=reap, policy=policy, spec=every(cap.reap_interval_seconds)),
+        RECONCILE_SCHEDULE: Schedule(action=reconcile, policy=policy,
+                                     spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=m.reconcile_interval)])),
         STALE_RESERVATIONS_SCHEDULE: Schedule(action=stale, policy=policy,
                                               spec=every(settings.budgets.stale_reservations.interval_seconds)),
         OUTBOX_RELAY_SCHEDULE: Schedule(action=relay, policy=policy,

@@ -6,7 +6,9 @@ Validated at start-up, with the dotted path in the error, against these failure 
   whatever it is given into *some* key and every delivery would fail as ``bad-signature``;
 * a generic source (``standard-webhooks``, ``cloudevents``) without a mapping: it could
   never name work; a ``github`` source with one: it would be silently ignored;
-* the old single ``secret:`` key next to ``secrets:``: which one wins would be a guess.
+* the old single ``secret:`` key next to ``secrets:``: which one wins would be a guess;
+* an empty or short secret (under 16 characters): guessable, and an empty bearer token
+  must never authenticate. Secrets are ``SecretStr``: hidden in reprs and tracebacks.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from __future__ import annotations
 import base64
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator, model_validator
 
 from intake.sources.mapping import PayloadMapping
+from sluicegate.secret_fields import VerifierSecret
 
 SourceKind = Literal["github", "standard-webhooks", "cloudevents"]
 GENERIC_KINDS = ("standard-webhooks", "cloudevents")
@@ -35,7 +38,7 @@ class SourceConfig(BaseModel):
 
     kind: SourceKind
     tenant: str
-    secrets: list[str] = Field(min_length=1)
+    secrets: list[VerifierSecret] = Field(min_length=1)
     """github: webhook secrets; standard-webhooks: ``whsec_<base64>`` keys; cloudevents: bearer tokens."""
     max_age_seconds: float | None = Field(default=3600, gt=0)
     """Event-age bound: an event older than this when received is too old; ``null`` = unbounded."""
@@ -59,11 +62,9 @@ class SourceConfig(BaseModel):
 
     @field_validator("secrets")
     @classmethod
-    def _usable_secrets(cls, secrets: list[str], info: ValidationInfo) -> list[str]:
+    def _usable_secrets(cls, secrets: list[SecretStr], info: ValidationInfo) -> list[SecretStr]:
         for i, secret in enumerate(secrets):
-            if not secret.strip():
-                raise ValueError(f"secrets[{i}] is empty")
-            if info.data.get("kind") == "standard-webhooks" and not is_whsec(secret):
+            if info.data.get("kind") == "standard-webhooks" and not is_whsec(secret.get_secret_value()):
                 raise ValueError(f"secrets[{i}] must be {WHSEC_PREFIX}<base64 of at least {MIN_WHSEC_BYTES} bytes>")
         return secrets
 
@@ -82,8 +83,12 @@ class SourceConfig(BaseModel):
 
     @property
     def secret(self) -> str:
-        """The first secret: the one to sign or send with (tests, demo, bench)."""
-        return self.secrets[0]
+        """The first secret's value: the one to sign or send with (tests, demo, bench)."""
+        return self.secrets[0].get_secret_value()
+
+    def secret_values(self) -> list[str]:
+        """Every secret's value, for the verify stage of this source's parser."""
+        return [s.get_secret_value() for s in self.secrets]
 
 
 def is_whsec(secret: str) -> bool:

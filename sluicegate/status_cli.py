@@ -14,7 +14,7 @@ from sluicegate.config import load_settings
 from sluicegate.status_views import gather
 
 console = Console()
-breaker_app = typer.Typer(help="Provider circuit breakers.", no_args_is_help=True)
+breaker_app = typer.Typer(pretty_exceptions_show_locals=False, help="Provider circuit breakers.", no_args_is_help=True)
 
 
 @breaker_app.command("reset")

@@ -8,7 +8,7 @@ from temporalio.client import Client
 from temporalio.converter import DataConverter
 from temporalio.service import TLSConfig
 
-from sluicegate.codec import EncryptionCodec, PayloadKeyError, parse_key
+from sluicegate.codec import EncryptionCodec, PayloadKeyError, PayloadKeys, parse_key
 from sluicegate.config import ConfigError, Settings
 from sluicegate.telemetry import tracing_interceptor
 
@@ -23,18 +23,30 @@ async def connect(settings: Settings) -> Client:
         tls = TLSConfig(client_cert=settings.path(cfg.tls_client_cert).read_bytes(),
                         client_private_key=settings.path(cfg.tls_client_key).read_bytes())
     return await Client.connect(cfg.address, namespace=cfg.namespace, tls=tls or bool(cfg.api_key),
-                                api_key=cfg.api_key, interceptors=[tracing_interceptor()],
+                                api_key=cfg.api_key.get_secret_value() if cfg.api_key else None, interceptors=[tracing_interceptor()],
                                 data_converter=data_converter(settings))
 
 
-def payload_codec(settings: Settings) -> EncryptionCodec | None:
+def payload_keys(settings: Settings) -> PayloadKeys | None:
+    """The payload keys (``temporal.payload_key`` + ``payload_old_keys``), or None: no encryption."""
     cfg = settings.temporal
     if not cfg.payload_key:
         return None
     try:
-        return EncryptionCodec(parse_key(cfg.payload_key), [parse_key(k) for k in cfg.payload_old_keys])
+        return PayloadKeys(parse_key(cfg.payload_key.get_secret_value()),
+                           [parse_key(k.get_secret_value()) for k in cfg.payload_old_keys])
     except PayloadKeyError as exc:
         raise ConfigError(f"temporal.payload_key / SLUICEGATE_PAYLOAD_KEY: {exc}") from None
+
+
+def payload_codec(settings: Settings, accept_plaintext: bool | None = None) -> EncryptionCodec | None:
+    """The codec when a key is configured; plaintext is refused unless ``temporal.accept_plaintext_payloads``
+    (or ``accept_plaintext``, for the codec server, which shows whatever a history holds)."""
+    keys = payload_keys(settings)
+    if keys is None:
+        return None
+    accept = settings.temporal.accept_plaintext_payloads if accept_plaintext is None else accept_plaintext
+    return EncryptionCodec(keys, accept_plaintext=accept)
 
 
 def data_converter(settings: Settings) -> DataConverter:

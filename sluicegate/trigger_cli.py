@@ -32,10 +32,10 @@ from sluicegate.config import Settings, load_settings
 from sluicegate.temporal_client import connect
 from workflows.scan_contracts import GOAL_CONDITIONS, GOAL_WORKFLOW, GoalCondition, GoalRequest, GoalResult
 
-schedule_app = typer.Typer(help="Temporal Schedules: scans (`schedules:`) and the outbox relay and delivery "
+schedule_app = typer.Typer(pretty_exceptions_show_locals=False, help="Temporal Schedules: scans (`schedules:`) and the outbox relay and delivery "
                                 "pruning (`maintenance:`).",
                            no_args_is_help=True)
-goal_app = typer.Typer(help="Goal watchers: poll a pull request until a condition holds, bounded.",
+goal_app = typer.Typer(pretty_exceptions_show_locals=False, help="Goal watchers: poll a pull request until a condition holds, bounded.",
                        no_args_is_help=True)
 console = Console()
 

@@ -18,14 +18,12 @@ import shutil
 import uuid
 from pathlib import Path
 
-import psycopg
 import pytest
 import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
 import ledger
 
-DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/postgres"
 SEARCH_ATTRIBUTES = ["SluicegateWorkKey", "SluicegateTenant", "SluicegateTrigger", "SluicegateInputVersion",
                      "SluicegateStatus"]
 
@@ -63,6 +61,17 @@ async def temporal_env(request: pytest.FixtureRequest):
     await env.shutdown()
 
 
+@pytest_asyncio.fixture(scope="session")
+async def dev_env():
+    """A dev server whatever ``--temporal-env`` says: Schedules, and histories that record each
+    activity attempt's last failure (the time-skipping server implements neither)."""
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=_bin("temporal"),
+        dev_server_extra_args=[arg for key in SEARCH_ATTRIBUTES for arg in ("--search-attribute", f"{key}=Keyword")])
+    yield env
+    await env.shutdown()
+
+
 @pytest.fixture
 def task_queue() -> str:
     return f"tq-{uuid.uuid4().hex[:10]}"
@@ -71,28 +80,17 @@ def task_queue() -> str:
 # --- ledger backends -------------------------------------------------------------------------
 
 
-def _postgres_admin_url() -> str:
-    return os.environ.get("SLUICEGATE_TEST_POSTGRES_URL", DEFAULT_PG)
-
-
 @pytest.fixture(scope="session")
 def postgres_url():
-    admin = _postgres_admin_url()
-    try:
-        conn = psycopg.connect(admin, autocommit=True, connect_timeout=3)
-    except psycopg.OperationalError as exc:
-        message = f"PostgreSQL at {admin} is unreachable: {exc}"
-        if os.environ.get("SLUICEGATE_REQUIRE_POSTGRES") == "1":
-            pytest.fail(message + " (SLUICEGATE_REQUIRE_POSTGRES=1)")
-        pytest.skip(message)
-    name = f"sluicegate_test_{uuid.uuid4().hex[:12]}"
-    with conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    url = admin.rsplit("/", 1)[0] + "/" + name
+    yield from _scratch_database("sluicegate_test")
+
+
+def _scratch_database(prefix: str):
+    """A migrated database of its own on the test PostgreSQL, dropped afterwards (a generator)."""
+    name, url = create_database(prefix)
     ledger.upgrade(url)
     yield url
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    drop_database(name)
 
 
 @pytest.fixture(scope="session")
@@ -107,6 +105,18 @@ def ledger_url(request: pytest.FixtureRequest) -> str:
     return request.getfixturevalue(f"{request.param}_url")
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def fresh_ledger_url(request: pytest.FixtureRequest, tmp_path):
+    """A ledger of this test only (both backends), for tests that count whole tables (retention)."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'fresh.sqlite'}"
+        ledger.upgrade(url)
+        yield url
+        return
+    request.getfixturevalue("postgres_url")  # skips (or fails) when PostgreSQL is unreachable
+    yield from _scratch_database("sluicegate_fresh")
+
+
 @pytest.fixture
 def engine(ledger_url: str):
     eng = ledger.make_engine(ledger_url)
@@ -115,3 +125,4 @@ def engine(ledger_url: str):
 
 
 from tests.support.sims import sims  # noqa: E402,F401  (fixture re-export)
+from tests.support.postgres import create_database, drop_database  # noqa: E402

@@ -21,9 +21,10 @@ def test_production_variables_override_the_file():
            "TEMPORAL_API_KEY": "k", "SLUICEGATE_LEDGER_URL": "postgresql://db/sg", "OPENAI_BASE_URL": "https://x/v1",
            "FORGE_TOKEN": "ghs_x", "SLUICEGATE__BUDGETS__PER_TASK__MAX_USD": "1.5"}
     s = load_settings(DEFAULT_CONFIG_FILE, env=env)
-    assert (s.temporal.address, s.temporal.namespace, s.temporal.api_key) == ("prod.tmprl.cloud:7233", "prod.acct", "k")
+    assert (s.temporal.address, s.temporal.namespace, s.temporal.api_key.get_secret_value()) == (
+        "prod.tmprl.cloud:7233", "prod.acct", "k")
     assert s.ledger_url() == "postgresql://db/sg" and s.model.base_url == "https://x/v1"
-    assert s.forge.token == "ghs_x" and s.budgets.per_task.max_usd == 1.5
+    assert s.forge.token.get_secret_value() == "ghs_x" and s.budgets.per_task.max_usd == 1.5
 
 
 def test_undefined_variable_fails_loudly(tmp_path: Path):
@@ -31,7 +32,8 @@ def test_undefined_variable_fails_loudly(tmp_path: Path):
     cfg.write_text(DEFAULT_CONFIG_FILE.read_text().replace("dev-webhook-secret", "${HOOK_SECRET}"))
     with pytest.raises(ConfigError, match="HOOK_SECRET"):
         load_settings(cfg, env={})
-    assert load_settings(cfg, env={"HOOK_SECRET": "x"}).sources["github"].secret == "x"
+    assert load_settings(cfg, env={"HOOK_SECRET": "x-secret-0123456789"}).sources["github"].secret == \
+        "x-secret-0123456789"
 
 
 def test_unknown_key_names_its_path(tmp_path: Path):

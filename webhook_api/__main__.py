@@ -7,6 +7,7 @@ import signal
 import uvicorn
 
 from sluicegate.config import load_settings
+from sluicegate.dev_guard import refuse_published_secrets
 from sluicegate.metrics import setup_metrics
 from sluicegate.telemetry import setup_logging, setup_tracing
 from webhook_api import create_app
@@ -18,6 +19,7 @@ def _exit_after_shutdown(signum, frame) -> None:
 
 def main() -> None:
     settings = load_settings()
+    refuse_published_secrets(settings, "api", settings.webhook_api.host)
     setup_logging(settings, "api")
     setup_tracing(settings, "api")
     setup_metrics(settings, "api")

@@ -1,66 +1,46 @@
 """FastAPI application: ``POST /webhooks/{source}``, ``POST /v1/triggers/manual``, ``GET /healthz``.
 
 Stateless: everything durable is in the ledger and Temporal, so any number of API
-processes can run behind a load balancer. A body over ``webhook_api.max_body_bytes`` is
-refused while streaming (413), before it is buffered whole.
+processes can run behind a load balancer.
+
+Every endpoint bounds, then authenticates, then parses. For a webhook: the source must be
+configured; headers are bounded; the body is streamed under ``webhook_api.max_body_bytes``
+(413 before it is buffered whole); the kind's verify stage checks the signature or token on
+the raw bytes; only then is the body parsed. Anything refused before authentication is
+counted and logged at a bounded rate and writes no row (``_refusals``); an authenticated but
+invalid delivery gets a reject receipt (``_rejects``). The manual trigger follows the same
+order (``_manual``). No error body echoes input, including the framework's own validation
+errors (handled app-wide).
 """
 
 from __future__ import annotations
 
-import asyncio
-import hmac
-import uuid
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from opentelemetry import trace
-from pydantic import BaseModel, ConfigDict, Field
 from temporalio.client import Client
 
-from intake.decision import Outcome, Reason, policy_reason
-from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
+from intake.decision import Reason
 from intake.errors import InvalidDelivery
-from intake.identity import review_work_key
-from intake.receipts import ReceiptDraft
 from intake.temporal_admitter import TemporalAdmitter
 from ledger import SqlIntakeStore
+from sluicegate.bounded_body import read_limited
 from sluicegate.capacity_setup import intake_service
 from sluicegate.config import Settings
 from sluicegate.resources import open_forge, open_ledger
 from sluicegate.temporal_client import connect
-from webhook_api._responses import decision_response, invalid_response
-from webhook_api._sources import delivery_hint, parse_delivery
+from webhook_api._body import bounded_headers
+from webhook_api._manual import manual_trigger
+from webhook_api._refusals import UNKNOWN_SOURCE_LABEL, limit_refusal_log, refuse
+from webhook_api._rejects import reject_with_receipt
+from webhook_api._responses import decision_response, unvalidated_response
+from webhook_api._sources import authenticate, normalize
 
 tracer = trace.get_tracer("sluicegate.webhook_api")
-
-
-class ManualTrigger(BaseModel):
-    """A manual run request; the actor comes from the bearer token, never from the body."""
-
-    model_config = ConfigDict(extra="forbid")
-    source: str = "github"
-    repository: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", max_length=200)
-    number: int = Field(gt=0)
-    input_version: str | None = Field(default=None, max_length=128)
-    request_id: str | None = Field(default=None, min_length=1, max_length=128)
-    reason: str = Field(min_length=1, max_length=500)
-    force: bool = False
-    """Re-run a version already done. Only actors with role ``admin``; recorded on the receipt."""
-
-
-async def _read_limited(request: Request, limit: int) -> bytes | None:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        return None
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def create_app(settings: Settings, client: Client | None = None, search_attributes: bool = True) -> FastAPI:
@@ -76,17 +56,12 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
             yield
 
     app = FastAPI(title="Sluicegate webhook API", lifespan=lifespan)
+    api = settings.webhook_api
+    limit_refusal_log(api.refusal_log_lines, api.refusal_log_interval_seconds)
 
-    async def reject_invalid(request: Request, err: InvalidDelivery, source: str, tenant: str | None,
-                             received_at: datetime, trigger_kind: TriggerKind = TriggerKind.EVENT,
-                             actor: str | None = None) -> JSONResponse:
-        receipt_id = None
-        if err.delivery_id is not None:
-            draft = ReceiptDraft(outcome=Outcome.REJECT, reason=str(err.reason), message=err.message,
-                                 trigger_kind=trigger_kind, source=source, received_at=received_at,
-                                 delivery_id=err.delivery_id, event_type=err.event_type, tenant=tenant, actor=actor)
-            receipt_id = (await asyncio.to_thread(request.app.state.store.record, draft)).receipt_id
-        return invalid_response(err, receipt_id)
+    @app.exception_handler(RequestValidationError)
+    async def _unvalidated(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return unvalidated_response()  # pydantic's errors carry the input: never answer them
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
@@ -95,26 +70,35 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
     @app.post("/webhooks/{source}")
     async def webhook(source: str, request: Request) -> JSONResponse:
         received_at = datetime.now(UTC)
-        headers = {k.lower(): v for k, v in request.headers.items()}
-        with tracer.start_as_current_span(f"webhook {source}", kind=trace.SpanKind.SERVER) as span:
-            src = settings.sources.get(source)
+        src = settings.sources.get(source)
+        name = source if src is not None else UNKNOWN_SOURCE_LABEL
+        with tracer.start_as_current_span(f"webhook {name}", kind=trace.SpanKind.SERVER) as span:
             if src is None:
-                return JSONResponse({"outcome": "reject", "reason": str(Reason.UNKNOWN_SOURCE),
-                                     "message": f"no source named {source[:200]!r} is configured"}, status_code=404)
-            hint_id, hint_event = delivery_hint(src, headers)
+                return refuse(request, name, InvalidDelivery(Reason.UNKNOWN_SOURCE,
+                                                             "no source of that name is configured", 404), source)
             span.set_attribute("sluicegate.source_kind", src.kind)
-            span.set_attribute("sluicegate.delivery_id", hint_id or "")
-            body = await _read_limited(request, settings.webhook_api.max_body_bytes)
+            headers = bounded_headers(request)
+            if headers is None:
+                return refuse(request, name, InvalidDelivery(Reason.BAD_INPUT, "too many or too long headers", 431))
+            body = await read_limited(request, api.max_body_bytes)
+            if body is None:
+                return refuse(request, name, InvalidDelivery(Reason.BAD_INPUT,
+                                                             f"body exceeds {api.max_body_bytes} bytes", 413))
             try:
-                if body is None:
-                    raise InvalidDelivery(Reason.BAD_INPUT, f"body exceeds {settings.webhook_api.max_body_bytes} bytes",
-                                          413, hint_id, hint_event)
-                parsed = parse_delivery(source, src, headers, body, received_at)
+                verified = authenticate(src, headers, body)
             except InvalidDelivery as err:
                 span.set_attribute("sluicegate.reason", str(err.reason))
-                return await reject_invalid(request, err, source, src.tenant, received_at)
+                return refuse(request, name, err)
+            span.set_attribute("sluicegate.delivery_id", verified.delivery_id or "")
+            try:
+                parsed = normalize(source, src, verified, headers, body, received_at)
+            except InvalidDelivery as err:
+                span.set_attribute("sluicegate.reason", str(err.reason))
+                return await reject_with_receipt(request.app.state.store, err, source=source, tenant=src.tenant,
+                                                 received_at=received_at)
             decision = await request.app.state.intake.submit(parsed.envelope, parsed.candidate,
                                                              max_age_seconds=parsed.max_age_seconds)
+            span.set_attribute("sluicegate.delivery_id", parsed.envelope.id)
             span.set_attribute("sluicegate.outcome", str(decision.outcome))
             span.set_attribute("sluicegate.reason", decision.reason)
             if decision.work_key:
@@ -122,46 +106,8 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
             return decision_response(decision)
 
     @app.post("/v1/triggers/manual")
-    async def manual(trigger: ManualTrigger, request: Request) -> JSONResponse:
-        received_at = datetime.now(UTC)
+    async def manual(request: Request) -> JSONResponse:
         with tracer.start_as_current_span("manual trigger", kind=trace.SpanKind.SERVER):
-            request_id = trigger.request_id or f"manual-{uuid.uuid4()}"
-            actor = _actor_for(request.headers.get("authorization"), settings)
-            src = settings.sources.get(trigger.source)
-            if actor is None:  # checked first: an unauthenticated caller learns nothing about sources
-                err = InvalidDelivery(Reason.UNAUTHORIZED_ACTOR, "a configured actor's bearer token is required",
-                                      401, request_id, "manual.review")
-                return await reject_invalid(request, err, "manual", src.tenant if src else None, received_at,
-                                            TriggerKind.MANUAL)
-            if src is None:
-                return JSONResponse({"outcome": "reject", "reason": str(Reason.UNKNOWN_SOURCE),
-                                     "message": f"no source named {trigger.source!r} is configured"}, status_code=404)
-            if trigger.force and settings.actors[actor].role != "admin":
-                err = InvalidDelivery(policy_reason("override-not-permitted"),
-                                      f"actor {actor!r} may not force a re-run (role admin required)", 403,
-                                      request_id, "manual.review")
-                return await reject_invalid(request, err, "manual", src.tenant, received_at, TriggerKind.MANUAL,
-                                            actor)
-            owner, repo = trigger.repository.split("/", 1)
-            ref = PullRequestRef(owner, repo, trigger.number)
-            # Who and why are part of the receipt, not only of the request log.
-            data = {"reason": trigger.reason}
-            if trigger.force:
-                data["override"] = f"rerun-done: {trigger.reason}"[:256]
-            envelope = Envelope(id=request_id, source="manual", type="manual.review", subject=ref.target_id,
-                                time=received_at, received_at=received_at, trigger_kind=TriggerKind.MANUAL,
-                                tenant=src.tenant, actor=actor, data=data)
-            candidate = WorkCandidate(review_work_key(ref), ref, trigger.input_version, src.tenant)
-            return decision_response(await request.app.state.intake.submit(envelope, candidate))
+            return await manual_trigger(request, settings)
 
     return app
-
-
-def _actor_for(authorization: str | None, settings: Settings) -> str | None:
-    if not authorization or not authorization.lower().startswith("bearer "):
-        return None
-    token = authorization[7:].strip().encode()
-    for name, actor in settings.actors.items():
-        if hmac.compare_digest(token, actor.token.encode()):
-            return name
-    return None

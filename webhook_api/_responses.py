@@ -4,8 +4,15 @@ accept → 202; no-work and reject of a valid delivery (duplicate, stale, closed
 → 200, so the sender does not redeliver something already decided; a defer for capacity
 (capacity, quota, rate-limited, breaker-open) → 202 with ``Retry-After``: the item waits in
 the durable deferred queue, so the sender must not redeliver; a defer because the source
-could not be read → 503 with ``Retry-After`` (nothing was kept: redeliver); invalid input → the 4xx its check chose. Every body carries the
-receipt id (when one was written), outcome and reason.
+could not be read → 503 with ``Retry-After`` (nothing was kept: redeliver); invalid input → the
+4xx its check chose. Every body carries the receipt id (when one was written), outcome and
+reason.
+
+Error bodies never echo input: messages are written by our checks and name fields and
+expectations, not values. A request refused before authentication is answered with no
+delivery id and no receipt id (nothing was recorded), and a body the framework could not
+validate (``RequestValidationError``) gets a fixed message, because pydantic's own errors
+carry the offending ``input``.
 """
 
 from __future__ import annotations
@@ -29,6 +36,19 @@ def decision_response(decision: IntakeDecision) -> JSONResponse:
     body = decision.as_json() | {"admitted": decision.workflow_id is not None,
                                  "queued": status == 202 and decision.outcome == Outcome.DEFER}
     return JSONResponse(body, status_code=status, headers=headers)
+
+
+def refused_response(err: InvalidDelivery) -> JSONResponse:
+    """A request refused before its sender was authenticated: nothing recorded, nothing echoed."""
+    return JSONResponse({"outcome": "reject", "reason": str(err.reason), "message": err.message,
+                         "receipt_id": None, "delivery_id": None}, status_code=err.http_status)
+
+
+def unvalidated_response() -> JSONResponse:
+    """The framework refused a request's parameters (any route): never its ``input``."""
+    return JSONResponse({"outcome": "reject", "reason": str(Reason.BAD_INPUT),
+                         "message": "the request does not match this endpoint's parameters",
+                         "receipt_id": None, "delivery_id": None}, status_code=422)
 
 
 def invalid_response(err: InvalidDelivery, receipt_id: str | None) -> JSONResponse:

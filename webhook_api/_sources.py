@@ -1,7 +1,10 @@
-"""``POST /webhooks/{source}`` routing: the source's ``kind`` picks the parser.
+"""``POST /webhooks/{source}`` routing: the source's ``kind`` picks the parser's two stages.
 
-Every parser returns the same :class:`ParsedDelivery`; the source's event-age bound is
-attached here, because parsers know nothing of configuration.
+:func:`authenticate` runs the kind's verify stage (headers and raw bytes only); its failures
+are unauthenticated and the API records nothing for them. :func:`normalize` runs the parse
+stage on a verified delivery; its failures get a reject receipt. The source's event-age
+bound is attached here, because parsers know nothing of configuration, and secrets are
+unwrapped here, the one place they leave their ``SecretStr``.
 """
 
 from __future__ import annotations
@@ -10,34 +13,34 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Mapping
 
-from intake.github import parse_github_delivery
-from intake.sources import ParsedDelivery
-from intake.sources._common import delivery_id_from, header, media_type
-from intake.sources.cloudevents_source import STRUCTURED, parse_cloudevent
-from intake.sources.standard_webhooks import parse_standard_webhook
+from intake.github import normalize_github, verify_github
+from intake.sources import ParsedDelivery, VerifiedDelivery
+from intake.sources.cloudevents_source import normalize_cloudevent, verify_cloudevent
+from intake.sources.standard_webhooks import normalize_standard_webhook, verify_standard_webhook
 from sluicegate.source_config import SourceConfig
 
-DELIVERY_ID_HEADER = {"github": "x-github-delivery", "standard-webhooks": "webhook-id", "cloudevents": "ce-id"}
-"""Where each kind carries its delivery id in the headers (CloudEvents: binary mode only)."""
-EVENT_HEADER = {"github": "x-github-event", "cloudevents": "ce-type"}
+_VERIFY = {"github": verify_github, "standard-webhooks": verify_standard_webhook, "cloudevents": verify_cloudevent}
+
+
+def authenticate(src: SourceConfig, headers: Mapping[str, str], body: bytes) -> VerifiedDelivery:
+    """Verify the sender of one delivery; raises ``InvalidDelivery`` (unauthenticated)."""
+    return _VERIFY[src.kind](headers, body, src.secret_values())
+
+
+def normalize(name: str, src: SourceConfig, verified: VerifiedDelivery, headers: Mapping[str, str], body: bytes,
+              received_at: datetime) -> ParsedDelivery:
+    """Parse a verified delivery for source ``name``; raises ``InvalidDelivery`` (a receipt)."""
+    common = dict(source=name, tenant=src.tenant, received_at=received_at)
+    if src.kind == "github":
+        parsed = normalize_github(verified, headers, body, **common)
+    elif src.kind == "standard-webhooks":
+        parsed = normalize_standard_webhook(verified, headers, body, mapping=src.mapping, **common)
+    else:
+        parsed = normalize_cloudevent(verified, headers, body, mapping=src.mapping, **common)
+    return replace(parsed, max_age_seconds=src.max_age_seconds)
 
 
 def parse_delivery(name: str, src: SourceConfig, headers: Mapping[str, str], body: bytes,
                    received_at: datetime) -> ParsedDelivery:
-    """Verify and normalize one delivery for source ``name``; raises ``InvalidDelivery``."""
-    common = dict(source=name, tenant=src.tenant, secrets=src.secrets, received_at=received_at)
-    if src.kind == "github":
-        parsed = parse_github_delivery(headers, body, **common)
-    elif src.kind == "standard-webhooks":
-        parsed = parse_standard_webhook(headers, body, mapping=src.mapping, **common)
-    else:
-        parsed = parse_cloudevent(headers, body, mapping=src.mapping, **common)
-    return replace(parsed, max_age_seconds=src.max_age_seconds)
-
-
-def delivery_hint(src: SourceConfig, headers: Mapping[str, str]) -> tuple[str | None, str | None]:
-    """(delivery id, event type) from the headers alone, for a body that is never read (413) and traces."""
-    if src.kind == "cloudevents" and media_type(headers) == STRUCTURED:
-        return None, None  # structured mode: the id is in the body, ce-* headers mean nothing
-    event = header(headers, EVENT_HEADER[src.kind]) if src.kind in EVENT_HEADER else None
-    return delivery_id_from(headers, DELIVERY_ID_HEADER[src.kind]), event
+    """Both stages (the parser fuzz tests); raises ``InvalidDelivery`` from either."""
+    return normalize(name, src, authenticate(src, headers, body), headers, body, received_at)

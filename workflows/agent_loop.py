@@ -23,41 +23,49 @@ relay signal that arrived after the run completed) is ``skipped``.
 Kill switch: the ``kill`` signal stops the run before its next step (status ``killed``);
 independently, the model activity and the tool gateway refuse every call while a kill is
 recorded in the ledger, so a kill also lands on an activity already running or a retry.
+
+Cancel (patch ``cancel-is-an-outcome``): a cancel request from the Temporal UI, the CLI or
+``starter.py cancel`` stops the step in flight (its activity is cancelled, and waited for), ends
+the current order and every pending one ``cancelled`` — by whom and why, from the cancel's reason
+(``workflows/cancellation.py``) — with no dead letter, gives the capacity back in a scope that
+cannot be cancelled (``workflows/order_end.py``), and closes the workflow CANCELED. Histories from
+before the patch replay on the old path (the order ended ``failed``, the workflow completed).
 """
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, RetryState
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.failures import failure_type
+    from workflows.failures import count_failure, failure_type
     from workflows.state import StateSchemaError, upgrade_state
     from workflows import search_attributes as sa
     from workflows.budget import cost_usd, exhausted
     from workflows.contracts import (
         AGENT_WORKFLOW, KILL_SIGNAL, PROGRESS_QUERY, STATE_SCHEMA_VERSION, WORK_ORDER_SIGNAL, AgentLoopResult,
-        AgentLoopState, KillNotice, AgentLoopStart, ModelRequest,
-        ModelResponse, RunOutcome, ToolCall, ToolRequest, ToolResult, WorkOrder,
+        AgentLoopState, KillNotice, AgentLoopStart, RunOutcome, RunStatus, ToolCall, ToolRequest, WorkOrder,
     )
-    from workflows.review_task import TOOL_ACTIVITIES, TOOLS, initial_messages
-    from workflows.capacity_contracts import ReleaseRequest
+    from workflows.review_task import TOOL_ACTIVITIES, assistant_message, initial_messages, tool_message
+    from workflows.steps import MODEL_ACTIVITY, call_model, call_tool
+    from workflows.cancellation import CancelAttribution, attribute
+    from workflows.order_end import (
+        RECORD_OUTCOME_ACTIVITY, cancelled_before_start, mark_cancelled, record_outcome,
+        release_capacity, uncancellable,
+    )
     from workflows.claims import ClaimVerdict
     from workflows.order_claim import CLAIM_ORDER_PATCH, claim_order, unrun_outcome
 
 SUPERSEDE_PATCH = "supersede-at-step-boundary"
 CONTINUE_AS_NEW_PATCH = "continue-as-new-between-orders"
 RELEASE_CAPACITY_PATCH = "release-capacity-at-end"
-RELEASE_CAPACITY_ACTIVITY = "sluicegate.capacity.release"
+CANCEL_PATCH = "cancel-is-an-outcome"
+# A cancel ends the open orders `cancelled` and closes the run CANCELED after an uncancellable cleanup.
 MAX_RECENT_OUTCOMES = 20
-MODEL_ACTIVITY = "sluicegate.model.chat_completion"
-RECORD_OUTCOME_ACTIVITY = "sluicegate.ledger.record_run_outcome"
-NON_RETRYABLE_MODEL_ERRORS = ["ModelRequestRejected", "DayBudgetExceeded", "Killed"]
-RECORD_OUTCOME_RETRY = RetryPolicy(maximum_attempts=10, maximum_interval=timedelta(seconds=30))
 
 
 @workflow.defn(name=AGENT_WORKFLOW)
@@ -69,6 +77,11 @@ class AgentLoopWorkflow:
         self._steps = 0
         self._finished: list[RunOutcome] = []
         self._kill: KillNotice | None = None
+        self._outcome: RunOutcome | None = None
+        """The current order's outcome as it builds up (what a cancel records)."""
+        self._ending = False
+        """The current order's outcome is final and being recorded."""
+        self._cancel_aware = False
 
     @workflow.signal(name=WORK_ORDER_SIGNAL)
     def work_order(self, order: WorkOrder) -> None:
@@ -96,6 +109,17 @@ class AgentLoopWorkflow:
 
     @workflow.run
     async def run(self, start: AgentLoopStart) -> AgentLoopResult:
+        self._cancel_aware = workflow.patched(CANCEL_PATCH)
+        try:
+            return await self._serve(start)
+        except (asyncio.CancelledError, CancelledError, ActivityError):
+            if not self._cancel_requested():
+                raise
+            who = attribute(workflow.cancellation_reason())
+            await uncancellable(self._wind_down(start.work_key, who))
+            raise CancelledError(who.outcome_reason) from None
+
+    async def _serve(self, start: AgentLoopStart) -> AgentLoopResult:
         if start.state is not None:
             self._restore(start.state)
         await workflow.wait_condition(lambda: bool(self._pending), timeout=timedelta(minutes=10))
@@ -104,32 +128,49 @@ class AgentLoopWorkflow:
             while self._pending:
                 order = self._pending.pop(0)
                 self._current = order
-                outcome = await self._run_order(order)
-                self._finished.append(outcome)
-                self._current = None
+                await self._run_order(order)
                 orders_this_run += 1
                 if self._pending and self._should_continue_as_new(start, orders_this_run):
                     await workflow.wait_condition(workflow.all_handlers_finished)
                     workflow.continue_as_new(AgentLoopStart(start.work_key, start.tenant, self._snapshot(),
                                                             start.max_orders_per_run))
             if self._finished and workflow.patched(RELEASE_CAPACITY_PATCH):
-                await self._release_capacity(start.work_key)
+                await release_capacity(start.work_key, self._newest_generation(), self._cancel_aware)
             await workflow.wait_condition(workflow.all_handlers_finished)
             if not self._pending:  # an order signalled during the release runs on the slots it reused
                 break
+        self._check_cancel()  # a cancel that arrived while the last activity completed anyway
         return AgentLoopResult(work_key=start.work_key, orders=list(self._finished))
 
-    async def _release_capacity(self, work_key: str) -> None:
-        """Give the run's capacity slots back (those taken up to its newest generation) and let the
-        deferred queue into the room. A run that never gets here (terminated) is reaped."""
-        newest = max(o.generation for o in self._finished)
-        try:
-            await workflow.execute_activity(
-                RELEASE_CAPACITY_ACTIVITY, ReleaseRequest(work_key, newest), start_to_close_timeout=timedelta(minutes=2),
-                retry_policy=RetryPolicy(maximum_attempts=10, maximum_interval=timedelta(seconds=30)))
-        except ActivityError as err:  # the run's work is done; never fail it for this
-            workflow.logger.warning("could not release the capacity of %s (%s); the reaper will",
-                                    work_key, failure_type(err), extra={"work_key": work_key})
+    def _newest_generation(self) -> int:
+        return max(o.generation for o in self._finished)
+
+    def _cancel_requested(self) -> bool:
+        return self._cancel_aware and workflow.cancellation_reason() is not None
+
+    def _check_cancel(self) -> None:
+        """At a step boundary: a cancel whose activity finished before it saw the cancel stops here."""
+        if self._cancel_requested():
+            raise asyncio.CancelledError()
+
+    async def _wind_down(self, work_key: str, who: CancelAttribution) -> None:
+        """Record every open order ``cancelled`` (the current one with its spend so far, pending ones
+        with none; one already finished keeps its outcome), then give the capacity back. Orders
+        signalled during the cleanup are cancelled too: the run is closing."""
+        run_id = workflow.info().run_id
+        if self._current is not None:
+            outcome = self._outcome if self._outcome is not None else cancelled_before_start(
+                self._current, run_id, who)
+            await self._close_order(self._current, outcome if self._ending else mark_cancelled(outcome, who))
+        while True:
+            while self._pending:
+                order = self._pending.pop(0)
+                await self._close_order(order, cancelled_before_start(order, run_id, who))
+            if self._finished:
+                await release_capacity(work_key, self._newest_generation(), True)
+            await workflow.wait_condition(workflow.all_handlers_finished)
+            if not self._pending:
+                return
 
     @staticmethod
     def _should_continue_as_new(start: AgentLoopStart, orders_this_run: int) -> bool:
@@ -152,32 +193,34 @@ class AgentLoopWorkflow:
         self._finished = list(state.recent)
         self._kill = self._kill or state.kill
 
-    async def _run_order(self, order: WorkOrder) -> RunOutcome:
-        if workflow.patched(CLAIM_ORDER_PATCH):
-            unrun = await self._claim(order)
-            if unrun is not None:
-                return unrun
+    async def _run_order(self, order: WorkOrder) -> None:
+        if workflow.patched(CLAIM_ORDER_PATCH) and not await self._claim(order):
+            return
         self._set_status(order, "running")
         messages = initial_messages(order)
-        outcome = RunOutcome(order.work_key, order.input_version, order.generation, "done", "completed",
-                             run_id=workflow.info().run_id, receipt_id=order.receipt_id, tenant=order.tenant,
-                             source=order.source)
+        outcome = self._outcome = RunOutcome(
+            order.work_key, order.input_version, order.generation, RunStatus.DONE, "completed",
+            run_id=workflow.info().run_id, receipt_id=order.receipt_id, tenant=order.tenant, source=order.source)
+        self._ending = False
         self._steps = 0
         started = workflow.now()
         while True:
+            self._check_cancel()
             if self._killed(outcome) or self._superseded(order, outcome) or self._retry_capped(order, outcome):
                 break
             elapsed = (workflow.now() - started).total_seconds()
             stop = exhausted(order.budget, outcome.steps, outcome.usage, outcome.cost_usd, elapsed)
             if stop is not None:
-                outcome.status, outcome.reason = "budget_exhausted", stop
+                outcome.status, outcome.reason = RunStatus.BUDGET_EXHAUSTED, stop
                 break
             try:
-                response = await self._call_model(order, messages)
+                response = await call_model(order, messages, outcome.steps + 1, self._cancel_aware)
             except ActivityError as err:
+                self._check_cancel()
                 kind = failure_type(err)
-                self._count_failure(err, order.runtime.model_max_attempts, outcome)
-                outcome.status = {"Killed": "killed", "DayBudgetExceeded": "budget_exhausted"}.get(kind, "failed")
+                count_failure(err, order.runtime.model_max_attempts, outcome)
+                outcome.status = {"Killed": RunStatus.KILLED,
+                                  "DayBudgetExceeded": RunStatus.BUDGET_EXHAUSTED}.get(kind, RunStatus.FAILED)
                 outcome.reason = f"model-error: {kind}"
                 break
             outcome.retries += response.attempt - 1
@@ -185,81 +228,69 @@ class AgentLoopWorkflow:
             self._steps = outcome.steps
             outcome.usage = outcome.usage.plus(response.usage)
             outcome.cost_usd = cost_usd(outcome.usage, order.price)
-            messages.append(_assistant_message(response))
+            messages.append(assistant_message(response))
             if not response.tool_calls:
                 break
             failed = await self._run_tools(order, response.tool_calls, messages, outcome)
             if failed is not None:
-                outcome.status, outcome.reason = "failed", failed
+                outcome.status, outcome.reason = RunStatus.FAILED, failed
                 break
-            if outcome.status in ("superseded", "killed"):
+            if outcome.status in (RunStatus.SUPERSEDED, RunStatus.KILLED):
                 break
-        await workflow.execute_activity(
-            RECORD_OUTCOME_ACTIVITY, outcome, start_to_close_timeout=timedelta(seconds=30),
-            retry_policy=RECORD_OUTCOME_RETRY)
+        await self._close_order(order, outcome)
+
+    async def _close_order(self, order: WorkOrder, outcome: RunOutcome) -> None:
+        """Record the order's outcome in the ledger; it is finished once that is done."""
+        self._outcome, self._ending = outcome, True
+        await record_outcome(outcome, self._cancel_aware)
+        self._finished.append(outcome)
+        self._current = self._outcome = None
         self._set_status(order, outcome.status)
         workflow.logger.info("work order %s@%s ended: %s (%s), %d steps, %d tokens, $%.5f",
                              order.work_key, order.input_version, outcome.status, outcome.reason,
                              outcome.steps, outcome.usage.total, outcome.cost_usd,
                              extra={"work_key": order.work_key})
-        return outcome
 
-    async def _claim(self, order: WorkOrder) -> RunOutcome | None:
-        """Generations only move forward: None lets the order run; otherwise it ends here without a
-        model call — ``superseded`` (recorded) or ``skipped`` (its admission ended before; nothing recorded)."""
-        claim = await claim_order(order, [*self._pending, *self._finished])
+    async def _claim(self, order: WorkOrder) -> bool:
+        """Generations only move forward: True lets the order run; otherwise it ends here without a
+        model call — ``superseded`` (recorded) or ``skipped`` (its admission ended before; nothing
+        recorded). A cancel during the claim propagates (the order is then recorded ``cancelled``)."""
+        claim = await claim_order(order, [*self._pending, *self._finished], self._cancel_aware)
         if claim.verdict == ClaimVerdict.RUN:
-            return None
+            return True
         outcome = unrun_outcome(order, claim)
-        if claim.verdict == ClaimVerdict.SUPERSEDED:
-            await workflow.execute_activity(RECORD_OUTCOME_ACTIVITY, outcome,
-                                            start_to_close_timeout=timedelta(seconds=30),
-                                            retry_policy=RECORD_OUTCOME_RETRY)
-        self._set_status(order, outcome.status)
         workflow.logger.info("work order %s@%s gen %s not run: %s", order.work_key, order.input_version,
                              order.generation, claim.reason, extra={"work_key": order.work_key})
-        return outcome
-
-    async def _call_model(self, order: WorkOrder, messages: list[dict[str, Any]]) -> ModelResponse:
-        rt = order.runtime
-        return await workflow.execute_activity(
-            MODEL_ACTIVITY,
-            ModelRequest(order.work_key, order.input_version, order.model, list(messages), TOOLS, order.tenant,
-                         generation=order.generation, step=self._steps + 1),
-            result_type=ModelResponse,
-            start_to_close_timeout=timedelta(seconds=rt.model_start_to_close_seconds),
-            heartbeat_timeout=timedelta(seconds=rt.model_heartbeat_seconds),
-            retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
-                                     maximum_interval=timedelta(seconds=30),
-                                     maximum_attempts=rt.model_max_attempts,
-                                     non_retryable_error_types=NON_RETRYABLE_MODEL_ERRORS))
+        if claim.verdict == ClaimVerdict.SUPERSEDED:
+            await self._close_order(order, outcome)
+        else:
+            self._finished.append(outcome)
+            self._current = None
+            self._set_status(order, outcome.status)
+        return False
 
     async def _run_tools(self, order: WorkOrder, calls: list[ToolCall], messages: list[dict[str, Any]],
                          outcome: RunOutcome) -> str | None:
         """Run the step's tool calls in order; returns a failure reason or None."""
         rt = order.runtime
         for call in calls:
+            self._check_cancel()
             if self._killed(outcome) or self._superseded(order, outcome):
                 return None
             activity_name = TOOL_ACTIVITIES.get(call.name)
             if activity_name is None:
-                messages.append(_tool_message(call.id, f"error: unknown tool {call.name!r}"))
+                messages.append(tool_message(call.id, f"error: unknown tool {call.name!r}"))
                 continue
             request = ToolRequest(order.work_key, order.tenant, order.owner, order.repo, order.number,
                                   order.input_version, order.generation, call.id, call.arguments,
                                   order.effect_discriminator)
             try:
-                result = await workflow.execute_activity(
-                    activity_name, request, result_type=ToolResult,
-                    start_to_close_timeout=timedelta(seconds=rt.tool_start_to_close_seconds),
-                    heartbeat_timeout=timedelta(seconds=rt.tool_heartbeat_seconds),
-                    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1),
-                                             maximum_interval=timedelta(seconds=30),
-                                             maximum_attempts=rt.tool_max_attempts))
+                result = await call_tool(activity_name, request, rt, self._cancel_aware)
             except ActivityError as err:
-                self._count_failure(err, rt.tool_max_attempts, outcome)
+                self._check_cancel()
+                count_failure(err, rt.tool_max_attempts, outcome)
                 if failure_type(err) == "Killed":
-                    outcome.status, outcome.reason = "killed", f"tool-error: {call.name}: Killed"
+                    outcome.status, outcome.reason = RunStatus.KILLED, f"tool-error: {call.name}: Killed"
                     return None
                 return f"tool-error: {call.name}: {failure_type(err)}"
             outcome.retries += result.attempt - 1
@@ -267,28 +298,21 @@ class AgentLoopWorkflow:
                 outcome.operation_keys.append(result.operation_key)
             if result.external_id:
                 outcome.external_ids.append(result.external_id)
-            messages.append(_tool_message(call.id, result.content))
+            messages.append(tool_message(call.id, result.content))
         return None
-
-    @staticmethod
-    def _count_failure(err: ActivityError, max_attempts: int, outcome: RunOutcome) -> None:
-        """A failure that used up its retry policy spent ``max_attempts - 1`` retries."""
-        if err.retry_state == RetryState.MAXIMUM_ATTEMPTS_REACHED:
-            outcome.retries += max_attempts - 1
-        outcome.last_error = str(err.cause or err)[:500]
 
     @staticmethod
     def _retry_capped(order: WorkOrder, outcome: RunOutcome) -> bool:
         cap = order.runtime.max_task_retries
         if outcome.retries <= cap:
             return False
-        outcome.status, outcome.reason = "failed", f"retry-cap: {outcome.retries} retries over {cap} for the task"
+        outcome.status, outcome.reason = RunStatus.FAILED, f"retry-cap: {outcome.retries} retries over {cap} for the task"
         return True
 
     def _killed(self, outcome: RunOutcome) -> bool:
         if self._kill is None:
             return False
-        outcome.status, outcome.reason = "killed", f"killed by {self._kill.actor}: {self._kill.reason}"
+        outcome.status, outcome.reason = RunStatus.KILLED, f"killed by {self._kill.actor}: {self._kill.reason}"
         return True
 
     def _superseded(self, order: WorkOrder, outcome: RunOutcome) -> bool:
@@ -297,7 +321,7 @@ class AgentLoopWorkflow:
         if not newer or not workflow.patched(SUPERSEDE_PATCH):
             return False
         newest = max(newer, key=lambda o: o.generation)
-        outcome.status = "superseded"
+        outcome.status = RunStatus.SUPERSEDED
         outcome.reason = f"superseded by {newest.input_version} (generation {newest.generation})"
         return True
 
@@ -307,17 +331,4 @@ class AgentLoopWorkflow:
                                                sa.INPUT_VERSION.value_set(order.input_version)])
 
 
-def _assistant_message(response: ModelResponse) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": response.content}
-    if response.tool_calls:
-        message["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in response.tool_calls]
-    return message
-
-
-def _tool_message(call_id: str, content: str) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": call_id, "content": content}
-
-
-__all__ = ["AgentLoopWorkflow", "MODEL_ACTIVITY", "RECORD_OUTCOME_ACTIVITY"]
+__all__ = ["AgentLoopWorkflow", "CANCEL_PATCH", "MODEL_ACTIVITY", "RECORD_OUTCOME_ACTIVITY"]

@@ -8,12 +8,33 @@ can build a :class:`WorkOrder` without importing the workflow.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 AGENT_WORKFLOW = "AgentLoop"
 WORK_ORDER_SIGNAL = "work_order"
 PROGRESS_QUERY = "progress"
 KILL_SIGNAL = "kill"
+
+
+class RunStatus(StrEnum):
+    """How a work order ended (``work_versions.status`` once the version left ``admitted``)."""
+
+    DONE = "done"
+    FAILED = "failed"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    SUPERSEDED = "superseded"
+    KILLED = "killed"
+    CANCELLED = "cancelled"
+    """A person cancelled the run (Temporal UI/CLI or ``starter.py cancel``): no dead letter."""
+    TERMINATED = "terminated"
+    """The workflow was terminated; recorded by the reconciler, with a dead letter."""
+    TIMED_OUT = "timed_out"
+    """The workflow hit its execution or run timeout; recorded by the reconciler, with a dead letter."""
+
+
+NEEDS_A_PERSON = frozenset({RunStatus.FAILED, RunStatus.TERMINATED, RunStatus.TIMED_OUT})
+"""Outcomes that open a dead letter: someone must look at them."""
 
 
 @dataclass
@@ -203,7 +224,8 @@ class RunOutcome:
     input_version: str
     generation: int
     status: str
-    """``done`` | ``failed`` | ``budget_exhausted`` | ``superseded`` | ``killed`` | ``skipped``."""
+    """A :class:`RunStatus` value, or ``skipped`` (``workflows.order_claim``: the order's admission had
+    already ended, so it was not run and nothing was recorded)."""
     reason: str
     steps: int = 0
     usage: TokenUsage = field(default_factory=TokenUsage)
@@ -217,6 +239,9 @@ class RunOutcome:
     last_error: str | None = None
     tenant: str = ""
     source: str = ""
+    cancel_request: str | None = None
+    """For ``cancelled``: the ledger's cancel request named by Temporal's cancel reason
+    (``starter.py cancel``); the ledger then records who asked and why. None: from Temporal."""
 
 
 @dataclass

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from temporalio.exceptions import ActivityError, ApplicationError
+from typing import TYPE_CHECKING
+
+from temporalio.exceptions import ActivityError, ApplicationError, RetryState
+
+if TYPE_CHECKING:
+    from workflows.contracts import RunOutcome
 
 
 def failure_type(err: ActivityError) -> str:
@@ -10,3 +15,11 @@ def failure_type(err: ActivityError) -> str:
     if isinstance(cause, ApplicationError) and cause.type:
         return cause.type
     return type(cause).__name__ if cause else "ActivityError"
+
+
+def count_failure(err: ActivityError, max_attempts: int, outcome: "RunOutcome") -> None:
+    """Add a failed step's retries to the order: one that used up its retry policy spent
+    ``max_attempts - 1``; keep its error as the order's last one."""
+    if err.retry_state == RetryState.MAXIMUM_ATTEMPTS_REACHED:
+        outcome.retries += max_attempts - 1
+    outcome.last_error = str(err.cause or err)[:500]

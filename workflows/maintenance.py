@@ -1,9 +1,12 @@
 """Scheduled maintenance workflows: one activity each, so a schedule's history stays small.
 
 ``OutboxRelayWorkflow`` admits accepted-but-not-admitted work (see ``intake.outbox``);
-``PruneDeliveriesWorkflow`` enforces the delivery dedupe window (and forgets old journaled model
-answers); ``SettleStaleReservationsWorkflow`` ends day-budget reservations whose worker died. All
-are safe to run concurrently with intake, with runs and with each other.
+``PruneDeliveriesWorkflow`` enforces the delivery dedupe window and then (patch
+``prune-retention``) every other table's retention rule — old journaled model answers and cancel
+requests included — and the artifacts' age; ``ReconcileRunsWorkflow`` gives versions whose run
+closed without an outcome their real one (``workflows/stranded.py``);
+``SettleStaleReservationsWorkflow`` ends day-budget reservations whose worker died. All are safe
+to run concurrently with intake, with runs and with each other: nothing load-bearing is ever pruned.
 """
 
 from __future__ import annotations
@@ -15,13 +18,18 @@ from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from activities.maintenance import (
-        PruneRequest, RelayRequest, RelayResult, StaleReservationsRequest, StaleReservationsResult,
+        PRUNE_DELIVERIES_ACTIVITY, PRUNE_RETENTION_ACTIVITY, SETTLE_STALE_ACTIVITY, PruneRequest, RelayRequest,
+        RelayResult, RetentionReport, StaleReservationsRequest, StaleReservationsResult,
     )
     from workflows.capacity_contracts import (
         DISPATCH_WORKFLOW, REAP_WORKFLOW, DispatchRequest, DispatchResult, ReapRequest,
     )
+    from workflows.stranded import RECONCILE_ACTIVITY, RECONCILE_WORKFLOW, ReconcileRequest, ReconcileResult
 
 RETRY = RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(seconds=30))
+
+PRUNE_RETENTION_PATCH = "prune-retention"
+"""After the delivery window, one more activity prunes every other growing table by its retention rule."""
 
 
 @workflow.defn(name="OutboxRelay")
@@ -37,9 +45,17 @@ class OutboxRelayWorkflow:
 class PruneDeliveriesWorkflow:
     @workflow.run
     async def run(self, req: PruneRequest) -> int:
-        return await workflow.execute_activity(
-            "sluicegate.maintenance.prune_deliveries", req, result_type=int,
+        """Rows removed: delivery ids, plus (patched) every table's and artifact's pruned by retention."""
+        removed = await workflow.execute_activity(
+            PRUNE_DELIVERIES_ACTIVITY, req, result_type=int,
             start_to_close_timeout=timedelta(minutes=10), retry_policy=RETRY)
+        if workflow.patched(PRUNE_RETENTION_PATCH):
+            report = await workflow.execute_activity(
+                PRUNE_RETENTION_ACTIVITY, req, result_type=RetentionReport,
+                start_to_close_timeout=timedelta(minutes=20), heartbeat_timeout=timedelta(minutes=2),
+                retry_policy=RETRY)
+            removed += sum(report.removed.values())
+        return removed
 
 
 @workflow.defn(name="SettleStaleReservations")
@@ -49,7 +65,7 @@ class SettleStaleReservationsWorkflow:
     @workflow.run
     async def run(self, req: StaleReservationsRequest) -> StaleReservationsResult:
         return await workflow.execute_activity(
-            "sluicegate.maintenance.settle_stale_reservations", req, result_type=StaleReservationsResult,
+            SETTLE_STALE_ACTIVITY, req, result_type=StaleReservationsResult,
             start_to_close_timeout=timedelta(minutes=5), retry_policy=RETRY)
 
 
@@ -72,4 +88,15 @@ class ReapCapacityWorkflow:
     async def run(self, req: ReapRequest) -> DispatchResult:
         return await workflow.execute_activity(
             "sluicegate.capacity.reap", req, result_type=DispatchResult,
+            start_to_close_timeout=timedelta(minutes=10), heartbeat_timeout=timedelta(minutes=2), retry_policy=RETRY)
+
+
+@workflow.defn(name=RECONCILE_WORKFLOW)
+class ReconcileRunsWorkflow:
+    """Compare open versions with Temporal's view of their runs; record what closed runs left open."""
+
+    @workflow.run
+    async def run(self, req: ReconcileRequest) -> ReconcileResult:
+        return await workflow.execute_activity(
+            RECONCILE_ACTIVITY, req, result_type=ReconcileResult,
             start_to_close_timeout=timedelta(minutes=10), heartbeat_timeout=timedelta(minutes=2), retry_policy=RETRY)

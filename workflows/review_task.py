@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from workflows.contracts import WorkOrder
+from workflows.contracts import ModelResponse, WorkOrder
 
 GET_DIFF = "get_pull_request_diff"
 POST_COMMENT = "post_review_comment"
@@ -43,3 +43,17 @@ def initial_messages(order: WorkOrder) -> list[dict[str, Any]]:
             f"Review pull request {order.owner}/{order.repo}#{order.number} at head commit "
             f"{order.input_version}.")},
     ]
+
+
+def assistant_message(response: ModelResponse) -> dict[str, Any]:
+    """The model's answer as the next message of the conversation."""
+    message: dict[str, Any] = {"role": "assistant", "content": response.content}
+    if response.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in response.tool_calls]
+    return message
+
+
+def tool_message(call_id: str, content: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": content}

@@ -1,4 +1,10 @@
-"""What the deferred queue stores to decide an item again later: its envelope and candidate."""
+"""What the deferred queue stores to decide an item again later: its envelope and candidate.
+
+The payload is written by intake itself, never by a sender. ``override`` is its own key (the
+envelope's typed field, set only by an authenticated admin's manual trigger); payloads queued
+before that key existed kept a manual trigger's override under ``data`` — it is honoured only
+for a manual trigger with an actor, the one path that could have written it.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +23,8 @@ def to_payload(envelope: Envelope, candidate: WorkCandidate) -> dict[str, Any]:
         "envelope": {"id": envelope.id, "source": envelope.source, "type": envelope.type,
                      "subject": envelope.subject, "time": _iso(envelope.time),
                      "received_at": _iso(envelope.received_at), "trigger_kind": str(envelope.trigger_kind),
-                     "tenant": envelope.tenant, "actor": envelope.actor, "data": envelope.data},
+                     "tenant": envelope.tenant, "actor": envelope.actor, "override": envelope.override,
+                     "data": envelope.data},
         "candidate": {"work_key": candidate.work_key, "owner": candidate.target.owner,
                       "repo": candidate.target.repo, "number": candidate.target.number,
                       "input_version": candidate.input_version, "tenant": candidate.tenant,
@@ -28,11 +35,15 @@ def to_payload(envelope: Envelope, candidate: WorkCandidate) -> dict[str, Any]:
 def from_payload(payload: dict[str, Any]) -> tuple[Envelope, WorkCandidate]:
     """Raises KeyError / ValueError / TypeError on a payload that is not one of ours (poison)."""
     e, c = payload["envelope"], payload["candidate"]
+    kind, data = TriggerKind(e["trigger_kind"]), dict(e.get("data") or {})
+    override = e.get("override")
+    if "override" not in e and kind == TriggerKind.MANUAL and e.get("actor"):
+        override = data.get("override")  # queued before the typed field existed
     envelope = Envelope(id=e["id"], source=e["source"], type=e["type"], subject=e.get("subject"),
                         time=datetime.fromisoformat(e["time"]) if e.get("time") else None,
                         received_at=datetime.fromisoformat(e["received_at"]),
-                        trigger_kind=TriggerKind(e["trigger_kind"]), tenant=e["tenant"], actor=e.get("actor"),
-                        data=dict(e.get("data") or {}))
+                        trigger_kind=kind, tenant=e["tenant"], actor=e.get("actor"), override=override,
+                        data={k: v for k, v in data.items() if k != "override"})
     candidate = WorkCandidate(work_key=c["work_key"], target=PullRequestRef(c["owner"], c["repo"], int(c["number"])),
                               input_version=c.get("input_version"), tenant=c["tenant"], draft=bool(c.get("draft")))
     return envelope, candidate

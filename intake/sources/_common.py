@@ -7,16 +7,19 @@ refused by PostgreSQL *after* the decision, turning a bad delivery into a 500.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import UTC, datetime
 from typing import Any, Mapping
 
 from intake.decision import Reason
-from intake.errors import MAX_DELIVERY_ID, MAX_EVENT_TYPE, InvalidDelivery, storable_text
+from intake.errors import InvalidDelivery
+from intake.hygiene import MAX_DELIVERY_ID, MAX_EVENT_TYPE, MAX_SUBJECT, identity_text
 
-MAX_SUBJECT = 512
 MAX_JSON_DEPTH = 64
 MAX_JSON_DEPTH_ERROR = "JSON nesting is too deep"
+__all__ = ["MAX_DELIVERY_ID", "MAX_EVENT_TYPE", "MAX_JSON_DEPTH", "MAX_JSON_DEPTH_ERROR", "MAX_SUBJECT",
+           "content_digest", "decode_json", "delivery_id_from", "header", "identity_text", "media_type", "utc"]
 
 
 def header(headers: Mapping[str, str], name: str) -> str | None:
@@ -28,10 +31,6 @@ def header(headers: Mapping[str, str], name: str) -> str | None:
 def media_type(headers: Mapping[str, str]) -> str:
     """``Content-Type`` without parameters, lower-cased (``""`` when absent)."""
     return (headers.get("content-type") or "").split(";")[0].strip().lower()
-
-
-identity_text = storable_text
-"""``value`` when it is a string of 1..``limit`` characters without control characters."""
 
 
 def utc(value: datetime) -> datetime | None:
@@ -48,6 +47,16 @@ def delivery_id_from(headers: Mapping[str, str], name: str) -> str | None:
     return identity_text(header(headers, name), MAX_DELIVERY_ID)
 
 
+def content_digest(*parts: bytes) -> str:
+    """sha256 (hex) of what a sender's credential vouches for, less the delivery id: two
+    deliveries with one digest under different ids are one delivery replayed (``replayed-body``)."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(len(part).to_bytes(8, "big"))  # unambiguous framing between parts
+        digest.update(part)
+    return digest.hexdigest()
+
+
 def decode_json(body: bytes, delivery_id: str | None, event_type: str | None, *,
                 require_object: bool = True) -> Any:
     """Parse the body; a non-JSON, non-object (when required) or too deep body is ``bad-input`` 400."""
@@ -55,9 +64,13 @@ def decode_json(body: bytes, delivery_id: str | None, event_type: str | None, *,
         data = json.loads(body)
     except RecursionError:
         raise InvalidDelivery(Reason.BAD_INPUT, MAX_JSON_DEPTH_ERROR, 400, delivery_id, event_type) from None
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise InvalidDelivery(Reason.BAD_INPUT, f"body is not valid JSON: {exc}", 400, delivery_id,
-                              event_type) from None
+    except UnicodeDecodeError:
+        raise InvalidDelivery(Reason.BAD_INPUT, "body is not UTF-8 JSON", 400, delivery_id, event_type) from None
+    except json.JSONDecodeError as exc:  # the position only: an error body never quotes the input
+        raise InvalidDelivery(Reason.BAD_INPUT, f"body is not valid JSON: {exc.msg} at line {exc.lineno} "
+                              f"column {exc.colno}", 400, delivery_id, event_type) from None
+    except ValueError:
+        raise InvalidDelivery(Reason.BAD_INPUT, "body is not valid JSON", 400, delivery_id, event_type) from None
     if require_object and not isinstance(data, dict):
         raise InvalidDelivery(Reason.BAD_INPUT, "body must be a JSON object", 400, delivery_id, event_type)
     if _deeper_than(data, MAX_JSON_DEPTH):

@@ -9,13 +9,14 @@ structured-mode form (attributes plus ``data``) for CloudEvents, in either HTTP 
 
 The candidate uses :func:`intake.identity.review_work_key`, the one key GitHub and manual
 triggers use, so acme/api#44 at one sha is one work item whichever source reports it.
-Values are checked before they reach the forge URL or the ledger: owner/repo
-``[A-Za-z0-9_.-]``, number a positive JSON integer, version printable ASCII up to 128.
+Values are checked with :mod:`intake.hygiene` before they reach the forge URL or the ledger:
+owner/repo ``[A-Za-z0-9_.-]`` and never ``.`` or ``..``, number a JSON integer in
+1..2**31-1, version printable ASCII up to 128. Error messages name the mapping path and the
+JSON type found, never the value.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -23,10 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from intake.decision import Reason
 from intake.envelope import PullRequestRef, WorkCandidate
 from intake.errors import InvalidDelivery
+from intake.hygiene import input_version, pr_number, repo_name
 from intake.identity import review_work_key
 
-_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
-_VERSION = re.compile(r"[\x21-\x7e]{1,128}")
 _MISSING = object()
 
 
@@ -102,12 +102,12 @@ def resolve_candidate(document: Any, mapping: PayloadMapping, tenant: str, deliv
     values = {name: resolve(document, getattr(mapping, name)) for name in ("owner", "repo", "number", "version")}
     problems = []
     for name in ("owner", "repo"):
-        if not isinstance(values[name], str) or not _NAME.fullmatch(values[name]):
+        if repo_name(values[name]) is None:
             problems.append(f"{getattr(mapping, name)} ({name}: {_why(values[name], 'a name of [A-Za-z0-9_.-]')})")
     number = values["number"]
-    if isinstance(number, bool) or not isinstance(number, int) or not 0 < number < 2**63:
-        problems.append(f"{mapping.number} (number: {_why(number, 'a positive integer')})")
-    if not isinstance(values["version"], str) or not _VERSION.fullmatch(values["version"]):
+    if pr_number(number) is None:
+        problems.append(f"{mapping.number} (number: {_why(number, 'an integer in 1..2**31-1')})")
+    if input_version(values["version"]) is None:
         problems.append(f"{mapping.version} (version: {_why(values['version'], 'printable ASCII, 1-128 chars')})")
     if problems:
         raise InvalidDelivery(Reason.BAD_INPUT, f"{event_type} payload invalid at: {', '.join(problems)}", 422,

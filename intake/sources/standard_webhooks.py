@@ -1,11 +1,14 @@
 """Standard Webhooks (https://www.standardwebhooks.com) → envelope + work candidate.
 
-Checked in this order: ``webhook-id`` (the delivery id; without it nothing is identifiable,
-400 and no receipt); ``webhook-timestamp`` and ``webhook-signature`` verified by the
+Two stages (see :mod:`intake.sources`). :func:`verify_standard_webhook`: ``webhook-id`` (the
+delivery id), then ``webhook-timestamp`` and ``webhook-signature`` verified by the
 ``standardwebhooks`` library against each configured ``whsec_`` secret in turn (rotation:
-any one verifying is enough) with the library's ±5 minute timestamp tolerance, so a
-captured delivery cannot be replayed later; content type; JSON body; event type and time;
-for an actionable type, the work identity from the source's mapping.
+any one verifying is enough) with the library's ±5 minute timestamp tolerance, so a captured
+delivery cannot be replayed later; every failure here is unauthenticated (counted, never
+recorded). :func:`normalize_standard_webhook`: content type; JSON body; event type and time;
+for an actionable type, the work identity from the source's mapping (a receipt on failure).
+The same body re-signed under a new ``webhook-id`` verifies; its digest lets the ledger
+refuse it (``replayed-body``).
 
 Failure modes written against:
 
@@ -17,7 +20,7 @@ Failure modes written against:
   source's ``max_age_seconds`` (a decision, not an invalid delivery).
 * The library raises ``ValueError`` (not its own error) for a malformed signature list and
   ``UnicodeDecodeError`` for a non-UTF-8 body; both are answered, never a 500.
-* A signature failure never records the delivery id: a forged request cannot burn it.
+* A signature failure records nothing at all: a forged request cannot burn a delivery id.
 """
 
 from __future__ import annotations
@@ -30,9 +33,9 @@ from standardwebhooks import Webhook, WebhookVerificationError
 from intake.decision import Reason
 from intake.envelope import Envelope, TriggerKind
 from intake.errors import InvalidDelivery
-from intake.sources import ParsedDelivery
-from intake.sources._common import (MAX_EVENT_TYPE, decode_json, delivery_id_from, header, identity_text,
-                                    media_type, utc)
+from intake.sources import ParsedDelivery, VerifiedDelivery
+from intake.sources._common import (MAX_EVENT_TYPE, content_digest, decode_json, delivery_id_from, header,
+                                    identity_text, media_type, utc)
 from intake.sources.mapping import PayloadMapping, is_missing, resolve, resolve_candidate
 
 SIGNED_HEADERS = ("webhook-id", "webhook-timestamp", "webhook-signature")
@@ -56,15 +59,27 @@ def parse_standard_webhook(
     mapping: PayloadMapping,
     received_at: datetime,
 ) -> ParsedDelivery:
-    """Verify and normalize one delivery. ``headers`` must have lower-case keys."""
+    """Both stages at once (tests, benchmarks). ``headers`` must have lower-case keys."""
+    return normalize_standard_webhook(verify_standard_webhook(headers, body, secrets), headers, body,
+                                      source=source, tenant=tenant, mapping=mapping, received_at=received_at)
+
+
+def verify_standard_webhook(headers: Mapping[str, str], body: bytes, secrets: list[str]) -> VerifiedDelivery:
+    """Authenticate one delivery; every failure is unauthenticated. ``headers`` lower-case."""
     delivery_id = delivery_id_from(headers, "webhook-id")
     if delivery_id is None:
         raise InvalidDelivery(Reason.BAD_INPUT, "missing, oversize or garbled webhook-id header", 400)
     _verify(headers, body, secrets, delivery_id)
+    return VerifiedDelivery(delivery_id)
+
+
+def normalize_standard_webhook(verified: VerifiedDelivery, headers: Mapping[str, str], body: bytes, *,
+                               source: str, tenant: str, mapping: PayloadMapping,
+                               received_at: datetime) -> ParsedDelivery:
+    """A verified delivery → envelope + candidate; failures carry the delivery id (a receipt)."""
+    delivery_id = verified.delivery_id
     if media_type(headers) != "application/json":
-        raise InvalidDelivery(Reason.BAD_INPUT,
-                              f"content type must be application/json, got {media_type(headers)[:100]!r}",
-                              415, delivery_id)
+        raise InvalidDelivery(Reason.BAD_INPUT, "content type must be application/json", 415, delivery_id)
     data = decode_json(body, delivery_id, None)
     event_type = identity_text(resolve(data, mapping.type), MAX_EVENT_TYPE)
     if event_type is None:
@@ -72,7 +87,7 @@ def parse_standard_webhook(
                               f"(a string of 1-{MAX_EVENT_TYPE} characters)", 422, delivery_id)
     time = _event_time(data, mapping, headers, delivery_id, event_type)
     base = dict(id=delivery_id, source=source, type=event_type, time=time, received_at=received_at,
-                trigger_kind=TriggerKind.EVENT, tenant=tenant, data=data)
+                trigger_kind=TriggerKind.EVENT, tenant=tenant, body_digest=content_digest(body))
     if event_type not in mapping.actionable_types:
         return ParsedDelivery(Envelope(subject=None, **base), None)
     candidate = resolve_candidate(data, mapping, tenant, delivery_id, event_type)
@@ -92,7 +107,7 @@ def _verify(headers: Mapping[str, str], body: bytes, secrets: list[str], deliver
         except WebhookVerificationError as exc:
             if str(exc) == "No matching signature found":
                 continue  # maybe signed with another (rotated) secret
-            message = _LIBRARY_MESSAGES.get(str(exc), f"webhook verification failed: {exc}")
+            message = _LIBRARY_MESSAGES.get(str(exc), "webhook verification failed")
             raise InvalidDelivery(Reason.BAD_SIGNATURE, message, 401, delivery_id) from None
         except ValueError:  # "v1,a,b", a missing comma or bad base64 padding inside the library
             raise InvalidDelivery(Reason.BAD_SIGNATURE, "webhook-signature is malformed: expected "

@@ -5,7 +5,9 @@ packaged ``simulators/fixtures/forge``), ``--token`` (optional; when given
 every API request must send ``Authorization: Bearer|token <TOKEN>``),
 ``--commenter`` (login that posted comments are attributed to),
 ``--log-level`` (info). GitHub App mode: ``--app-id``, ``--app-public-key-file``
-(PEM) and ``--app-installation ID=ACCOUNT`` (repeatable), all three needed.
+(PEM) and ``--app-installation ID=ACCOUNT`` (repeatable), all three needed;
+``--app-slug`` (the App's bot is ``<slug>[bot]``). ``--rate-limit N``: the primary
+rate limit per credential per hour (default: generous, never met in demos).
 Exits non-zero if the fixtures or the app's key cannot be loaded.
 """
 
@@ -34,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--app-public-key-file", default=None, help="GitHub App mode: the app's PEM public key")
     parser.add_argument("--app-installation", action="append", default=[], metavar="ID=ACCOUNT",
                         help="GitHub App mode: an installation id and the account it is installed on")
+    parser.add_argument("--app-slug", default="sluicegate", help="GitHub App mode: the app's slug")
+    parser.add_argument("--rate-limit", type=int, default=None, help="requests per credential per hour")
     args = parser.parse_args(argv)
     try:
         app_spec = _app_spec(args)
@@ -45,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     except FixtureError as exc:
         print(f"forge simulator: {exc}", file=sys.stderr)
         return 2
+    if args.rate_limit is not None:
+        state.rate_limits.configure({"limit": args.rate_limit})
     try:
         app = create_forge_app(state, token=args.token, app=app_spec)
     except ValueError as exc:
@@ -68,7 +74,7 @@ def _app_spec(args: argparse.Namespace) -> GitHubAppSpec | None:
             raise ValueError(f"--app-installation {item!r} is not ID=ACCOUNT")
         installations[int(ident)] = account
     with open(args.app_public_key_file, encoding="utf-8") as fh:
-        return GitHubAppSpec(args.app_id, fh.read(), installations)
+        return GitHubAppSpec(args.app_id, fh.read(), installations, slug=args.app_slug)
 
 
 if __name__ == "__main__":

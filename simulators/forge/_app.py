@@ -161,7 +161,8 @@ def create_forge_app(
             raise _invalid("IssueComment", "body", "invalid")
         if not body.strip():
             raise _invalid("IssueComment", "body", "custom", "body cannot be blank")
-        comment = state.add_comment(owner, repo, pull_number, body)
+        caller = getattr(request.state, "caller", None)
+        comment = state.add_comment(owner, repo, pull_number, body, user=caller.login if caller else None)
         if comment is None:  # the pull vanished between the check and the write (reset)
             raise _not_found()
         rendered = comment_json(comment, _base(request))

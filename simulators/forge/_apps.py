@@ -10,7 +10,8 @@ Opt-in: nothing changes until an app is registered (``create_forge_app(app=GitHu
   (a subset of what the installation granted). 201 ``{token: "ghs_...", expires_at,
   permissions, repository_selection, repositories}``; the token lives ``token_lifetime_seconds``
   (3600, settable so tests can watch tokens expire), ``expires_at`` rounded up to the second.
-* Every API request presenting a ``ghs_`` token: unknown, revoked or expired -> 401
+* Every API request presenting a ``ghs_`` token acts as the App's bot user ``<slug>[bot]`` (so
+  its comments are authored by it) and counts against its installation's rate limit; unknown, revoked or expired -> 401
   ``Bad credentials``; a repository outside the token's repositories (or the installation's
   account) -> 403 ``Resource not accessible by integration``; likewise a route the token's
   permissions do not cover (pulls: ``pull_requests``; issue comments: ``issues`` or
@@ -40,6 +41,8 @@ from typing import Any
 import jwt
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
+from simulators.forge._ratelimits import Caller
+
 __all__ = ["DEFAULT_GRANTED", "GitHubAppSpec", "GitHubApps", "presented_token"]
 
 DEFAULT_GRANTED: Mapping[str, str] = {"pull_requests": "write", "issues": "write", "contents": "read",
@@ -61,6 +64,8 @@ class GitHubAppSpec:
     granted: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_GRANTED))
     """Permissions every installation granted the app (a token may ask for a subset)."""
     token_lifetime_seconds: float = 3600
+    slug: str = "sluicegate"
+    """The App's slug: its installation tokens act as the bot user ``<slug>[bot]``."""
 
 
 @dataclass
@@ -106,6 +111,8 @@ def _check_spec(spec: GitHubAppSpec) -> None:
     if not isinstance(spec.granted, Mapping) or any(level not in _LEVELS for level in spec.granted.values()):
         raise ValueError("granted must map permission names to read or write")
     _check_lifetime(spec.token_lifetime_seconds)
+    if not isinstance(spec.slug, str) or not spec.slug.strip():
+        raise ValueError("slug must be a non-empty string")
 
 
 def _format(epoch: float) -> str:
@@ -232,6 +239,13 @@ class GitHubApps:
             return self._refuse("permission", 403, "Resource not accessible by integration")
         return None
 
+    def caller_for(self, token: str) -> Caller:
+        """The bot user an (authorized) installation token acts as, and its installation's budget."""
+        with self._lock:
+            issued, slug = self._tokens[token], (self._spec.slug if self._spec else "app")
+        ident = issued.installation_id
+        return Caller(f"{slug}[bot]", f"installation:{ident}", f"installation ID {ident}")
+
     def _refuse(self, reason: str, status: int, message: str) -> Refusal:
         with self._lock:
             self._rejections[reason] += 1
@@ -243,6 +257,7 @@ class GitHubApps:
             return {
                 "enabled": spec is not None,
                 "app_id": spec.app_id if spec else None,
+                "slug": spec.slug if spec else None,
                 "installations": {str(k): v for k, v in spec.installations.items()} if spec else {},
                 "token_lifetime_seconds": self._lifetime,
                 "tokens": [{"installation_id": t.installation_id, "account": t.account,

@@ -14,7 +14,16 @@
   app mode off. ``GET /_sim/apps`` -- the app, issued tokens (no values) and
   refusals by reason. ``POST /_sim/apps/token_lifetime`` ``{"seconds": n}``
   (1..3600) -- lifetime of tokens issued from now on. ``DELETE
-  /_sim/apps/tokens`` -- revoke every issued token (see ``_apps``).
+  /_sim/apps/tokens`` -- revoke every issued token (see ``_apps``). ``slug``
+  (default ``sluicegate``) names the App's bot user, ``<slug>[bot]``.
+* ``POST /_sim/users`` ``{"token", "login"}`` -- another user who may call the
+  API (comments are attributed to them); ``GET /_sim/users`` -- their logins.
+* ``POST|GET /_sim/rate_limits`` -- the primary limit (``limit``,
+  ``window_seconds``, ``status`` 403|429, ``exhaust_for_seconds``) and the
+  ``writes_per_minute`` secondary rule; ``POST /_sim/rate_limits/inject``
+  ``{"kind": "primary"|"secondary", "method", "path", "times", "status",
+  "retry_after", "reset_in_seconds"}`` -- the next matching requests meet that
+  limit (see ``_ratelimits``).
 
 Bad control input answers 400 ``{"message": ...}``; a fixture reload
 failure on reset answers 500 and keeps the previous data.
@@ -107,6 +116,37 @@ def build_control_router(state: ForgeState) -> APIRouter:
     async def clear_faults() -> dict[str, int]:
         return {"cleared": state.faults.clear()}
 
+    @router.post("/users", status_code=201)
+    async def add_user(request: Request) -> Response:
+        spec = await _json_object(request)
+        try:
+            state.users.add((spec or {}).get("token"), (spec or {}).get("login"))
+        except ValueError as exc:
+            return _bad(str(exc))
+        return JSONResponse({"logins": state.users.list()}, status_code=201)
+
+    @router.get("/users")
+    async def users() -> dict[str, Any]:
+        return {"logins": state.users.list()}
+
+    @router.post("/rate_limits")
+    async def rate_limits(request: Request) -> Response:
+        try:
+            return JSONResponse(state.rate_limits.configure(await _json_object(request)))
+        except FaultSpecError as exc:
+            return _bad(str(exc))
+
+    @router.get("/rate_limits")
+    async def rate_limit_state() -> dict[str, Any]:
+        return state.rate_limits.snapshot()
+
+    @router.post("/rate_limits/inject", status_code=201)
+    async def inject_limit(request: Request) -> Response:
+        try:
+            return JSONResponse(state.rate_limits.inject(await _json_object(request)), status_code=201)
+        except FaultSpecError as exc:
+            return _bad(str(exc))
+
     @router.post("/apps")
     async def register_app(request: Request) -> Response:
         spec = await _json_object(request)
@@ -139,7 +179,7 @@ def build_control_router(state: ForgeState) -> APIRouter:
 
 
 def _app_spec(spec: dict[str, Any]) -> GitHubAppSpec:
-    unknown = set(spec) - {"app_id", "public_key", "installations", "granted", "token_lifetime_seconds"}
+    unknown = set(spec) - {"app_id", "public_key", "installations", "granted", "token_lifetime_seconds", "slug"}
     if unknown:
         raise ValueError(f"unknown fields: {sorted(unknown)}")
     installations = spec.get("installations")
@@ -148,6 +188,6 @@ def _app_spec(spec: dict[str, Any]) -> GitHubAppSpec:
         raise ValueError("installations must map installation ids to account logins")
     if not isinstance(spec.get("public_key"), str):
         raise ValueError("public_key must be a PEM string")
-    extra = {k: spec[k] for k in ("granted", "token_lifetime_seconds") if k in spec}
+    extra = {k: spec[k] for k in ("granted", "token_lifetime_seconds", "slug") if k in spec}
     return GitHubAppSpec(str(spec["app_id"]), spec["public_key"], {int(k): v for k, v in installations.items()},
                          **extra)

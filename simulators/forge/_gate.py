@@ -1,16 +1,19 @@
-"""Per-request gate for the forge API: counting, auth, fault injection.
+"""Per-request gate for the forge API: counting, auth, rate limits, fault injection.
 
 Order for every non-``/_sim/`` request: count it (key = METHOD + route
-template, ``<unmatched>`` for unknown paths) -> check the token -> take
-at most one matching fault -> run the handler.
+template, ``<unmatched>`` for unknown paths) -> identify the caller -> its
+rate limits -> take at most one matching fault -> run the handler. Every
+answer past the rate-limit step carries GitHub's ``x-ratelimit-*`` headers.
 
-Auth: with neither a static token nor a GitHub App configured, everything is
-open. Otherwise the static token, when configured and presented, is
-accepted; once an app is registered a ``ghs_`` token is judged by ``_apps``
-(401 expired/unknown/revoked, 403 outside its repositories or permissions);
-anything else is 401 ``Bad credentials``. ``/app/...`` routes skip this step: they check the
-app's JWT themselves. An unauthenticated or refused request is answered
-without consuming a fault.
+Auth (``_identity``): the static token is the bot user, registered user
+tokens are those users, a ``ghs_`` token is judged by ``_apps`` (401
+expired/unknown/revoked, 403 outside its repositories or permissions) and
+acts as the App's bot; with no credential configured everything is open.
+Anything else is 401 ``Bad credentials``. ``/app/...`` routes skip auth and
+rate limits (they check the app's JWT themselves) but not faults. An unauthenticated,
+refused or rate-limited request is answered without consuming a fault.
+The caller is left in ``request.state.caller`` for the handlers (comment
+authorship).
 
 Fault semantics (one fault per request, first match wins):
 
@@ -27,8 +30,6 @@ Fault semantics (one fault per request, first match wins):
 from __future__ import annotations
 
 import asyncio
-import hmac
-import re
 from collections.abc import Awaitable, Callable, Mapping
 from http import HTTPStatus
 from typing import Any
@@ -37,8 +38,8 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from starlette.routing import Match
 
-from simulators._faults import FaultSpecError, check_number, check_status
-from simulators.forge._apps import presented_token
+from simulators._faults import FaultSpecError, check_number, check_route, check_status, route_matches
+from simulators.forge._identity import identify
 from simulators.forge._render import error_body
 from simulators.forge._state import ForgeState
 
@@ -54,19 +55,12 @@ def parse_fault(spec: Any) -> dict[str, Any]:
     unknown = set(spec) - _FAULT_KEYS
     if unknown:
         raise FaultSpecError(f"unknown fault fields: {sorted(unknown)}")
-    method = spec.get("method")
-    if method is not None and not isinstance(method, str):
-        raise FaultSpecError("'method' must be a string or null")
-    path = spec.get("path") or ".*"
-    try:
-        re.compile(path)
-    except (re.error, TypeError) as exc:
-        raise FaultSpecError(f"'path' is not a valid regex: {exc}") from exc
+    method, path = check_route(spec)
     after_commit = spec.get("after_commit", False)
     if not isinstance(after_commit, bool):
         raise FaultSpecError("'after_commit' must be a boolean")
     fault = {
-        "method": method.upper() if method else None,
+        "method": method,
         "path": path,
         "status": check_status(spec),
         "times": spec.get("times", 1),
@@ -77,33 +71,6 @@ def parse_fault(spec: Any) -> dict[str, Any]:
     if fault["status"] is None and not fault["hang_seconds"]:
         raise FaultSpecError("a fault needs 'status' and/or a positive 'hang_seconds'")
     return fault
-
-
-def _matches(fault: Mapping[str, Any], method: str, path: str) -> bool:
-    if fault["method"] and fault["method"] != method:
-        return False
-    return re.search(fault["path"], path) is not None
-
-
-def _authorized(header: str | None, token: str) -> bool:
-    scheme, _, value = (header or "").partition(" ")
-    if scheme.lower() not in ("bearer", "token"):
-        return False
-    return hmac.compare_digest(value.strip().encode(), token.encode())
-
-
-def _refusal(state: ForgeState, token: str | None, header: str | None, method: str, path: str) -> Response | None:
-    if path.startswith("/app/"):
-        return None
-    if token is not None and _authorized(header, token):
-        return None
-    presented = presented_token(header)
-    if state.apps.enabled and presented is not None and presented.startswith("ghs_"):
-        refused = state.apps.authorize(presented, method, path)
-        return None if refused is None else JSONResponse(error_body(*refused), status_code=refused[0])
-    if token is not None or state.apps.enabled:
-        return JSONResponse(error_body(401, "Bad credentials"), status_code=401)
-    return None
 
 
 def _route_template(app: FastAPI, scope: Mapping[str, Any]) -> str:
@@ -137,23 +104,37 @@ def install_gate(app: FastAPI, state: ForgeState, token: str | None) -> None:
             return await call_next(request)
         method = request.method.upper()
         state.record_request(f"{method} {_route_template(app, request.scope)}")
-        refused = _refusal(state, token, request.headers.get("authorization"), method, path)
-        if refused is not None:
-            return refused
-        fault = state.faults.take(lambda f: _matches(f, method, path))
-        if fault is None:
-            return await call_next(request)
-        if not fault["after_commit"]:
-            if fault["hang_seconds"]:
-                await asyncio.sleep(fault["hang_seconds"])
-            if fault["status"] is not None:
-                return _fault_response(fault)
-            return await call_next(request)
-        response = await call_next(request)
+        headers: dict[str, str] = {}
+        if not path.startswith("/app/"):
+            caller = identify(request.headers.get("authorization"), method, path, static_token=token,
+                              commenter=state.commenter, users=state.users, apps=state.apps)
+            if isinstance(caller, Response):
+                return caller
+            request.state.caller = caller
+            limited, headers = state.rate_limits.admit(caller, method, path)
+            if limited is not None:
+                return JSONResponse(limited.body, status_code=limited.status, headers=limited.headers)
+        response = await _answer(request, call_next, state.faults.take(lambda f: route_matches(f, method, path)))
+        response.headers.update(headers)
+        return response
+
+
+async def _answer(request: Request, call_next: Callable[[Request], Awaitable[Response]],
+                  fault: Mapping[str, Any] | None) -> Response:
+    """The handler's answer, shaped by ``fault`` (see the module docstring)."""
+    if fault is None:
+        return await call_next(request)
+    if not fault["after_commit"]:
         if fault["hang_seconds"]:
             await asyncio.sleep(fault["hang_seconds"])
-        if fault["status"] is None:
-            return response
-        async for _ in response.body_iterator:  # drain the discarded response
-            pass
-        return _fault_response(fault)
+        if fault["status"] is not None:
+            return _fault_response(fault)
+        return await call_next(request)
+    response = await call_next(request)
+    if fault["hang_seconds"]:
+        await asyncio.sleep(fault["hang_seconds"])
+    if fault["status"] is None:
+        return response
+    async for _ in response.body_iterator:  # drain the discarded response
+        pass
+    return _fault_response(fault)

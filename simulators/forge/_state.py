@@ -5,8 +5,9 @@ copies, so callers (HTTP handlers on the server thread, tests on another
 thread) never observe a half-applied change.
 
 Reset semantics: ``reset()`` re-reads the fixtures, drops all comments,
-zeroes the request counters, clears faults and restores the GitHub App
-given at start-up (tokens issued so far are forgotten). The comment id sequence is
+zeroes the request counters, clears faults, registered users and rate-limit
+budgets, and restores the GitHub App given at start-up (tokens issued so far
+are forgotten). The comment id sequence is
 *not* rewound, so an id seen before a reset never names a different
 comment afterwards (a client-side ledger may have stored it).
 
@@ -26,6 +27,8 @@ from typing import Any
 
 from simulators._faults import FaultList
 from simulators.forge._apps import GitHubApps
+from simulators.forge._identity import Users
+from simulators.forge._ratelimits import RateLimits
 from simulators.forge._records import (
     DEFAULT_FIXTURES,
     Comment,
@@ -65,6 +68,10 @@ class ForgeState:
         self.faults = FaultList()
         self.apps = GitHubApps()
         """GitHub App mode (``_apps``): off until an app is registered."""
+        self.users = Users()
+        """Tokens of users other than the bot (``_identity``)."""
+        self.rate_limits = RateLimits()
+        """Primary and secondary rate limits (``_ratelimits``)."""
         self._lock = threading.RLock()
         self._next_comment_id = _FIRST_COMMENT_ID
         self.reset()
@@ -81,6 +88,8 @@ class ForgeState:
             self._comments_posted = 0
             self.faults.clear()
         self.apps.reset()
+        self.users.clear()
+        self.rate_limits.reset()
 
     # -- pull requests -------------------------------------------------------
     def has_repo(self, owner: str, repo: str) -> bool:

@@ -11,7 +11,7 @@ from sluicegate.devstack import DevStack, StackError
 
 
 async def _apply_schedules(settings) -> dict[str, str]:
-    """Scans, the outbox relay and delivery pruning tick in a stack that stays up."""
+    """Scans, the outbox relay and pruning (delivery window, retention) tick in a stack that stays up."""
     from sluicegate.schedules import apply_schedules
     from sluicegate.temporal_client import connect
 
@@ -32,6 +32,11 @@ def main() -> int:
     print(f"Webhook API      http://{s.webhook_api.host}:{s.webhook_api.port}/webhooks/github")
     print(f"Forge simulator  http://{s.simulators.forge.host}:{s.simulators.forge.port}/_sim/stats")
     print(f"Model simulator  http://{s.simulators.model.host}:{s.simulators.model.port}/_sim/stats")
+    if stack.encrypted:
+        print(f"Codec server     http://{s.codec_server.host}:{s.codec_server.port} (payloads encrypted; the UI "
+              "decodes through it; CLI: --codec-endpoint … --codec-auth \"Bearer $SLUICEGATE_CODEC_TOKEN\")")
+    else:
+        print("Codec server     not started (no payload key: payloads are plaintext)")
     print(f"Logs             {stack.log_dir}")
     print("Ctrl-C stops everything.")
     done = threading.Event()

@@ -24,7 +24,8 @@ def temporal_binary() -> str:
     return found
 
 
-def dev_server_argv(settings: Settings, headless: bool = False) -> list[str]:
+def dev_server_argv(settings: Settings, headless: bool = False, codec: bool = False) -> list[str]:
+    """``codec``: point the UI at the codec server (``--ui-codec-endpoint``) so it shows payloads decoded."""
     ds = settings.dev_server
     db = settings.path(ds.db_filename)
     db.parent.mkdir(parents=True, exist_ok=True)
@@ -37,4 +38,8 @@ def dev_server_argv(settings: Settings, headless: bool = False) -> list[str]:
         argv += ["--dynamic-config-value", f"{key}={json.dumps(value)}"]
     if headless:
         argv.append("--headless")
+    elif codec:
+        from sluicegate.codec_server import ui_codec_endpoint
+
+        argv += ["--ui-codec-endpoint", ui_codec_endpoint(settings)]
     return argv

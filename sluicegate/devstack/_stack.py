@@ -1,4 +1,5 @@
-"""The embedded stack: Temporal dev server, ledger, forge and model simulators, worker, API.
+"""The embedded stack: Temporal dev server, ledger, forge and model simulators, worker, API, and
+the codec server when payload encryption is configured (the UI decodes through it).
 
 Every part is a real process on a real port. Ports are checked before anything starts,
 so a stack left running (``make up`` in another terminal) is reported plainly instead of
@@ -46,13 +47,19 @@ async def _temporal_ready(settings: Settings) -> bool:
 class DevStack:
     def __init__(self, env_overrides: dict[str, str] | None = None, *, headless: bool = False,
                  with_api: bool = True, with_worker: bool = True, log_dir: Path | None = None) -> None:
-        self.env = {**os.environ, **(env_overrides or {})}
+        # The dev stack runs the published dev secrets on loopback: dev mode (sluicegate/dev_guard.py).
+        self.env = {"SLUICEGATE_DEV_MODE": "1", **os.environ, **(env_overrides or {})}
         self.settings = load_settings(env=self.env)
         self.headless = headless
         self.with_api = with_api
         self.with_worker = with_worker
         self.log_dir = log_dir or self.settings.path(Path("var/logs"))
         self.processes: dict[str, ManagedProcess] = {}
+
+    @property
+    def encrypted(self) -> bool:
+        """A payload key is configured: payloads are encrypted and the codec server runs for the UI."""
+        return bool(self.settings.temporal.payload_key)
 
     def _process(self, name: str, argv: list[str]) -> ManagedProcess:
         proc = ManagedProcess(name, argv, self.log_dir / f"{name}.log", self.env, self.settings.base_dir)
@@ -68,6 +75,8 @@ class DevStack:
             wanted["temporal web UI"] = (s.dev_server.ip, s.dev_server.ui_port)
         if self.with_api:
             wanted["webhook API"] = (s.webhook_api.host, s.webhook_api.port)
+        if self.encrypted:
+            wanted["codec server"] = (s.codec_server.host, s.codec_server.port)
         busy = [f"{name} port {host}:{port}" for name, (host, port) in wanted.items() if port_in_use(host, port)]
         if busy:
             raise StackError("already in use: " + ", ".join(busy) +
@@ -85,32 +94,51 @@ class DevStack:
     def _start(self) -> None:
         s, py = self.settings, sys.executable
         self._check_ports()
+        if self.encrypted and s.codec_server.token is None:
+            raise StackError("temporal.payload_key is set but codec_server.token (SLUICEGATE_CODEC_TOKEN) is not: "
+                             "the codec server that lets the UI read encrypted payloads needs one")
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        temporal = self._process("temporal", dev_server_argv(s, headless=self.headless))
-        temporal.start()
-        temporal.wait_until(lambda: port_in_use(s.dev_server.ip, s.dev_server.port), 60)
-        temporal.wait_until(lambda: asyncio.run(_temporal_ready(s)), 60)
+        self.start_temporal()
         ledger.upgrade(s.ledger_url())
         forge_args = [py, "-m", "simulators.forge", "--host", s.simulators.forge.host,
                       "--port", str(s.simulators.forge.port)]
         if s.simulators.forge.fixtures:
             forge_args += ["--fixtures", str(s.path(s.simulators.forge.fixtures))]
         if s.forge.token:
-            forge_args += ["--token", s.forge.token]
+            forge_args += ["--token", s.forge.token.get_secret_value()]
+        if s.forge.bot_login:  # the static token's comments are the bot's, as on GitHub
+            forge_args += ["--commenter", s.forge.bot_login]
         model_args = [py, "-m", "simulators.model", "--host", s.simulators.model.host,
-                      "--port", str(s.simulators.model.port), "--api-key", s.model.api_key]
+                      "--port", str(s.simulators.model.port), "--api-key", s.model.api_key.get_secret_value()]
         for name, argv, addr in (("forge-simulator", forge_args, s.simulators.forge),
                                  ("model-simulator", model_args, s.simulators.model)):
             proc = self._process(name, argv)
             proc.start()
             url = f"http://{addr.host}:{addr.port}/_sim/stats"
             proc.wait_until(lambda url=url: _http_ok(url), 30)
+        if self.encrypted:
+            codec = self._process("codec-server", [py, "-m", "sluicegate.codec_server"])
+            codec.start()
+            codec.wait_until(lambda: _http_ok(f"http://{s.codec_server.host}:{s.codec_server.port}/healthz"), 30)
         if self.with_worker:
             self.start_worker()
         if self.with_api:
             api = self._process("webhook-api", [py, "-m", "webhook_api"])
             api.start()
             api.wait_until(lambda: _http_ok(f"http://{s.webhook_api.host}:{s.webhook_api.port}/healthz"), 30)
+
+    def start_temporal(self) -> ManagedProcess:
+        """Start the dev server (again, after :meth:`stop_temporal`: same port, same database file)."""
+        s = self.settings
+        temporal = self._process("temporal", dev_server_argv(s, headless=self.headless, codec=self.encrypted))
+        temporal.start()
+        temporal.wait_until(lambda: port_in_use(s.dev_server.ip, s.dev_server.port), 60)
+        temporal.wait_until(lambda: asyncio.run(_temporal_ready(s)), 60)
+        return temporal
+
+    def stop_temporal(self) -> None:
+        """Stop the dev server as an operator would (SIGTERM); workflows and schedules stay in its file."""
+        self.processes["temporal"].stop()
 
     def start_worker(self) -> ManagedProcess:
         worker = self._process("worker", [sys.executable, str(self.settings.base_dir / "worker.py")])
@@ -140,7 +168,7 @@ class DevStack:
 def isolated_overrides(run_dir: Path) -> dict[str, str]:
     """Environment overrides for a stack on free ports with all state under ``run_dir``
     (tests and benchmarks run beside a developer's ``make up`` without clashing)."""
-    temporal, ui, api, forge, model = (free_port() for _ in range(5))
+    temporal, ui, api, forge, model, codec = (free_port() for _ in range(6))
     return {
         "TEMPORAL_ADDRESS": f"127.0.0.1:{temporal}",
         "SLUICEGATE__DEV_SERVER__PORT": str(temporal),
@@ -150,6 +178,7 @@ def isolated_overrides(run_dir: Path) -> dict[str, str]:
         "SLUICEGATE__WEBHOOK_API__PORT": str(api),
         "SLUICEGATE__SIMULATORS__FORGE__PORT": str(forge),
         "SLUICEGATE__SIMULATORS__MODEL__PORT": str(model),
+        "SLUICEGATE__CODEC_SERVER__PORT": str(codec),
         "FORGE_BASE_URL": f"http://127.0.0.1:{forge}",
         "OPENAI_BASE_URL": f"http://127.0.0.1:{model}/v1",
         "SLUICEGATE__TELEMETRY__FILE": str(run_dir / "traces.jsonl"),

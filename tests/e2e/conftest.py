@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import uuid
-
-import httpx
 import pytest
 
-from demo.github_payloads import delivery_headers, encode, pull_request_payload
+from sluicegate.devstack import DevStack, StackHttp, isolated_overrides
 
-from sluicegate.devstack import DevStack, isolated_overrides
+__all__ = ["StackHttp", "stack_factory"]
 
 
 @pytest.fixture
@@ -44,33 +41,3 @@ def stack_factory(tmp_path):
     for stack in stacks:
         stack.stop()
         assert stack.leftover() == [], "processes left running after stop"
-
-
-class StackHttp:
-    """The HTTP faces of a running stack: the API, the forge and model simulators."""
-
-    def __init__(self, stack: DevStack) -> None:
-        s = stack.settings
-        self.settings = s
-        self.api = f"http://{s.webhook_api.host}:{s.webhook_api.port}"
-        self.forge = f"http://{s.simulators.forge.host}:{s.simulators.forge.port}"
-        self.model = f"http://{s.simulators.model.host}:{s.simulators.model.port}"
-
-    def head(self, repo: str, number: int) -> str:
-        r = httpx.get(f"{self.forge}/repos/{repo}/pulls/{number}",
-                      headers={"Authorization": f"Bearer {self.settings.forge.token}"})
-        return r.raise_for_status().json()["head"]["sha"]
-
-    def send_opened(self, repo: str, number: int, sha: str | None = None) -> httpx.Response:
-        """A signed GitHub ``pull_request`` ``opened`` delivery for the PR's current (or given) head."""
-        owner, name = repo.split("/")
-        body = encode(pull_request_payload(owner, name, number, sha or self.head(repo, number)))
-        return httpx.post(f"{self.api}/webhooks/github", content=body, timeout=30,
-                          headers=delivery_headers(self.settings.sources["github"].secret, body,
-                                                   delivery_id=str(uuid.uuid4())))
-
-    def model_fault(self, **fault) -> None:
-        httpx.post(f"{self.model}/_sim/faults", json=fault).raise_for_status()
-
-    def comments(self) -> list[dict]:
-        return httpx.get(f"{self.forge}/_sim/comments").json()

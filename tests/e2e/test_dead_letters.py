@@ -30,7 +30,7 @@ def test_failed_run_is_dead_lettered_and_retried_through_intake(stack_factory):
     httpx.delete(f"{web.model}/_sim/faults").raise_for_status()
     retried = subprocess.run([sys.executable, str(s.base_dir / "starter.py"), "dlq", "retry", letter.id,
                               "--reason", "provider fixed the schema"],
-                             env={**stack.env, "SLUICEGATE_ACTOR_TOKEN": s.actors["alice"].token},
+                             env={**stack.env, "SLUICEGATE_ACTOR_TOKEN": s.actors["alice"].token.get_secret_value()},
                              capture_output=True, text=True, timeout=60)
     assert retried.returncode == 0, retried.stdout + retried.stderr
     [done] = wait_for_runs(s, timeout=60)

@@ -24,7 +24,7 @@ def test_event_scan_and_manual_converge_on_one_run(stack_factory):
     s = stack.settings
     api = f"http://{s.webhook_api.host}:{s.webhook_api.port}"
     forge = f"http://{s.simulators.forge.host}:{s.simulators.forge.port}"
-    head = httpx.get(f"{forge}/repos/acme/api/pulls/44", headers={"Authorization": f"Bearer {s.forge.token}"}
+    head = httpx.get(f"{forge}/repos/acme/api/pulls/44", headers={"Authorization": f"Bearer {s.forge.token.get_secret_value()}"}
                      ).json()["head"]["sha"]
 
     body = encode(pull_request_payload("acme", "api", 44, head))
@@ -39,7 +39,7 @@ def test_event_scan_and_manual_converge_on_one_run(stack_factory):
                                              task_queue=s.temporal.task_queue, result_type=ScanResult)
 
     asyncio.run(scan())
-    manual = httpx.post(f"{api}/v1/triggers/manual", headers={"Authorization": f"Bearer {s.actors['alice'].token}"},
+    manual = httpx.post(f"{api}/v1/triggers/manual", headers={"Authorization": f"Bearer {s.actors['alice'].token.get_secret_value()}"},
                         json={"repository": "acme/api", "number": 44, "reason": "make sure it ran"})
     assert event.json()["work_key"] == manual.json()["work_key"] == KEY
     wait_for_runs(s, timeout=90)

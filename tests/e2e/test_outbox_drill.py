@@ -39,7 +39,7 @@ def test_api_killed_between_commit_and_admission_is_relayed(stack_factory):
     stack = stack_factory()
     s = stack.settings
     forge = f"http://{s.simulators.forge.host}:{s.simulators.forge.port}"
-    head = httpx.get(f"{forge}/repos/acme/api/pulls/44", headers={"Authorization": f"Bearer {s.forge.token}"}
+    head = httpx.get(f"{forge}/repos/acme/api/pulls/44", headers={"Authorization": f"Bearer {s.forge.token.get_secret_value()}"}
                      ).json()["head"]["sha"]
     body = encode(pull_request_payload("acme", "api", 44, head))
     headers = delivery_headers(s.sources["github"].secret, body, delivery_id=str(uuid.uuid4()))

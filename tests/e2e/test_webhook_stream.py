@@ -34,6 +34,9 @@ def test_stream_holds_every_invariant_and_traces_end_to_end(stack_factory):
     assert decided.get(("sluicegate-api", "accept"), 0) + decided.get(("sluicegate-api", "reject"), 0) \
         + decided.get(("sluicegate-api", "defer"), 0) == len(through_intake)
     assert decided.get(("sluicegate-worker", "accept"), 0) == 1  # the deferred trigger, admitted by the dispatcher
+    forged = sum(s.unauthenticated for s in sent)
+    assert forged >= 1 and _counted(stack.settings, "sluicegate.intake.unauthenticated", ("source", "reason")) == {
+        ("sluicegate-api", "github", "bad-signature"): forged}  # counted, and (judge) no receipt
 
     spans = [json.loads(line) for line in stack.settings.path(stack.settings.telemetry.file).read_text().splitlines()]
     first = sent[0].delivery_id
@@ -48,17 +51,22 @@ def test_stream_holds_every_invariant_and_traces_end_to_end(stack_factory):
 
 def _decisions_counted(settings) -> dict[tuple[str, str], int]:
     """``sluicegate.intake.decisions`` per (service, outcome), from the last export of each process."""
+    return _counted(settings, "sluicegate.intake.decisions", ("outcome",))
+
+
+def _counted(settings, name: str, attributes: tuple[str, ...]) -> dict[tuple, int]:
+    """Counter ``name`` per (service, *attributes), from the last export of each process."""
     traces = settings.path(settings.telemetry.file)
-    latest: dict[tuple[str, str], int] = {}
+    latest: dict[tuple, int] = {}
     for line in traces.with_name(traces.stem + ".metrics.jsonl").read_text().splitlines():
         for rm in json.loads(line)["resource_metrics"]:
             service = rm["resource"]["attributes"]["service.name"]
-            totals: dict[tuple[str, str], int] = {}
+            totals: dict[tuple, int] = {}
             for sm in rm["scope_metrics"]:
                 for metric in sm["metrics"]:
-                    if metric["name"] == "sluicegate.intake.decisions":
+                    if metric["name"] == name:
                         for p in metric["data"]["data_points"]:
-                            key = (service, p["attributes"]["outcome"])
+                            key = (service, *(p["attributes"][a] for a in attributes))
                             totals[key] = totals.get(key, 0) + p["value"]
             latest.update(totals)  # counters are cumulative: the last export holds the totals
     return latest

@@ -29,7 +29,7 @@ def test_worker_killed_between_side_effect_and_checkpoint(stack_factory):
     # The forge stores the comment, then never answers: the activity cannot complete.
     httpx.post(f"{forge}/_sim/faults", json={"method": "POST", "path": "/comments$", "after_commit": True,
                                              "hang_seconds": 120, "times": 1}).raise_for_status()
-    head = httpx.get(f"{forge}/repos/acme/api/pulls/44", headers={"Authorization": f"Bearer {s.forge.token}"}).json()
+    head = httpx.get(f"{forge}/repos/acme/api/pulls/44", headers={"Authorization": f"Bearer {s.forge.token.get_secret_value()}"}).json()
     body = encode(pull_request_payload("acme", "api", 44, head["head"]["sha"]))
     r = httpx.post(f"http://{s.webhook_api.host}:{s.webhook_api.port}/webhooks/github", content=body,
                    headers=delivery_headers(s.sources["github"].secret, body, delivery_id=str(uuid.uuid4())))

@@ -12,6 +12,7 @@ same requests go to the pure parsers and over the wire.
 from __future__ import annotations
 
 import copy
+import hmac
 import json
 import re
 from datetime import UTC, datetime, timedelta, timezone
@@ -21,7 +22,9 @@ from urllib.parse import quote
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from demo.github_payloads import delivery_headers, pull_request_payload
+from standardwebhooks import Webhook
+
+from demo.github_payloads import delivery_headers, pull_request_payload, sign
 from intake.errors import InvalidDelivery
 from intake.sources._common import decode_json, delivery_id_from, identity_text, media_type
 from intake.sources.cloudevents_source import STRUCTURED
@@ -146,7 +149,7 @@ def signed_request(draw, source: str) -> Request:
                "timestamp": draw(event_times), "data": pr_data("acme", "api", 44, draw(SHAS))}
         body = _encode(draw, draw(mutated(doc)))
         at = datetime.now(UTC) + timedelta(seconds=draw(offsets))
-        headers = std_headers(draw(st.sampled_from(SOURCES[source].secrets)), body, msg_id=delivery_id, at=at)
+        headers = std_headers(draw(st.sampled_from(SOURCES[source].secret_values())), body, msg_id=delivery_id, at=at)
     else:
         attributes = {"id": delivery_id, "source": "//forge.example", "specversion": "1.0",
                       "type": draw(st.sampled_from([CE_TYPE, "dev.other"]) | st.text(max_size=140)),
@@ -160,7 +163,7 @@ def signed_request(draw, source: str) -> Request:
             headers = {f"ce-{k.lower()}": quote(v if isinstance(v, str) else json.dumps(v))
                        for k, v in draw(mutated(attributes)).items() if re.fullmatch(r"[A-Za-z0-9_-]{1,40}", k)}
             headers["content-type"] = "application/json"
-        headers["authorization"] = f"Bearer {draw(st.sampled_from(SOURCES[source].secrets))}"
+        headers["authorization"] = f"Bearer {draw(st.sampled_from(SOURCES[source].secret_values()))}"
     if draw(st.integers(0, 9)) == 0:
         headers["content-type"] = draw(content_types)
     return headers, body
@@ -185,14 +188,37 @@ def any_request(source: str) -> st.SearchStrategy[Request]:
     return st.one_of(noise_request(source), signed_request(source), signed_noise_request(source))
 
 
+def authenticated(source: str, headers: dict[str, str], body: bytes) -> bool:
+    """Whether the request proves its sender, checked here independently of the parsers."""
+    secrets = SOURCES[source].secret_values()
+    if source == "github":
+        signature = headers.get("x-hub-signature-256", "").strip()
+        return (delivery_id_from(headers, "x-github-delivery") is not None
+                and identity_text((headers.get("x-github-event") or "").strip(), 128) is not None
+                and any(hmac.compare_digest(signature.encode("latin-1"), sign(s, body).encode()) for s in secrets))
+    if source == "stdhooks":
+        msg_id = delivery_id_from(headers, "webhook-id")
+        signed = {k: headers.get(k, "") for k in ("webhook-timestamp", "webhook-signature")} | {"webhook-id": msg_id}
+        for secret in secrets:
+            try:
+                Webhook(secret).verify(body.decode("utf-8"), signed, json_parse=False)
+                return msg_id is not None
+            except Exception:  # noqa: BLE001 - any failure: not this secret
+                continue
+        return False
+    scheme, _, token = (headers.get("authorization") or "").strip().partition(" ")
+    return scheme.lower() == "bearer" and token.strip() in [s for s in secrets if s]
+
+
 def expected_delivery_id(source: str, headers: dict[str, str], body: bytes, status: int) -> str | None:
-    """The delivery id a rejection must carry (and write a receipt under), derived from the request."""
+    """The delivery id a rejection must carry (and write a receipt under), derived from the request:
+    none at all when the sender was not authenticated or the body was never read (413)."""
+    if status == 413 or not authenticated(source, headers, body):
+        return None
     if source != "events":
         return delivery_id_from(headers, ID_HEADER[source])
     if media_type(headers) != STRUCTURED:
-        return delivery_id_from(headers, "ce-id")
-    if status == 413:  # the body was never read
-        return None
+        return delivery_id_from(headers, "ce-id") if any(k.startswith("ce-") for k in headers) else None
     try:
         return identity_text(decode_json(body, None, None).get("id"), 256)
     except InvalidDelivery:

@@ -2,9 +2,11 @@
 intake, ledger on SQLite and PostgreSQL, Temporal test server).
 
 Each request gets a clear answer: a 4xx with outcome/reason/message — and a receipt whenever
-it carried a usable delivery id — or, when it was genuinely signed and well-formed, a decision
-(200/202). Never a 5xx. After each batch the receipts are all in the ledger and a valid
-delivery from every source is still admitted, so nothing the fuzzer sent blocked real work.
+its sender was authenticated and it carried a usable delivery id, none otherwise — or, when it
+was genuinely signed and well-formed, a decision (200/202). Never a 5xx. After each batch the
+receipts are all in the ledger, the ledger holds no receipt beyond the answered ones (nothing
+unauthenticated was written), and a valid delivery from every source is still admitted, so
+nothing the fuzzer sent blocked real work.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from sqlmodel import Session, select
 import ledger
 from demo.github_payloads import delivery_headers, encode, pull_request_payload
 from ledger import Receipt
-from tests.fuzz.strategies import FUZZ, any_request, expected_delivery_id
+from tests.fuzz.strategies import FUZZ, any_request, authenticated, expected_delivery_id
+from tests.support.ledger_rows import table_counts
 from tests.webhook_api.deliveries import ce_binary, ce_structured, cloud_event, std_body, std_headers
 from tests.webhook_api.server import fresh_pull, post, running_api
 
@@ -30,6 +33,7 @@ class Batch:
         self.server, self.settings, self.url = server, settings, url
         self.client = httpx.Client(timeout=30)
         self.receipt_ids: list[str] = []
+        self.receipts_before = table_counts(url)["receipts"]
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -60,6 +64,8 @@ def test_every_request_gets_a_clear_answer(batch, source, data):
         assert r.status_code in (400, 401, 413, 415, 422), r.text
         assert answer["delivery_id"] == expected_delivery_id(source, headers, body, r.status_code), r.text
         assert (answer["receipt_id"] is None) == (answer["delivery_id"] is None), r.text
+        if not authenticated(source, headers, body):
+            assert answer["receipt_id"] is None, r.text
     else:
         assert answer["receipt_id"] is not None
     if answer["receipt_id"]:
@@ -74,6 +80,7 @@ def test_after_the_batch_receipts_are_stored_and_real_work_still_gets_in(batch, 
     finally:
         engine.dispose()
     assert len(batch.receipt_ids) > 100 and stored == set(batch.receipt_ids)
+    assert table_counts(batch.url)["receipts"] - batch.receipts_before == len(batch.receipt_ids)
     src = batch.settings.sources
     for source in ("github", "stdhooks", "events-structured", "events-binary"):
         owner, repo, number, sha = fresh_pull(sims)

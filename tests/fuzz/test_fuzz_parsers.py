@@ -3,7 +3,8 @@
 A parser is *total*: it returns a ParsedDelivery or raises InvalidDelivery with a 4xx, never
 anything else, and every value it hands on fits the receipt columns (PostgreSQL refuses
 over-long text and NUL characters, SQLite does not, so this is checked here, not left to
-the backend a test happens to use).
+the backend a test happens to use). The verify stage agrees with an independent check of the
+signature or token (``strategies.authenticated``): nothing unauthenticated reaches the parse stage.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from hypothesis import strategies as st
 from intake.errors import InvalidDelivery
 from intake.sources import ParsedDelivery
 from ledger import Receipt
-from tests.fuzz.strategies import FUZZ, SOURCES, any_request, expected_delivery_id
-from webhook_api._sources import parse_delivery
+from tests.fuzz.strategies import FUZZ, SOURCES, any_request, authenticated, expected_delivery_id
+from webhook_api._sources import authenticate, normalize
 
 COLUMNS = {c.name: c.type.length for c in Receipt.__table__.columns if getattr(c.type, "length", None)}
 
@@ -32,7 +33,15 @@ def _fits(column: str, value: str | None) -> bool:
 
 def _check(source: str, headers: dict[str, str], body: bytes) -> None:
     try:
-        parsed = parse_delivery(source, SOURCES[source], headers, body, datetime.now(UTC))
+        verified = authenticate(SOURCES[source], headers, body)
+    except InvalidDelivery as err:  # unauthenticated: the API records nothing, whatever the error holds
+        event(f"unauthenticated {err.http_status} {err.reason}")
+        assert err.http_status in (400, 401) and "\x00" not in err.message, err
+        assert not authenticated(source, headers, body), err
+        return
+    assert authenticated(source, headers, body)
+    try:
+        parsed = normalize(source, SOURCES[source], verified, headers, body, datetime.now(UTC))
     except InvalidDelivery as err:
         event(f"{err.http_status} {err.reason}: {err.message[:40]}")
         assert 400 <= err.http_status < 500 and err.http_status != 413, err

@@ -21,6 +21,7 @@ from intake.temporal_admitter import TemporalAdmitter
 from ledger import Delivery, WorkVersion
 from simulators import free_port
 from sluicegate.forge_client import ForgeClient
+from sluicegate.retry_after import JITTER_FRACTION
 from tests.support.sims import FORGE_TOKEN, settings_for
 
 PR44 = PullRequestRef("acme", "api", 44)
@@ -67,7 +68,8 @@ async def test_unreadable_source_defers_without_burning_the_delivery(sims, ledge
         env, cand = _event(head)
         deferred = await service.submit(env, cand)
         assert (deferred.outcome, deferred.reason) == (Outcome.DEFER, Reason.SOURCE_UNAVAILABLE)
-        assert deferred.retry_after_seconds == 7  # the source's Retry-After, passed on to the sender
+        # the source's Retry-After, passed on to the sender (plus the forge error mapper's jitter)
+        assert 7 <= deferred.retry_after_seconds <= 7 * (1 + JITTER_FRACTION)
         with Session(engine) as s:
             assert s.get(Delivery, ("github", env.id)) is None
         again = await service.submit(env, cand)  # the sender redelivers the same delivery

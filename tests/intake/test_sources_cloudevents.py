@@ -43,12 +43,14 @@ def test_both_modes_give_the_same_envelope_and_github_work_key(mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_rotated_token_is_accepted_and_a_wrong_one_is_401_with_the_id(mode):
+def test_rotated_token_is_accepted_and_a_wrong_one_is_401_without_reading_the_body(mode):
     event = cloud_event("acme", "api", 1, SHA, id="ce-2")
     assert _parse(*MODES[mode](event, OLD_TOKEN)).candidate is not None
-    for token in ("nope", None, "é"):
-        err = _rejected(*MODES[mode](event, token))
-        assert (err.reason, err.http_status, err.delivery_id) == (Reason.BAD_SIGNATURE, 401, "ce-2")
+    for token in ("nope", None, "é", ""):
+        headers, body = MODES[mode](event, token)
+        err = _rejected(headers, body)
+        assert (err.reason, err.http_status) == (Reason.BAD_SIGNATURE, 401)
+        assert err.delivery_id in (None, headers.get("ce-id"))  # never read from an unauthenticated body
 
 
 def test_a_missing_time_stays_unknown_rather_than_now():
@@ -72,12 +74,13 @@ def _structured(**attrs) -> tuple[dict[str, str], bytes]:
     (_structured(specversion="0.3"), 422, "ce-3", "specversion"),
     (_structured(time="soon"), 422, "ce-3", "invalid CloudEvent"),
     (_structured(time=5), 422, "ce-3", "invalid CloudEvent"),
-    (_structured(time="2026-11-29T10:00:00"), 422, "ce-3", "timezone"),
-    (_structured(Bad_Ext="x"), 422, "ce-3", "Bad_Ext"),
+    (_structured(time="2026-11-29T10:00:00"), 422, "ce-3", "time (value not allowed by the spec)"),
+    (_structured(Bad_Ext="x"), 422, "ce-3", "an extension attribute (bad name)"),
     (_structured(subject=""), 422, "ce-3", "subject"),
     (_structured(type="x" * 129), 422, "ce-3", "type"),
-    (({"content-type": "application/cloudevents-batch+json"}, b"[]"), 415, None, "batch"),
-    (({"content-type": "application/json"}, b"{}"), 415, None, "ce-*"),
+    (({"content-type": "application/cloudevents-batch+json", "authorization": f"Bearer {TOKEN}"}, b"[]"), 415,
+     None, "batch"),
+    (({"content-type": "application/json", "authorization": f"Bearer {TOKEN}"}, b"{}"), 415, None, "ce-*"),
     ((STRUCTURED_HEADERS, b"[]"), 400, None, "object"),
 ])
 def test_invalid_events_are_rejected_clearly(headers_body, status, delivery_id, text):

@@ -20,6 +20,8 @@ def _load(tmp_path: Path, sources: dict, env: dict | None = None):
 
 MAPPING = {"owner": "a", "repo": "b", "number": "c", "version": "d", "actionable_types": ["t"]}
 WHSEC = "whsec_Z2H18uWJB4g1CYE08ZfZgiD1SzVLwCa0fJZJbs4sl1A="
+X, Y = "x-secret-0123456789", "y-secret-0123456789"
+NEW, OLD = "new-secret-0123456789", "old-secret-0123456789"
 
 
 def test_repo_config_has_one_source_of_each_kind_naming_the_same_work():
@@ -31,42 +33,44 @@ def test_repo_config_has_one_source_of_each_kind_naming_the_same_work():
 
 
 def test_legacy_single_secret_is_a_one_element_list(tmp_path):
-    s = _load(tmp_path, {"github": {"kind": "github", "tenant": "t", "secret": "x"}})
-    assert s.sources["github"].secrets == ["x"] and s.sources["github"].secret == "x"
+    s = _load(tmp_path, {"github": {"kind": "github", "tenant": "t", "secret": X}})
+    assert s.sources["github"].secret_values() == [X] and s.sources["github"].secret == X
 
 
 @pytest.mark.parametrize("legacy", [True, False])
 def test_env_secret_replaces_the_list(tmp_path, legacy):
-    src = {"kind": "github", "tenant": "t"} | ({"secret": "x"} if legacy else {"secrets": ["x", "y"]})
-    s = _load(tmp_path, {"github": src}, env={"SLUICEGATE_GITHUB_WEBHOOK_SECRET": "from-env"})
-    assert s.sources["github"].secrets == ["from-env"]
+    src = {"kind": "github", "tenant": "t"} | ({"secret": X} if legacy else {"secrets": [X, Y]})
+    s = _load(tmp_path, {"github": src}, env={"SLUICEGATE_GITHUB_WEBHOOK_SECRET": NEW})
+    assert s.sources["github"].secret_values() == [NEW]
 
 
 def test_rotation_from_the_environment_sets_the_whole_list(tmp_path):
-    src = {"kind": "github", "tenant": "t", "secrets": ["x"]}
-    s = _load(tmp_path, {"github": src}, env={"SLUICEGATE__SOURCES__GITHUB__SECRETS": "[new, old]"})
-    assert s.sources["github"].secrets == ["new", "old"]
+    src = {"kind": "github", "tenant": "t", "secrets": [X]}
+    s = _load(tmp_path, {"github": src}, env={"SLUICEGATE__SOURCES__GITHUB__SECRETS": f"[{NEW}, {OLD}]"})
+    assert s.sources["github"].secret_values() == [NEW, OLD]
 
 
 @pytest.mark.parametrize("source, path, text", [
-    ({"kind": "github", "tenant": "t", "secret": "x", "secrets": ["y"]}, "sources.s", "either secret or secrets"),
+    ({"kind": "github", "tenant": "t", "secret": X, "secrets": [Y]}, "sources.s", "either secret or secrets"),
     ({"kind": "github", "tenant": "t", "secrets": []}, "sources.s.secrets", "at least 1"),
-    ({"kind": "gitlab", "tenant": "t", "secrets": ["x"]}, "sources.s.kind", "github"),
-    ({"kind": "standard-webhooks", "tenant": "t", "secrets": [WHSEC, "plain"], "mapping": MAPPING},
+    ({"kind": "github", "tenant": "t", "secrets": [X, "short"]}, "sources.s.secrets.1", "at least 16 characters"),
+    ({"kind": "github", "tenant": "t", "secrets": ["  "]}, "sources.s.secrets.0", "must not be empty"),
+    ({"kind": "gitlab", "tenant": "t", "secrets": [X]}, "sources.s.kind", "github"),
+    ({"kind": "standard-webhooks", "tenant": "t", "secrets": [WHSEC, "plain-secret-0123456789"], "mapping": MAPPING},
      "sources.s.secrets", "secrets[1] must be whsec_"),
-    ({"kind": "standard-webhooks", "tenant": "t", "secrets": ["whsec_c2hvcnQ="], "mapping": MAPPING},
+    ({"kind": "standard-webhooks", "tenant": "t", "secrets": ["whsec_dHdlbHZlIGJ5dGVz"], "mapping": MAPPING},
      "sources.s.secrets", "at least 24 bytes"),
-    ({"kind": "cloudevents", "tenant": "t", "secrets": ["x"]}, "sources.s.mapping", "needs a mapping"),
-    ({"kind": "github", "tenant": "t", "secrets": ["x"], "mapping": MAPPING}, "sources.s.mapping", "remove mapping"),
-    ({"kind": "cloudevents", "tenant": "t", "secrets": ["x"], "mapping": MAPPING | {"owner": "a..b"}},
+    ({"kind": "cloudevents", "tenant": "t", "secrets": [X]}, "sources.s.mapping", "needs a mapping"),
+    ({"kind": "github", "tenant": "t", "secrets": [X], "mapping": MAPPING}, "sources.s.mapping", "remove mapping"),
+    ({"kind": "cloudevents", "tenant": "t", "secrets": [X], "mapping": MAPPING | {"owner": "a..b"}},
      "sources.s.mapping.owner", "empty segment"),
-    ({"kind": "cloudevents", "tenant": "t", "secrets": ["x"], "mapping": MAPPING | {"actionable_types": []}},
+    ({"kind": "cloudevents", "tenant": "t", "secrets": [X], "mapping": MAPPING | {"actionable_types": []}},
      "sources.s.mapping.actionable_types", "at least 1"),
-    ({"kind": "cloudevents", "tenant": "t", "secrets": ["x"], "mapping": MAPPING | {"type": "kind"}},
+    ({"kind": "cloudevents", "tenant": "t", "secrets": [X], "mapping": MAPPING | {"type": "kind"}},
      "sources.s.mapping", "remove mapping.type"),
-    ({"kind": "cloudevents", "tenant": "t", "secrets": ["x"], "mapping": MAPPING | {"versoin": "d"}},
+    ({"kind": "cloudevents", "tenant": "t", "secrets": [X], "mapping": MAPPING | {"versoin": "d"}},
      "sources.s.mapping.versoin", "Extra inputs"),
-    ({"kind": "github", "tenant": "t", "secrets": ["x"], "max_age_seconds": 0}, "sources.s.max_age_seconds", "greater"),
+    ({"kind": "github", "tenant": "t", "secrets": [X], "max_age_seconds": 0}, "sources.s.max_age_seconds", "greater"),
 ])
 def test_invalid_sources_name_their_path(tmp_path, source, path, text):
     with pytest.raises(ConfigError) as info:

@@ -127,3 +127,49 @@ def test_override_reruns_a_done_version_but_never_an_in_flight_one(engine):
     with Session(engine) as s:
         receipt = s.get(Receipt, rerun.receipt_id)
     assert (receipt.override, receipt.actor) == ("rerun-done: reviewer asked", "root")
+
+
+def test_concurrent_replays_of_one_body_under_new_ids_claim_it_once(engine):
+    """Racing past the pre-check, the digest's unique key still lets exactly one in."""
+    from dataclasses import replace
+
+    store, digest = SqlIntakeStore(engine), uuid.uuid4().hex * 2
+    drafts = [replace(_draft(_key(), f"sha{i}"), body_digest=digest) for i in range(12)]
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        decisions = list(pool.map(store.decide, drafts))
+    assert [d.outcome for d in decisions].count(Outcome.ACCEPT) == 1
+    assert {d.reason for d in decisions if d.outcome == Outcome.REJECT} == {Reason.REPLAYED_BODY}
+
+
+def test_replay_check_before_the_source_read_and_the_same_id_stays_a_duplicate(engine):
+    from dataclasses import replace
+
+    store, key, digest, first_id = SqlIntakeStore(engine), _key(), uuid.uuid4().hex * 2, uuid.uuid4().hex
+    store.decide(replace(_draft(key, "sha1", first_id), body_digest=digest))
+    replay = replace(_draft(key, "sha1"), body_digest=digest)
+    probed = store.reject_if_delivery_seen(replay)
+    assert (probed.outcome, probed.reason) == (Outcome.REJECT, Reason.REPLAYED_BODY) and "replay" in probed.message
+    again = store.reject_if_delivery_seen(replace(_draft(key, "sha1", first_id), body_digest=digest))
+    assert again.reason == Reason.DUPLICATE_DELIVERY
+    assert store.reject_if_delivery_seen(replace(_draft(key, "sha1"), body_digest=uuid.uuid4().hex * 2)) is None
+    assert store.reject_if_delivery_seen(_draft(key, "sha1")) is None  # no digest (manual, scans): ids only
+    with Session(engine) as s:
+        stored = s.get(Receipt, probed.receipt_id)
+    assert (stored.reason, stored.message) == ("replayed-body", probed.message)
+
+
+def test_pruning_a_delivery_forgets_its_digest(engine):
+    from dataclasses import replace
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from ledger import Delivery
+
+    store, digest, first_id = SqlIntakeStore(engine), uuid.uuid4().hex * 2, uuid.uuid4().hex
+    store.decide(replace(_draft(_key(), "sha1", first_id), body_digest=digest))
+    with Session(engine) as s, s.begin():
+        s.execute(update(Delivery).where(Delivery.delivery_id == first_id)
+                  .values(received_at=datetime.now(UTC) - timedelta(hours=48)))
+    assert store.prune_deliveries(window_hours=24) >= 1
+    assert store.reject_if_delivery_seen(replace(_draft(_key(), "sha1"), body_digest=digest)) is None

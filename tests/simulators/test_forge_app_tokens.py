@@ -198,3 +198,17 @@ def test_runtime_registration_on_an_open_server(forge_http: httpx.Client, keys: 
 def test_cli_needs_every_app_flag(capsys: pytest.CaptureFixture[str]) -> None:
     assert forge_main(["--app-id", APP_ID, "--port", "0"]) == 2
     assert "--app-public-key-file" in capsys.readouterr().err
+
+
+def test_installation_token_acts_as_the_app_bot_with_its_own_budget(http: httpx.Client, keys: tuple[str, str]) -> None:
+    token = _mint(http, keys[0], repositories=["api"]).json()["token"]
+    posted = http.post("/repos/acme/api/issues/42/comments", json={"body": "by the app"}, headers=_auth(token))
+    assert posted.status_code == 201
+    assert posted.json()["user"] == {**posted.json()["user"], "login": "sluicegate[bot]", "type": "Bot"}
+    by_static = http.post("/repos/acme/api/issues/42/comments", json={"body": "by the token"}, headers=_auth(STATIC))
+    assert by_static.json()["user"]["login"] == "sluicegate-bot"
+    listed = http.get("/repos/acme/api/issues/42/comments", headers=_auth(token)).json()
+    assert [(c["body"], c["user"]["login"]) for c in listed] == [("by the app", "sluicegate[bot]"),
+                                                                 ("by the token", "sluicegate-bot")]
+    used = http.get("/_sim/rate_limits").json()["used"]
+    assert used == {"installation:7": 2, "user:sluicegate-bot": 1}

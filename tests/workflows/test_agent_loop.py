@@ -8,8 +8,9 @@ import pytest
 import ledger
 
 from activities.keys import marker_for, operation_key
+from activities.markers import CommentMarks
 from ledger import BeginState, SideEffectLedger, make_engine
-from tests.support.agent_runs import PR42_HEAD, admit_in_ledger, run_orders, work_order
+from tests.support.agent_runs import PR42_HEAD, accept_versions, run_orders, work_order
 from tests.support.sims import settings_for
 from workflows.budget import cost_usd
 from workflows.contracts import TaskBudget
@@ -81,7 +82,8 @@ async def test_in_flight_comment_is_reconciled_not_posted_again(temporal_env, se
     ledger = SideEffectLedger(engine)
     ledger.begin(op, work_key=order.work_key, operation="post_review_comment", target_version=PR42_HEAD,
                  generation=order.generation)
-    httpx.post(f"{sims.forge.base_url}/repos/acme/api/issues/42/comments", json={"body": f"earlier\n{marker_for(op)}"},
+    marker = CommentMarks.from_forge_config(settings.forge).marker(op)  # posted as the bot, signed
+    httpx.post(f"{sims.forge.base_url}/repos/acme/api/issues/42/comments", json={"body": f"earlier\n{marker}"},
                headers={"Authorization": "Bearer test-forge-token"}).raise_for_status()
     [outcome] = (await run_orders(temporal_env.client, settings, task_queue, order)).orders
     comments = sims.comments()
@@ -126,7 +128,7 @@ async def test_newer_version_supersedes_at_the_next_step_boundary(temporal_env, 
 async def test_an_order_older_than_the_ledgers_generation_is_superseded_without_a_model_call(
         temporal_env, settings, sims, task_queue):
     order = work_order(settings, generation=1)
-    admit_in_ledger(settings, order.work_key, order.input_version, "newer-version")  # generation 2 is current
+    accept_versions(settings, order.work_key, order.input_version, "newer-version")  # generation 2 is current
     [outcome] = (await run_orders(temporal_env.client, settings, task_queue, order)).orders
     assert (outcome.status, outcome.reason) == ("superseded", "superseded by newer-version (generation 2)")
     assert sims.model_stats()["calls"] == 0 and sims.comments() == []
@@ -145,14 +147,14 @@ async def test_stale_generation_cannot_post(temporal_env, settings, sims, task_q
     from worker import create_worker
 
     order = work_order(settings, generation=1)
-    admit_in_ledger(settings, order.work_key, order.input_version)
+    accept_versions(settings, order.work_key, order.input_version)
     sims.model_ctl("POST", "/faults", json={"delay_seconds": 2, "times": 1})  # the first model call is slow
     async with AsyncExitStack() as stack:
         async with await create_worker(temporal_env.client, settings, stack, task_queue):
             handle = await start_order(temporal_env.client, task_queue, order)
             while sims.model_stats()["calls"] == 0:
                 await asyncio.sleep(0.05)
-            admit_in_ledger(settings, order.work_key, "newer-version")
+            accept_versions(settings, order.work_key, "newer-version")
             [outcome] = (await handle.result()).orders
     assert (outcome.status, outcome.reason) == ("failed", "tool-error: post_review_comment: FencedOut")
     assert sims.comments() == []

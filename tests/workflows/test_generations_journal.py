@@ -10,7 +10,7 @@ from sqlmodel import Session, select
 
 import ledger
 from ledger import BudgetReservation, ModelJournalEntry, WorkVersion
-from tests.support.agent_runs import PR42_HEAD, admit_in_ledger, run_orders, work_order
+from tests.support.agent_runs import PR42_HEAD, accept_versions, run_orders, work_order
 from tests.support.sims import fresh_settings
 
 NEWER = "5c1e6b2d9a8f4e3c7b0a1d2e3f405162738495a6"
@@ -46,7 +46,7 @@ async def test_an_older_generation_arriving_after_a_newer_one_finished_is_supers
 
 async def test_a_relay_signal_after_the_run_completed_is_skipped(temporal_env, settings, sims, task_queue):
     order = work_order(settings)
-    [generation] = admit_in_ledger(settings, order.work_key, PR42_HEAD)
+    [generation] = accept_versions(settings, order.work_key, PR42_HEAD)
     order = replace(order, generation=generation)
     [first] = (await run_orders(temporal_env.client, settings, task_queue, order)).orders
     [again] = (await run_orders(temporal_env.client, settings, task_queue, order)).orders  # a new run

@@ -1,4 +1,4 @@
-"""Recorded histories of the agent workflow still replay on the current code.
+"""Recorded histories of the agent and maintenance workflows still replay on the current code.
 
 A workflow change that is not guarded by ``workflow.patched`` fails here with a
 non-determinism error instead of failing on running work after a deploy.
@@ -13,6 +13,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
 from workflows.agent_loop import AgentLoopWorkflow
+from workflows.maintenance import PruneDeliveriesWorkflow
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 
@@ -24,5 +25,5 @@ def test_there_are_histories_to_replay():
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
 async def test_history_replays(path: Path):
     history = WorkflowHistory.from_json(path.stem, path.read_text())
-    result = await Replayer(workflows=[AgentLoopWorkflow]).replay_workflow(history, raise_on_replay_failure=True)
+    result = await Replayer(workflows=[AgentLoopWorkflow, PruneDeliveriesWorkflow]).replay_workflow(history, raise_on_replay_failure=True)
     assert result.replay_failure is None

@@ -1,7 +1,7 @@
 """Model-response journal; reservations know their step and attempt and how they ended.
 
 Revision ID: 0013_journal
-Revises: 0008
+Revises: 0011_retention
 Create Date: 2026-12-01
 
 ``budget_reservations.id`` widens to 80 characters: ids are now ``rsv_`` + a whole SHA-256
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0013_journal"
-down_revision = "0008"
+down_revision = "0011_retention"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,22 @@
+"""The one-command drills (``starter.py drill NAME``) pass: each starts its own stack, injects its
+failure and checks its invariants; a violated invariant fails here with the drill's report."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("name", ["cancel", "temporal-restart"])
+def test_drill_passes_through_its_command(name):
+    done = subprocess.run([sys.executable, str(ROOT / "starter.py"), "drill", name], capture_output=True, text=True,
+                          timeout=240, cwd=ROOT)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert f"drill {name}: PASSED" in done.stdout and "[VIOLATED]" not in done.stdout
+    assert "injected:" in done.stdout and "invariants:" in done.stdout

@@ -1,0 +1,60 @@
+"""A signed delivery replayed under a new delivery id: ``replayed-body``, before any forge read,
+for every source kind, on both ledgers (real API on a server thread, real intake and ledger).
+The same delivery id sent again stays ``duplicate-delivery``."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from demo.github_payloads import delivery_headers, encode, pull_request_payload
+from tests.webhook_api.deliveries import ce_binary, ce_structured, cloud_event, std_body, std_headers
+from tests.webhook_api.server import fresh_pull, post, receipts, running_api
+
+
+def _github(s, pull, delivery_id):
+    body = encode(pull_request_payload(*pull))
+    headers = delivery_headers(s.sources["github"].secret, body, delivery_id=delivery_id)
+    # X-GitHub-Delivery is outside GitHub's HMAC: a captured body verifies under any id.
+    return headers, body, lambda new_id: (headers | {"x-github-delivery": new_id}, body)
+
+
+def _stdhooks(s, pull, delivery_id):
+    body = std_body(*pull)
+    secret = s.sources["stdhooks"].secret
+    # The id is signed: the same body re-signed under a new id (a sender "resending as new").
+    return std_headers(secret, body, msg_id=delivery_id), body, lambda new_id: (
+        std_headers(secret, body, msg_id=new_id), body)
+
+
+def _events_binary(s, pull, delivery_id):
+    headers, body = ce_binary(cloud_event(*pull, id=delivery_id), s.sources["events"].secret)
+    return headers, body, lambda new_id: (headers | {"ce-id": new_id}, body)
+
+
+def _events_structured(s, pull, delivery_id):
+    headers, body = ce_structured(cloud_event(*pull, id=delivery_id), s.sources["events"].secret)
+    return headers, body, lambda new_id: (headers, body.replace(delivery_id.encode(), new_id.encode()))
+
+
+KINDS = {"github": ("github", _github), "stdhooks": ("stdhooks", _stdhooks),
+         "events-binary": ("events", _events_binary), "events-structured": ("events", _events_structured)}
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_the_same_signed_content_under_a_new_delivery_id_is_a_replay(kind, sims, temporal_env, ledger_url):
+    source, build = KINDS[kind]
+    with running_api(sims, temporal_env, ledger_url) as (server, s):
+        pull = fresh_pull(sims)
+        first_id, replay_id = f"orig-{uuid.uuid4()}", f"replay-{uuid.uuid4()}"
+        headers, body, replayed = build(s, pull, first_id)
+        assert post(server, source, headers, body).json()["reason"] == "admitted"
+        reads = sims.forge_ctl("GET", "/stats").json()["total"]
+        r = post(server, source, *replayed(replay_id))
+        assert (r.status_code, r.json()["outcome"], r.json()["reason"]) == (200, "reject", "replayed-body"), r.text
+        assert sims.forge_ctl("GET", "/stats").json()["total"] == reads  # refused before the forge was read
+        [receipt] = receipts(ledger_url, replay_id)
+        assert (receipt.reason, receipt.work_key) == ("replayed-body", f"github:{pull[0]}/{pull[1]}#{pull[2]}:review")
+        assert post(server, source, headers, body).json()["reason"] == "duplicate-delivery"  # the same id: as before
+        assert post(server, source, *replayed(replay_id)).json()["reason"] == "replayed-body"  # never claimed
