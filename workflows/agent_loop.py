@@ -254,7 +254,9 @@ class AgentLoopWorkflow:
     async def _claim(self, order: WorkOrder) -> bool:
         """Generations only move forward: True lets the order run; otherwise it ends here without a
         model call — ``superseded`` (recorded) or ``skipped`` (its admission ended before; nothing
-        recorded). A cancel during the claim propagates (the order is then recorded ``cancelled``)."""
+        recorded). A cancel already requested, or one arriving during the claim, propagates (the order
+        is then recorded ``cancelled``, never claimed)."""
+        self._check_cancel()
         claim = await claim_order(order, [*self._pending, *self._finished], self._cancel_aware)
         if claim.verdict == ClaimVerdict.RUN:
             return True

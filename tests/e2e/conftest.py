@@ -10,21 +10,14 @@ __all__ = ["StackHttp", "stack_factory"]
 
 
 @pytest.fixture
-def postgres_ledger(request: pytest.FixtureRequest) -> str:
+def postgres_ledger() -> str:
     """A fresh, empty PostgreSQL database for one stack (the stack migrates it); dropped after.
-    Skipped (or failed under SLUICEGATE_REQUIRE_POSTGRES=1) like the ``postgres_url`` fixture."""
-    import psycopg
+    Skipped (or failed under SLUICEGATE_REQUIRE_POSTGRES=1) when PostgreSQL is unreachable."""
+    from tests.support.postgres import create_database, drop_database
 
-    from tests.conftest import _postgres_admin_url
-
-    request.getfixturevalue("postgres_url")  # skips (or fails) when PostgreSQL is unreachable
-    admin = _postgres_admin_url()
-    name = f"sluicegate_e2e_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    yield admin.rsplit("/", 1)[0] + "/" + name
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    name, url = create_database("sluicegate_e2e")
+    yield url
+    drop_database(name)
 
 
 @pytest.fixture
