@@ -27,11 +27,15 @@ from activities.gateway import ToolGateway
 from activities.intake_activity import trigger_activities
 from activities.maintenance import MaintenanceActivities
 from activities.markers import CommentMarks
-from activities.model import ModelActivities, SpendGuard, make_openai_client
+from activities.model import ModelActivities, make_openai_client
 from activities.run_reconciler import ReconcileActivities, RunReconciler
+from activities.step_ledger import SpendGuard
 from activities.work_ledger import WorkLedgerActivities
 from intake.temporal_admitter import TemporalAdmitter
-from ledger import BreakerBoard, CapacityLedger, CredentialBroker, DeferredQueue, DayBudgets, KillSwitch, SideEffectLedger, SqlIntakeStore, WorkStore
+from ledger import (
+    BreakerBoard, CapacityLedger, CredentialBroker, DeferredQueue, DayBudgets, KillSwitch, ModelJournal, SideEffectLedger,
+    SqlIntakeStore, WorkStore,
+)
 from sluicegate.config import Settings, load_settings
 from sluicegate.dev_guard import refuse_published_secrets
 from sluicegate.schedules import retention_policy
@@ -44,6 +48,7 @@ from workflows.contracts import Price
 from workflows.goal import GoalWorkflow
 from workflows.maintenance import (
     DispatchDeferredWorkflow, OutboxRelayWorkflow, PruneDeliveriesWorkflow, ReapCapacityWorkflow, ReconcileRunsWorkflow,
+    SettleStaleReservationsWorkflow,
 )
 from workflows.scan import ScanWorkflow
 
@@ -65,7 +70,8 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
                        {name: Price(**p.model_dump()) for name, p in settings.model.prices.items()},
                        settings.budgets.step_max_output_tokens)
     breakers = BreakerBoard(engine, settings.capacity.breaker_policy())
-    model = ModelActivities(model_client, kills, spend, breakers)
+    journal = ModelJournal(engine)
+    model = ModelActivities(model_client, kills, spend, breakers, journal)
     egress = EgressPolicy(tuple(settings.egress.default),
                           {t: tuple(hosts) for t, hosts in settings.egress.tenants.items()})
     artifacts = ArtifactStore(settings.path(settings.artifacts.dir), payload_keys(settings))
@@ -80,15 +86,16 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
     reconcile = ReconcileActivities(RunReconciler(client, work_store))
     admitter = TemporalAdmitter(client, settings, search_attributes)
     maintenance = MaintenanceActivities(SqlIntakeStore(engine), admitter, engine, artifacts,
-                                        retention_policy(settings))
+                                        retention_policy(settings), spend.budgets)
     capacity = capacity_activities(client, settings, engine, forge, admitter)
     return Worker(
         client, task_queue=task_queue or settings.temporal.task_queue,
         workflows=[AgentLoopWorkflow, OutboxRelayWorkflow, PruneDeliveriesWorkflow, ScanWorkflow, GoalWorkflow,
-                   DispatchDeferredWorkflow, ReapCapacityWorkflow, ReconcileRunsWorkflow],
+                   DispatchDeferredWorkflow, ReapCapacityWorkflow, ReconcileRunsWorkflow,
+                   SettleStaleReservationsWorkflow],
         activities=[model.chat_completion, tools.get_pull_request_diff, tools.post_review_comment,
-                    work.record_run_outcome, maintenance.relay_outbox, maintenance.prune_deliveries,
-                    maintenance.prune_retention,
+                    work.record_run_outcome, work.claim_order, maintenance.relay_outbox,
+                    maintenance.prune_deliveries, maintenance.prune_retention, maintenance.settle_stale_reservations,
                     capacity.release, capacity.dispatch, capacity.reap, reconcile.reconcile_runs,
                     *trigger_activities(client, settings, engine, forge, search_attributes)],
         graceful_shutdown_timeout=timedelta(seconds=10),

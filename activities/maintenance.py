@@ -1,10 +1,13 @@
-"""Maintenance activities: relay the admission outbox, prune the delivery dedupe window, enforce retention.
+"""Maintenance activities: relay the admission outbox, prune the delivery dedupe window, enforce
+retention, end stale day-budget reservations.
 
 ``prune_retention`` applies every table's retention rule (``ledger/_retention.py``: what keeps a
-row load-bearing) and the artifact files' age, in bounded batches, heartbeating throughout so a
-worker that dies mid-prune is noticed; a rerun simply continues (pruning is idempotent). One
-table's failure is logged and does not stop the others; the activity fails (and is retried)
-only if every table failed.
+row load-bearing — old journaled model answers included) and the artifact files' age, in bounded
+batches, heartbeating throughout so a worker that dies mid-prune is noticed; a rerun simply
+continues (pruning is idempotent). One table's failure is logged and does not stop the others;
+the activity fails (and is retried) only if every table failed.
+
+``settle_stale_reservations`` ends reservations a dead worker left held (``DayBudgets.settle_stale``).
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ from activities.artifacts import ArtifactStore
 from activities.heartbeat import heartbeating
 from intake.outbox import relay
 from intake.ports import Admitter
-from ledger import RETENTION_RULES, Retention, SqlIntakeStore
+from ledger import RETENTION_RULES, DayBudgets, Retention, SqlIntakeStore
 
 PRUNE_DELIVERIES_ACTIVITY = "sluicegate.maintenance.prune_deliveries"
 PRUNE_RETENTION_ACTIVITY = "sluicegate.maintenance.prune_retention"
+SETTLE_STALE_ACTIVITY = "sluicegate.maintenance.settle_stale_reservations"
 
 
 @dataclass
@@ -66,14 +70,30 @@ class RetentionReport:
     """Tables whose prune failed this time, and why."""
 
 
+@dataclass
+class StaleReservationsRequest:
+    grace_seconds: float = 900.0
+    """Reservations held longer than this are ended (their worker died)."""
+
+
+@dataclass
+class StaleReservationsResult:
+    from_journal: int = 0
+    """Settled with the usage of an answer journaled before the crash."""
+    estimated: int = 0
+    """Charged at their estimate (fate unknown)."""
+
+
 class MaintenanceActivities:
     def __init__(self, store: SqlIntakeStore, admitter: Admitter, engine: Engine | None = None,
-                 artifacts: ArtifactStore | None = None, retention: RetentionPolicy | None = None) -> None:
+                 artifacts: ArtifactStore | None = None, retention: RetentionPolicy | None = None,
+                 budgets: DayBudgets | None = None) -> None:
         self._store = store
         self._admitter = admitter
         self._engine = engine
         self._artifacts = artifacts
         self._retention = retention or RetentionPolicy()
+        self._budgets = budgets
 
     @activity.defn(name="sluicegate.maintenance.relay_outbox")
     async def relay_outbox(self, req: RelayRequest) -> RelayResult:
@@ -107,6 +127,16 @@ class MaintenanceActivities:
                              f"; failed: {sorted(report.failed)}" if report.failed else "")
         return report
 
+    @activity.defn(name=SETTLE_STALE_ACTIVITY)
+    async def settle_stale_reservations(self, req: StaleReservationsRequest) -> StaleReservationsResult:
+        if self._budgets is None:
+            return StaleReservationsResult()
+        sweep = await asyncio.to_thread(self._budgets.settle_stale, timedelta(seconds=req.grace_seconds))
+        if sweep.from_journal or sweep.estimated:
+            activity.logger.warning("ended stale reservations: %d from the journal, %d at their estimate (%s)",
+                                    len(sweep.from_journal), len(sweep.estimated),
+                                    ", ".join(sweep.from_journal + sweep.estimated)[:2000])
+        return StaleReservationsResult(len(sweep.from_journal), len(sweep.estimated))
 
 
 def prune_table(engine: Engine | None, artifacts: ArtifactStore | None, policy: RetentionPolicy, table: str,

@@ -14,6 +14,9 @@ One dev stack (own temp dir, free ports, telemetry off), started without its wor
    K reviews are admitted through the webhook API, the worker is SIGKILLed while the second
    model calls are in flight and a new one started; prints the model simulator's calls and
    completions against the steps the runs recorded and Temporal's model-activity attempts.
+3. **calls per PR** -- model calls per review with no crash, with the kill of measurement 2
+   (mid-call), and with a kill that lands after every second answer was journaled (the stack's
+   ledger is PostgreSQL for this; ``bench/_crash_calls.py``).
 
 Exit status: 1 when a measurement errored or its verification failed, else 0 (a CHECK
 verdict or a high ratio does not fail it). See bench/README.md.
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import shutil
 import sys
 import time
@@ -35,6 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from bench._crash_calls import Batch, measure_batches  # noqa: E402
+from bench._dup import postgres_database  # noqa: E402
 from bench._e2e import run_dir  # noqa: E402
 from bench._loop import MODEL_STEPS, Overhead, Restart, measure_overhead, measure_restart  # noqa: E402
 from bench._common import BENCH_SCOPE, median  # noqa: E402
@@ -44,6 +50,7 @@ console = Console(highlight=False, width=None if sys.stdout.isatty() else 150)
 
 # Runtime options snapshotted into every work order at admission (API process) -- shortened so a
 # model call cut off by the SIGKILL is retried within seconds instead of after 60 s / 10 s.
+DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/postgres"
 RESTART_OVERRIDES = {
     "SLUICEGATE__ACTIVITIES__MODEL_START_TO_CLOSE_SECONDS": "5",
     "SLUICEGATE__ACTIVITIES__TOOL_START_TO_CLOSE_SECONDS": "5",
@@ -78,6 +85,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for the restart's runs")
     p.add_argument("--no-overhead", action="store_true")
     p.add_argument("--no-restart", action="store_true")
+    p.add_argument("--no-crash-calls", action="store_true", help="skip measurement 3 (calls per PR)")
+    p.add_argument("--postgres", default=os.environ.get("SLUICEGATE_BENCH_POSTGRES_URL", DEFAULT_PG),
+                   help="admin URL; the stack's ledger is a throwaway database there (needed for the "
+                        "kill-after-the-answer batch)")
+    p.add_argument("--no-postgres", action="store_true", help="SQLite ledger; no kill-after-the-answer batch")
     p.add_argument("--keep", action="store_true", help="keep the temp directory (ledgers, dev-server DB, logs)")
     a = p.parse_args(argv)
     a.rounds = a.rounds or (2 if a.quick else 3)
@@ -160,9 +172,32 @@ def report_restart(r: Restart) -> bool:
     return verdicts[0][1]
 
 
-async def _run(a, stack: DevStack, tmp: Path) -> tuple[Overhead | None, Restart | None, list[str]]:
+def report_calls_per_pr(batches: list[Batch], restart: Restart | None, postgres: bool) -> None:
+    t = Table(title="Model calls per PR (3 model steps per review), with and without a worker SIGKILL")
+    for col in ("scenario", "reviews", "model calls", "calls per PR", "extra = calls - steps", "retried attempts",
+                "comments", "verdict"):
+        t.add_column(col, justify="left" if col in ("scenario", "verdict") else "right")
+    rows = [(b.scenario, b.reviews, b.calls, b.steps, b.retries, b.comments) for b in batches[:1]]
+    if restart is not None:
+        rows.append(("kill mid-call (measurement 2: the answer never reached a worker)", restart.reviews,
+                     restart.calls, restart.steps, restart.history_retries, restart.comments))
+    rows += [(b.scenario, b.reviews, b.calls, b.steps, b.retries, b.comments) for b in batches[1:]]
+    for name, reviews, calls, steps, retries, comments in rows:
+        mid = name.startswith("kill mid-call")
+        ok = calls == steps or (mid and restart is not None and calls - steps == restart.cut_off)
+        t.add_row(name, str(reviews), str(calls), f"{calls / reviews:.2f}", str(calls - steps), str(retries),
+                  str(comments), ("[green]PASS[/]" if ok else "[yellow]CHECK[/]") + (
+                      " (extra == cut off)" if mid else " (calls == steps)"))
+    console.print(t)
+    if not postgres:
+        _log("  kill after the answer: not measured (needs the PostgreSQL ledger; --no-postgres or unreachable)")
+
+
+async def _run(a, stack: DevStack, tmp: Path, postgres: bool
+               ) -> tuple[Overhead | None, Restart | None, list[Batch], list[str]]:
     errors: list[str] = []
     overhead = restart = None
+    batches: list[Batch] = []
     if not a.no_overhead:
         try:
             overhead = await measure_overhead(stack, tmp, a.rounds, a.orders, a.concurrency, a.warmup, _log)
@@ -178,7 +213,15 @@ async def _run(a, stack: DevStack, tmp: Path) -> tuple[Overhead | None, Restart 
         except Exception as exc:  # noqa: BLE001
             traceback.print_exc()
             errors.append(f"restart: {type(exc).__name__}: {exc}")
-    return overhead, restart, errors
+    if not a.no_crash_calls:
+        try:
+            if stack.processes.get("worker") is None or not stack.processes["worker"].alive():
+                await asyncio.to_thread(stack.start_worker)
+            batches = await measure_batches(stack, a.reviews, a.delay, a.timeout, _log, after_answer=postgres)
+        except Exception as exc:  # noqa: BLE001
+            traceback.print_exc()
+            errors.append(f"calls per PR: {type(exc).__name__}: {exc}")
+    return overhead, restart, batches, errors
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,14 +231,21 @@ def main(argv: list[str] | None = None) -> int:
     _log(f"loop bench: rounds={a.rounds} orders={a.orders} concurrency={a.concurrency} warmup={a.warmup} "
          f"reviews={a.reviews} delay={a.delay}s tmp={tmp}")
     env = {**isolated_overrides(tmp), "SLUICEGATE_TELEMETRY_EXPORTER": "none", **RESTART_OVERRIDES, **BENCH_SCOPE}
+    database = None if a.no_postgres else postgres_database(a.postgres)
+    if isinstance(database, str):
+        _log(f"  {database}: the stack's ledger is SQLite")
+    elif database is not None:
+        env["SLUICEGATE_LEDGER_URL"] = database[0]
+    postgres = isinstance(database, tuple)
     stack = DevStack(env, headless=True, with_worker=False, log_dir=tmp / "logs")
     overhead = restart = None
+    batches: list[Batch] = []
     errors: list[str] = []
     try:
         t = time.perf_counter()
         stack.start()
         _log(f"  dev stack up in {time.perf_counter() - t:.1f}s (no worker yet; logs in {stack.log_dir})")
-        overhead, restart, errors = asyncio.run(_run(a, stack, tmp))
+        overhead, restart, batches, errors = asyncio.run(_run(a, stack, tmp, postgres))
     except Exception as exc:  # noqa: BLE001
         traceback.print_exc()
         errors.append(f"{type(exc).__name__}: {exc}")
@@ -204,11 +254,15 @@ def main(argv: list[str] | None = None) -> int:
         left = stack.leftover()
         if left:
             errors.append(f"stack processes still running after stop: {left}")
+        if postgres:
+            database[1]()
     try:
         if overhead is not None:
             report_overhead(overhead)
         if restart is not None:
             report_restart(restart)
+        if batches:
+            report_calls_per_pr(batches, restart, postgres)
     except Exception as exc:  # noqa: BLE001
         traceback.print_exc()
         errors.append(f"report: {type(exc).__name__}: {exc}")

@@ -8,7 +8,11 @@ from ledger._work_store import OpenVersion, WorkStore
 from ledger._models import Delivery, Receipt, SideEffect, WorkItem, WorkVersion
 from ledger._credentials import Credential, CredentialBroker
 from ledger._dead_letters import DeadLetter, DeadLetters
-from ledger._budgets import BudgetDay, DayBudgetExceeded, DayBudgets
+from ledger._budgets import (
+    BudgetDay, BudgetReservation, DayBudgetExceeded, DayBudgets, ReservationEnded, ReservationStatus, StaleSweep,
+    StepRef,
+)
+from ledger._model_journal import ModelJournal, ModelJournalEntry
 from ledger._kills import Kill, KillSwitch
 from ledger._watermarks import ScanWatermark, Watermark, WatermarkStore
 
@@ -30,3 +34,5 @@ __all__ += ["AdmissionCount", "Breaker", "BreakerBoard", "CapacityCounter", "Cap
 from ledger._cancels import CancelRequest, CancelRequests
 
 __all__ += ["CancelRequest", "CancelRequests", "OpenVersion"]
+__all__ += ["BudgetReservation", "ModelJournal", "ModelJournalEntry", "ReservationEnded", "ReservationStatus",
+            "StaleSweep", "StepRef"]

@@ -1,27 +1,54 @@
 """Day budgets in the ledger: per tenant and global, reserved before a model call.
 
-A step reserves its *maximum* cost (prompt estimate + the step's output cap, priced) on
-both the tenant's and the global row for the UTC day, in one transaction, with a guarded
-``UPDATE ... WHERE spent + reserved + amount <= limit``; if either row refuses, nothing
-is reserved and the call is not made. After the call the reservation is settled with the
-actual usage; on failure it is released. So concurrent runs cannot overspend: the check
-and the increment are one statement per row, serialized by the row lock.
+A step reserves its *maximum* cost (prompt bound + the step's output cap, priced) on both
+the tenant's and the global row for the UTC day, in one transaction, with a guarded
+``UPDATE ... WHERE spent + reserved + amount <= limit``; if either row refuses, nothing is
+reserved and the call is not made. Concurrent runs cannot overspend: the check and the
+increment are one statement per row, serialized by the row lock.
 
-A worker that dies between reserve and settle leaves the reservation held (the money is
-over-counted, never under-counted); ``release_stale`` frees reservations older than a bound.
+Every reservation ends exactly once (``_finish`` locks the row and acts only on
+``reserved``, so a retried settle, release or sweep does nothing twice):
+
+* ``settled`` — the provider answered; spent = the usage it reported.
+* ``released`` — the call provably never reached the provider (refused connection, a 4xx
+  the provider does not bill); spent = $0.
+* ``estimated`` — the call's fate is unknown (timeout after sending, a 5xx, a cancelled or
+  crashed attempt); spent = the reserved estimate. Over-counting is the safe side: a crash
+  must never make a billed call free.
+
+Failure modes: a worker that dies between reserve and settle leaves the row ``reserved``.
+The step's next attempt charges it at its estimate (``charge_abandoned``); if no attempt
+follows (the run was terminated), the scheduled sweep (``settle_stale``) does so after a
+grace period — or settles it with the journaled usage when the response had been journaled
+before the crash. ``settle`` records the provider's usage even above the reservation; the
+reservation is a true upper bound for a provider that honours the output cap (see
+``activities/spend.py``), so that only happens when it does not.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import StrEnum
 
 from sqlalchemy import DateTime, Float, Index, String, update
 from sqlalchemy.engine import Engine
-from sqlmodel import Field, Session, SQLModel, select
+from sqlmodel import Field, Session, SQLModel, col, select
 
+from ledger._model_journal import ModelJournalEntry
 from ledger._sql import dialect_insert, new_id, utcnow
 
 GLOBAL = "global"
+
+
+class ReservationStatus(StrEnum):
+    RESERVED = "reserved"
+    SETTLED = "settled"
+    """Spent what the provider reported."""
+    RELEASED = "released"
+    """Proven never billed: $0."""
+    ESTIMATED = "estimated"
+    """Fate unknown: charged at the reserved estimate."""
 
 
 class BudgetDay(SQLModel, table=True):
@@ -37,9 +64,11 @@ class BudgetDay(SQLModel, table=True):
 
 class BudgetReservation(SQLModel, table=True):
     __tablename__ = "budget_reservations"
-    __table_args__ = (Index("ix_budget_reservations_created_at", "created_at"),)
+    __table_args__ = (Index("ix_budget_reservations_created_at", "created_at"),
+                      Index("ix_budget_reservations_status_created", "status", "created_at"),
+                      Index("ix_budget_reservations_work_key", "work_key"))
 
-    id: str = Field(primary_key=True, max_length=40)
+    id: str = Field(primary_key=True, max_length=80)
     day: str = Field(max_length=10)
     scopes: str = Field(sa_type=String(400))
     """Comma-separated scopes the amount is held on."""
@@ -47,6 +76,27 @@ class BudgetReservation(SQLModel, table=True):
     status: str = Field(max_length=16)
     work_key: str = Field(max_length=512)
     created_at: datetime = Field(sa_type=DateTime(timezone=True))
+    input_version: str | None = Field(default=None, max_length=128)
+    generation: int | None = None
+    step: int | None = None
+    """The order's model call this pays for (1-based); None for calls made before steps existed."""
+    attempt: int | None = None
+    spent_usd: float | None = Field(default=None, sa_type=Float)
+    """What the day rows were charged when it ended."""
+    ended_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+    note: str | None = None
+    """How it ended, in words (``starter.py explain`` shows it)."""
+
+
+@dataclass(frozen=True)
+class StepRef:
+    """The model call a reservation pays for: one attempt of one step of one admission."""
+
+    work_key: str
+    input_version: str = ""
+    generation: int = 0
+    step: int = 0
+    attempt: int = 0
 
 
 class DayBudgetExceeded(Exception):
@@ -55,6 +105,18 @@ class DayBudgetExceeded(Exception):
     def __init__(self, scope: str, day: str, amount: float) -> None:
         super().__init__(f"{scope} day budget for {day} cannot cover ${amount:.4f} more")
         self.scope = scope
+
+
+class ReservationEnded(Exception):
+    """A reservation id was reserved again after it had ended (ids are per attempt: a bug)."""
+
+
+@dataclass
+class StaleSweep:
+    from_journal: list[str]
+    """Settled with the usage of a response journaled before its worker died."""
+    estimated: list[str]
+    """Charged at their estimate: nothing says whether the provider billed."""
 
 
 class DayBudgets:
@@ -70,53 +132,105 @@ class DayBudgets:
             return self._global
         return self._tenants.get(scope.removeprefix("tenant:"), self._default)
 
-    def reserve(self, tenant: str, work_key: str, amount_usd: float, now: datetime | None = None) -> str:
-        """Hold ``amount_usd`` on the tenant's and the global day; returns the reservation id."""
+    def reserve(self, tenant: str, work_key: str, amount_usd: float, now: datetime | None = None, *,
+                reservation_id: str | None = None, ref: StepRef | None = None) -> str:
+        """Hold ``amount_usd`` on the tenant's and the global day; returns the reservation id.
+        Reserving an id that is already held returns it (a retried reserve holds nothing twice)."""
         day = (now or utcnow()).strftime("%Y-%m-%d")
         scopes = [f"tenant:{tenant}", GLOBAL]
+        rid = reservation_id or new_id()
+        ref = ref or StepRef(work_key)
         with Session(self._engine) as s, s.begin():
+            held = s.get(BudgetReservation, rid)
+            if held is not None:
+                if held.status != ReservationStatus.RESERVED:
+                    raise ReservationEnded(f"reservation {rid} already ended {held.status}")
+                return rid
             for scope in scopes:
                 s.execute(dialect_insert(s, BudgetDay).values(scope=scope, day=day, limit_usd=self._limit(scope))
                           .on_conflict_do_nothing())
-                held = s.execute(
+                ok = s.execute(
                     update(BudgetDay)
                     .where(BudgetDay.scope == scope, BudgetDay.day == day,
                            BudgetDay.spent_usd + BudgetDay.reserved_usd + amount_usd <= BudgetDay.limit_usd)
                     .values(reserved_usd=BudgetDay.reserved_usd + amount_usd)
                     .returning(BudgetDay.scope)).scalar_one_or_none()
-                if held is None:
+                if ok is None:
                     raise DayBudgetExceeded(scope, day, amount_usd)  # rolls back both rows
-            rid = new_id()
             s.add(BudgetReservation(id=rid, day=day, scopes=",".join(scopes), amount_usd=amount_usd,
-                                    status="reserved", work_key=work_key, created_at=utcnow()))
+                                    status=ReservationStatus.RESERVED, work_key=ref.work_key, created_at=utcnow(),
+                                    input_version=ref.input_version or None, generation=ref.generation or None,
+                                    step=ref.step or None, attempt=ref.attempt or None))
         return rid
 
-    def settle(self, reservation_id: str, actual_usd: float) -> None:
-        self._finish(reservation_id, actual_usd, "settled")
+    def settle(self, reservation_id: str, actual_usd: float, note: str = "answered") -> bool:
+        """Charge the provider's usage; False when the reservation had already ended."""
+        return self._finish(reservation_id, actual_usd, ReservationStatus.SETTLED, note)
 
-    def release(self, reservation_id: str) -> None:
-        self._finish(reservation_id, 0.0, "released")
+    def release(self, reservation_id: str, note: str = "never sent") -> bool:
+        """Give the whole hold back ($0): only for a call proven never billed."""
+        return self._finish(reservation_id, 0.0, ReservationStatus.RELEASED, note)
 
-    def _finish(self, reservation_id: str, spent: float, status: str) -> None:
+    def charge_estimate(self, reservation_id: str, note: str) -> bool:
+        """Charge the reserved estimate: the call's fate is unknown."""
+        return self._finish(reservation_id, None, ReservationStatus.ESTIMATED, note)
+
+    def _finish(self, reservation_id: str, spent: float | None, status: ReservationStatus, note: str) -> bool:
         with Session(self._engine) as s, s.begin():
             r = s.get(BudgetReservation, reservation_id, with_for_update=True)
-            if r is None or r.status != "reserved":
-                return  # settled or released already (an activity retry): nothing to do twice
+            if r is None or r.status != ReservationStatus.RESERVED:
+                return False  # ended already (a retry, the next attempt or the sweep): nothing to do twice
+            charged = r.amount_usd if spent is None else spent
             for scope in r.scopes.split(","):
                 s.execute(update(BudgetDay).where(BudgetDay.scope == scope, BudgetDay.day == r.day)
                           .values(reserved_usd=BudgetDay.reserved_usd - r.amount_usd,
-                                  spent_usd=BudgetDay.spent_usd + spent))
-            r.status = status
+                                  spent_usd=BudgetDay.spent_usd + charged))
+            r.status, r.spent_usd, r.ended_at, r.note = status, charged, utcnow(), note[:400]
             s.add(r)
+        return True
 
-    def release_stale(self, older_than: timedelta) -> int:
-        cutoff = utcnow() - older_than
+    def held_for_step(self, ref: StepRef) -> list[BudgetReservation]:
+        """Reservations of earlier attempts of ``ref``'s step that never ended."""
+        with Session(self._engine, expire_on_commit=False) as s:
+            return list(s.exec(select(BudgetReservation).where(
+                BudgetReservation.work_key == ref.work_key, BudgetReservation.input_version == ref.input_version,
+                BudgetReservation.generation == ref.generation, BudgetReservation.step == ref.step,
+                col(BudgetReservation.attempt) < ref.attempt,
+                BudgetReservation.status == ReservationStatus.RESERVED)))
+
+    def charge_abandoned(self, ref: StepRef) -> list[str]:
+        """Charge earlier attempts of the step still holding money at their estimate: they ended
+        without a word (worker lost, timed out), so the provider may have billed them."""
+        charged = []
+        for r in self.held_for_step(ref):
+            if self.charge_estimate(r.id, f"attempt {r.attempt} ended without an answer (worker lost or timed "
+                                          f"out); charged at its estimate by attempt {ref.attempt}"):
+                charged.append(r.id)
+        return charged
+
+    def settle_stale(self, older_than: timedelta, now: datetime | None = None) -> StaleSweep:
+        """End reservations still held after ``older_than``: with the journaled usage when the
+        response was journaled, else at their estimate (the worker died; fate unknown)."""
+        cutoff = (now or utcnow()) - older_than
         with Session(self._engine) as s:
-            stale = [r.id for r in s.exec(select(BudgetReservation).where(
-                BudgetReservation.status == "reserved", BudgetReservation.created_at < cutoff))]
-        for rid in stale:
-            self.release(rid)
-        return len(stale)
+            stale = list(s.exec(select(BudgetReservation.id, ModelJournalEntry.cost_usd)
+                                .join(ModelJournalEntry, col(ModelJournalEntry.reservation_id) == BudgetReservation.id,
+                                      isouter=True)
+                                .where(BudgetReservation.status == ReservationStatus.RESERVED,
+                                       BudgetReservation.created_at < cutoff)))
+        sweep = StaleSweep([], [])
+        for rid, journaled in stale:
+            if journaled is not None:
+                if self.settle(rid, journaled, "answered and journaled; settled by the stale-reservation sweep"):
+                    sweep.from_journal.append(rid)
+            elif self.charge_estimate(rid, f"still held after {older_than} (worker died; fate unknown); "
+                                           "charged at its estimate by the stale-reservation sweep"):
+                sweep.estimated.append(rid)
+        return sweep
+
+    def reservation(self, reservation_id: str) -> BudgetReservation | None:
+        with Session(self._engine, expire_on_commit=False) as s:
+            return s.get(BudgetReservation, reservation_id)
 
     def day(self, scope: str, day: str) -> BudgetDay | None:
         with Session(self._engine, expire_on_commit=False) as s:

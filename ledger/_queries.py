@@ -1,4 +1,5 @@
-"""Read-only operator queries: filtered receipts, and the chain behind a delivery or work key."""
+"""Read-only operator queries: filtered receipts, and the chain behind a delivery or work key
+(decisions, runs, side effects, and what each model call cost: its day-budget reservations)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from sqlalchemy import or_
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from ledger._budgets import BudgetReservation
 from ledger._models import Receipt, SideEffect, WorkItem, WorkVersion
 
 
@@ -34,6 +36,8 @@ class Chain:
     items: list[WorkItem] = field(default_factory=list)
     versions: list[WorkVersion] = field(default_factory=list)
     side_effects: list[SideEffect] = field(default_factory=list)
+    reservations: list[BudgetReservation] = field(default_factory=list)
+    """One per model-call attempt: how it ended and what it was charged."""
 
 
 def list_receipts(engine: Engine, f: ReceiptFilter) -> list[Receipt]:
@@ -66,4 +70,6 @@ def explain(engine: Engine, key_or_delivery: str) -> Chain:
                                      .order_by(WorkVersion.generation)))
         chain.side_effects = list(s.exec(select(SideEffect).where(col(SideEffect.work_key).in_(keys))
                                          .order_by(SideEffect.created_at)))
+        chain.reservations = list(s.exec(select(BudgetReservation).where(col(BudgetReservation.work_key).in_(keys))
+                                          .order_by(BudgetReservation.created_at)))
     return chain

@@ -14,6 +14,8 @@ and what keeps a row **load-bearing** — such a row is never pruned, whatever i
 | ``deferred_items`` | ``updated_at`` | ``waiting`` |
 | ``capacity_counters`` | ``updated_at`` (last raise/lower) | ``active > 0`` or a run holds the slot |
 | ``dead_letters`` | ``created_at`` | ``open`` (only ``resolved`` and ``retried`` letters go) |
+| ``model_journal`` | ``created_at`` | its reservation is still ``reserved`` (the stale sweep settles it with the journaled usage), or its work version is still ``accepted``/``admitted`` (a retry of the step, or a re-run of the generation, is served the answer instead of paying the provider again) |
+| ``cancel_requests`` | ``created_at`` | a version of its work key is still ``accepted``/``admitted`` (a cancelled outcome recorded later confirms its actor from the request) |
 
 Not pruned, on purpose: ``work_items`` (the fencing generation; forgetting it would let a
 stale holder's generation count again), ``work_versions`` (work dedupe: a done version
@@ -43,9 +45,11 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.sql.elements import ColumnElement
 
 from ledger._budgets import BudgetDay, BudgetReservation
+from ledger._cancels import CancelRequest
 from ledger._capacity_models import AdmissionCount, CapacityCounter, CapacityHold, DeferredItem
 from ledger._credentials import Credential
 from ledger._dead_letters import DeadLetter
+from ledger._model_journal import ModelJournalEntry
 from ledger._models import Receipt, SideEffect, WorkVersion
 from ledger._sql import utcnow
 
@@ -75,6 +79,20 @@ def _capacity_counters(cutoff: datetime) -> ColumnElement:
                 CapacityCounter.key.not_in(select(CapacityHold.slot_key)))
 
 
+def _model_journal(cutoff: datetime) -> ColumnElement:
+    held = exists().where(BudgetReservation.id == ModelJournalEntry.reservation_id,
+                          BudgetReservation.status == "reserved")
+    live = exists().where(WorkVersion.work_key == ModelJournalEntry.work_key,
+                          WorkVersion.input_version == ModelJournalEntry.input_version,
+                          WorkVersion.status.in_(LIVE_VERSION))
+    return and_(ModelJournalEntry.created_at < cutoff, not_(held), not_(live))
+
+
+def _cancel_requests(cutoff: datetime) -> ColumnElement:
+    live = exists().where(WorkVersion.work_key == CancelRequest.work_key, WorkVersion.status.in_(LIVE_VERSION))
+    return and_(CancelRequest.created_at < cutoff, not_(live))
+
+
 @dataclass(frozen=True)
 class Rule:
     model: type
@@ -95,6 +113,8 @@ RULES: dict[str, Rule] = {
     "capacity_counters": Rule(CapacityCounter, _capacity_counters),
     "dead_letters": Rule(DeadLetter, lambda cutoff: and_(DeadLetter.created_at < cutoff,
                                                          DeadLetter.status.in_(("resolved", "retried")))),
+    "model_journal": Rule(ModelJournalEntry, _model_journal),
+    "cancel_requests": Rule(CancelRequest, _cancel_requests),
 }
 
 

@@ -87,6 +87,12 @@ class WorkStore:
                 DeadLetters(self._engine).record(s, {**result, **identity}, owner, workflow_id)
         return done == 1
 
+    def standing(self, work_key: str, input_version: str) -> tuple[WorkItem | None, WorkVersion | None]:
+        """The work item and the version row as the ledger holds them now (read-only): what an
+        order checks before it runs (``sluicegate.ledger.claim_order``)."""
+        with Session(self._engine, expire_on_commit=False) as s:
+            return s.get(WorkItem, work_key), s.get(WorkVersion, (work_key, input_version))
+
     def open_versions(self, statuses: Collection[str], older_than_seconds: float, limit: int) -> list[OpenVersion]:
         """Versions in ``statuses`` last written longer ago than the grace period, oldest first."""
         cutoff = utcnow() - timedelta(seconds=older_than_seconds)

@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal, Mapping
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from sluicegate.budget_config import StaleReservationsConfig
 from sluicegate.capacity_config import CapacityConfig
 from sluicegate.codec_config import CodecServerConfig
 from sluicegate.durations import parse_duration  # noqa: F401 - re-exported
@@ -138,6 +139,7 @@ class BudgetsConfig(_Section):
     day: DayBudgetConfig = Field(default_factory=DayBudgetConfig)
     step_max_output_tokens: int = Field(default=2048, gt=0)
     """Output cap sent with every model call; the reservation prices this worst case."""
+    stale_reservations: StaleReservationsConfig = Field(default_factory=StaleReservationsConfig)
 
 
 class DeadLettersConfig(_Section):

@@ -16,7 +16,8 @@ from sluicegate.durations import Duration
 
 MIN_RETENTION = timedelta(hours=1)
 RETAINED_TABLES = ("receipts", "side_effects", "credentials", "budget_reservations", "budget_days",
-                   "admission_counts", "deferred_items", "capacity_counters", "dead_letters", "artifacts")
+                   "admission_counts", "deferred_items", "capacity_counters", "dead_letters", "model_journal",
+                   "cancel_requests", "artifacts")
 
 
 class _Section(BaseModel):
@@ -42,6 +43,12 @@ class RetentionConfig(_Section):
     """Idle slot counters: none active, no hold, not raised or lowered for this long."""
     dead_letters: Duration | None = timedelta(days=30)
     """Resolved or retried ones; open letters stay."""
+    model_journal: Duration | None = timedelta(hours=72)
+    """Journaled model answers, once their reservation ended and their version is no longer running
+    (only a retry of a step still running, or a re-run of the same generation, reads them)."""
+    cancel_requests: Duration | None = timedelta(days=90)
+    """Operator cancel requests (``starter.py cancel``), once no version of their work key is running:
+    the audit of who cancelled what stays in the version's recorded outcome."""
     artifacts: Duration | None = timedelta(days=30)
     """Files under ``artifacts.dir`` not written for this long."""
     batch_size: int = Field(default=500, ge=1, le=10_000)

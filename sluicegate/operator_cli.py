@@ -1,5 +1,5 @@
 """Operator commands over the ledger and the outbox: ``receipts``, ``explain``, ``outbox relay``,
-``ledger migrate|prune`` (wired into ``starter.py``)."""
+``ledger migrate|prune|settle-stale`` (wired into ``starter.py``)."""
 
 from __future__ import annotations
 
@@ -89,6 +89,24 @@ def prune(window_hours: Optional[float] = typer.Option(None, help="default: main
                     console.print(f"{table}: pruned {removed} (older than {age / 86400:g} days)")
     finally:
         engine.dispose()
+
+
+@ledger_app.command("settle-stale")
+def settle_stale(grace_seconds: Optional[float] = typer.Option(
+        None, help="default: budgets.stale_reservations.grace_seconds")) -> None:
+    """End day-budget reservations held longer than the grace now (the schedule does it every 5 min):
+    with the journaled usage when the answer had arrived, else at their estimate."""
+    from datetime import timedelta
+
+    settings = load_settings()
+    grace = settings.budgets.stale_reservations.grace_seconds if grace_seconds is None else grace_seconds
+    day = settings.budgets.day
+    engine = ledger.make_engine(settings.ledger_url())
+    sweep = ledger.DayBudgets(engine, day.global_usd, day.tenants, day.default_tenant_usd).settle_stale(
+        timedelta(seconds=grace))
+    engine.dispose()
+    console.print(f"settled {len(sweep.from_journal)} from the journal, charged {len(sweep.estimated)} at their "
+                  f"estimate: {', '.join(sweep.from_journal + sweep.estimated) or '-'}")
 
 
 @outbox_app.command("relay")

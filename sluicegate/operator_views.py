@@ -43,7 +43,24 @@ def print_chain(console: Console, chain: Chain) -> None:
     for e in chain.side_effects:
         effects.add(f"{e.operation} @{e.target_version[:10]} gen {e.generation} [bold]{e.status}[/] "
                     f"attempts={e.attempts} external_id={e.external_id or '-'} {e.error or ''}  ({e.operation_key})")
+    _add_model_calls(root, chain)
     for item in chain.items:
         if item.reset_at:
             root.add(f"{item.work_key}: reset (tombstone) at {item.reset_at:%Y-%m-%d %H:%M:%S}")
     console.print(root)
+
+
+def _add_model_calls(root: Tree, chain: Chain) -> None:
+    """Each model-call attempt's reservation and how it ended; what calls of unknown fate cost."""
+    calls = root.add("model calls (day-budget reservations)")
+    for r in chain.reservations:
+        where = f"gen {r.generation} @{(r.input_version or '-')[:10]} step {r.step} attempt {r.attempt}" \
+            if r.step else "(before steps were recorded)"
+        spent = f"${r.spent_usd:.5f}" if r.spent_usd is not None else "-"
+        calls.add(f"{r.created_at:%H:%M:%S} {where} [bold]{r.status}[/] {spent} of ${r.amount_usd:.5f} reserved"
+                  f"  {r.note or ''}")
+    unknown = [r for r in chain.reservations if r.status == "estimated"]
+    held = sum(r.amount_usd for r in chain.reservations if r.status == "reserved")
+    total = sum(r.spent_usd or 0.0 for r in chain.reservations)
+    calls.add(f"spent ${total:.5f}; {len(unknown)} call(s) of unknown fate (crashed, timed out, 5xx) charged "
+              f"${sum(r.spent_usd or 0.0 for r in unknown):.5f} at their estimate; still held ${held:.5f}")

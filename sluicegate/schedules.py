@@ -19,7 +19,7 @@ from temporalio.client import (
     ScheduleUpdateInput,
 )
 
-from activities.maintenance import PruneRequest, RelayRequest, RetentionPolicy
+from activities.maintenance import PruneRequest, RelayRequest, RetentionPolicy, StaleReservationsRequest
 from sluicegate.config import ScheduleConfig, Settings
 from workflows.capacity_contracts import DISPATCH_WORKFLOW, REAP_WORKFLOW, DispatchRequest, ReapRequest
 from workflows.scan_contracts import SCAN_WORKFLOW, ScanRequest
@@ -77,6 +77,7 @@ PRUNE_DELIVERIES_SCHEDULE = "sluicegate-prune-deliveries"
 DISPATCH_SCHEDULE = "sluicegate-dispatch-deferred"
 REAP_SCHEDULE = "sluicegate-reap-capacity"
 RECONCILE_SCHEDULE = "sluicegate-reconcile-runs"
+STALE_RESERVATIONS_SCHEDULE = "sluicegate-settle-stale-reservations"
 
 
 def retention_policy(settings: Settings) -> RetentionPolicy:
@@ -85,9 +86,19 @@ def retention_policy(settings: Settings) -> RetentionPolicy:
     return RetentionPolicy(r.ages_seconds(), r.batch_size, r.max_batches)
 
 
+def stale_reservations_request(settings: Settings) -> StaleReservationsRequest:
+    """The sweep's grace must outlast a live attempt, or it would charge a call still running."""
+    grace = settings.budgets.stale_reservations.grace_seconds
+    longest = settings.activities.model_start_to_close_seconds
+    if grace <= longest:
+        raise ValueError(f"budgets.stale_reservations.grace_seconds ({grace:g}) must exceed "
+                         f"activities.model_start_to_close_seconds ({longest:g})")
+    return StaleReservationsRequest(grace_seconds=grace)
+
+
 def maintenance_schedules(settings: Settings) -> dict[str, Schedule]:
-    """The outbox relay, the delivery-window pruning, the deferred-queue dispatcher, the slot
-    reaper and the run reconciler: skip overlaps, take one missed tick."""
+    """The outbox relay, the delivery-window and retention pruning, the deferred-queue dispatcher, the
+    slot reaper, the run reconciler and the stale-reservation sweep: skip overlaps, take one missed tick."""
     m, queue = settings.maintenance, settings.temporal.task_queue
     policy = SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP, catchup_window=timedelta(minutes=1))
     relay = ScheduleActionStartWorkflow("OutboxRelay", RelayRequest(grace_seconds=m.outbox_grace_seconds),
@@ -106,6 +117,9 @@ def maintenance_schedules(settings: Settings) -> dict[str, Schedule]:
     reconcile = ScheduleActionStartWorkflow(RECONCILE_WORKFLOW, ReconcileRequest(m.reconcile_grace_seconds),
                                             id=RECONCILE_SCHEDULE, task_queue=queue,
                                             execution_timeout=timedelta(minutes=15))
+    stale = ScheduleActionStartWorkflow("SettleStaleReservations", stale_reservations_request(settings),
+                                        id=STALE_RESERVATIONS_SCHEDULE, task_queue=queue,
+                                        execution_timeout=timedelta(minutes=10))
 
     def every(seconds: float) -> ScheduleSpec:
         return ScheduleSpec(intervals=[ScheduleIntervalSpec(every=timedelta(seconds=seconds))])
@@ -115,6 +129,8 @@ def maintenance_schedules(settings: Settings) -> dict[str, Schedule]:
         REAP_SCHEDULE: Schedule(action=reap, policy=policy, spec=every(cap.reap_interval_seconds)),
         RECONCILE_SCHEDULE: Schedule(action=reconcile, policy=policy,
                                      spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=m.reconcile_interval)])),
+        STALE_RESERVATIONS_SCHEDULE: Schedule(action=stale, policy=policy,
+                                              spec=every(settings.budgets.stale_reservations.interval_seconds)),
         OUTBOX_RELAY_SCHEDULE: Schedule(action=relay, policy=policy,
                                         spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=m.outbox_relay_interval)])),
         PRUNE_DELIVERIES_SCHEDULE: Schedule(action=prune, policy=policy,

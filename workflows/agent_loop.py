@@ -15,6 +15,11 @@ tool call — with status ``superseded`` and the newer order runs next. A tool a
 the old generation already in flight is refused by the ledger's fencing. Histories
 recorded before the patch replay on the old path (orders strictly in arrival order).
 
+Generations only move forward (patch ``claim-order-at-start``, ``workflows/claims.py``): before
+its first step an order asks the ledger whether it may still run; an older generation than the
+newest seen ends ``superseded`` without a model call, and an admission that already ended (a
+relay signal that arrived after the run completed) is ``skipped``.
+
 Kill switch: the ``kill`` signal stops the run before its next step (status ``killed``);
 independently, the model activity and the tool gateway refuse every call while a kill is
 recorded in the ledger, so a kill also lands on an activity already running or a retry.
@@ -52,6 +57,8 @@ with workflow.unsafe.imports_passed_through():
         RECORD_OUTCOME_ACTIVITY, cancelled_before_start, mark_cancelled, record_outcome,
         release_capacity, uncancellable,
     )
+    from workflows.claims import ClaimVerdict
+    from workflows.order_claim import CLAIM_ORDER_PATCH, claim_order, unrun_outcome
 
 SUPERSEDE_PATCH = "supersede-at-step-boundary"
 CONTINUE_AS_NEW_PATCH = "continue-as-new-between-orders"
@@ -187,6 +194,8 @@ class AgentLoopWorkflow:
         self._kill = self._kill or state.kill
 
     async def _run_order(self, order: WorkOrder) -> None:
+        if workflow.patched(CLAIM_ORDER_PATCH) and not await self._claim(order):
+            return
         self._set_status(order, "running")
         messages = initial_messages(order)
         outcome = self._outcome = RunOutcome(
@@ -205,7 +214,7 @@ class AgentLoopWorkflow:
                 outcome.status, outcome.reason = RunStatus.BUDGET_EXHAUSTED, stop
                 break
             try:
-                response = await call_model(order, messages, self._cancel_aware)
+                response = await call_model(order, messages, outcome.steps + 1, self._cancel_aware)
             except ActivityError as err:
                 self._check_cancel()
                 kind = failure_type(err)
@@ -241,6 +250,26 @@ class AgentLoopWorkflow:
                              order.work_key, order.input_version, outcome.status, outcome.reason,
                              outcome.steps, outcome.usage.total, outcome.cost_usd,
                              extra={"work_key": order.work_key})
+
+    async def _claim(self, order: WorkOrder) -> bool:
+        """Generations only move forward: True lets the order run; otherwise it ends here without a
+        model call — ``superseded`` (recorded) or ``skipped`` (its admission ended before; nothing
+        recorded). A cancel already requested, or one arriving during the claim, propagates (the order
+        is then recorded ``cancelled``, never claimed)."""
+        self._check_cancel()
+        claim = await claim_order(order, [*self._pending, *self._finished], self._cancel_aware)
+        if claim.verdict == ClaimVerdict.RUN:
+            return True
+        outcome = unrun_outcome(order, claim)
+        workflow.logger.info("work order %s@%s gen %s not run: %s", order.work_key, order.input_version,
+                             order.generation, claim.reason, extra={"work_key": order.work_key})
+        if claim.verdict == ClaimVerdict.SUPERSEDED:
+            await self._close_order(order, outcome)
+        else:
+            self._finished.append(outcome)
+            self._current = None
+            self._set_status(order, outcome.status)
+        return False
 
     async def _run_tools(self, order: WorkOrder, calls: list[ToolCall], messages: list[dict[str, Any]],
                          outcome: RunOutcome) -> str | None:

@@ -1,10 +1,24 @@
-"""Budget arithmetic for one work order: pure functions, checked before every step.
+"""Budget arithmetic: pure functions, checked before every step.
 
-Checking before a step (never after) means a run can overshoot its limit by at most one
-step's usage; issue #4 adds reserve-before-call per tenant and per day.
+Task budget: checking before a step (never after) means a run can overshoot its limit by at
+most one step's usage.
+
+Day budgets reserve a step's *worst case* before the call (``step_worst_case_usd``), and it is a
+true upper bound as long as the provider honours the output cap and bills at the configured
+prices: the prompt cannot take more than one token per UTF-8 byte of its JSON (byte-level BPE
+tokenizers never do; the JSON's keys and punctuation outnumber the few framing tokens a chat
+template adds per message), priced at the dearer of input and cached input; output and
+reasoning together cannot exceed ``max_completion_tokens`` (the step's output cap), priced at
+the dearer of the two. So ``settle`` never charges more than was reserved, and a day limit is
+overshot by $0. A provider that ignores the cap overshoots by exactly
+``(output + reasoning - cap) x its price`` on that step (``settle_overshoot_usd``); the day row
+records it, and the next reservation is refused.
 """
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 from workflows.contracts import Price, TaskBudget, TokenUsage
 
@@ -37,3 +51,21 @@ def exhausted(budget: TaskBudget, steps: int, usage: TokenUsage, spent_usd: floa
     if spent_usd >= budget.max_usd:
         return f"max-usd: {spent_usd:.4f} of {budget.max_usd:.4f} spent"
     return None
+
+
+def prompt_token_bound(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+    """The most tokens this prompt can be billed as: one per UTF-8 byte of its JSON."""
+    size = len(json.dumps(messages, ensure_ascii=False).encode())
+    return size + (len(json.dumps(tools, ensure_ascii=False).encode()) if tools else 0)
+
+
+def step_worst_case_usd(prompt_bound: int, output_cap: int, price: Price) -> float:
+    """What one model call can cost at most: the prompt bound at the dearer input price, the output
+    cap at the dearer output price (reasoning tokens count toward the cap)."""
+    worst = TokenUsage(input=prompt_bound, output=output_cap)
+    return cost_usd(worst, Price(max(price.input, price.cached_input), 0.0, max(price.output, price.reasoning), 0.0))
+
+
+def settle_overshoot_usd(reserved_usd: float, usage: TokenUsage, price: Price) -> float:
+    """How far settling ``usage`` goes beyond its reservation (0 when it stays inside)."""
+    return max(0.0, cost_usd(usage, price) - reserved_usd)

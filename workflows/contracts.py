@@ -164,6 +164,10 @@ class ModelRequest:
     tools: list[dict[str, Any]]
     tenant: str = ""
     """For the kill switch's tenant scope (empty in histories recorded before it existed)."""
+    generation: int = 0
+    """The order's generation; with ``step``, the key of the model-response journal."""
+    step: int = 0
+    """The order's model call, 1-based; 0 (histories from before it existed) means no journal."""
 
 
 @dataclass
@@ -220,7 +224,8 @@ class RunOutcome:
     input_version: str
     generation: int
     status: str
-    """A :class:`RunStatus` value."""
+    """A :class:`RunStatus` value, or ``skipped`` (``workflows.order_claim``: the order's admission had
+    already ended, so it was not run and nothing was recorded)."""
     reason: str
     steps: int = 0
     usage: TokenUsage = field(default_factory=TokenUsage)

@@ -2,10 +2,11 @@
 
 ``OutboxRelayWorkflow`` admits accepted-but-not-admitted work (see ``intake.outbox``);
 ``PruneDeliveriesWorkflow`` enforces the delivery dedupe window and then (patch
-``prune-retention``) every other table's retention rule and the artifacts' age;
-``ReconcileRunsWorkflow`` gives versions whose run closed without an outcome their real one
-(``workflows/stranded.py``). All are safe to run concurrently with intake and with each other:
-nothing load-bearing is ever pruned.
+``prune-retention``) every other table's retention rule — old journaled model answers and cancel
+requests included — and the artifacts' age; ``ReconcileRunsWorkflow`` gives versions whose run
+closed without an outcome their real one (``workflows/stranded.py``);
+``SettleStaleReservationsWorkflow`` ends day-budget reservations whose worker died. All are safe
+to run concurrently with intake, with runs and with each other: nothing load-bearing is ever pruned.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from activities.maintenance import (
-        PRUNE_DELIVERIES_ACTIVITY, PRUNE_RETENTION_ACTIVITY, PruneRequest, RelayRequest, RelayResult, RetentionReport,
+        PRUNE_DELIVERIES_ACTIVITY, PRUNE_RETENTION_ACTIVITY, SETTLE_STALE_ACTIVITY, PruneRequest, RelayRequest,
+        RelayResult, RetentionReport, StaleReservationsRequest, StaleReservationsResult,
     )
     from workflows.capacity_contracts import (
         DISPATCH_WORKFLOW, REAP_WORKFLOW, DispatchRequest, DispatchResult, ReapRequest,
@@ -54,6 +56,17 @@ class PruneDeliveriesWorkflow:
                 retry_policy=RETRY)
             removed += sum(report.removed.values())
         return removed
+
+
+@workflow.defn(name="SettleStaleReservations")
+class SettleStaleReservationsWorkflow:
+    """End reservations still held after the grace period: journaled usage, else the estimate."""
+
+    @workflow.run
+    async def run(self, req: StaleReservationsRequest) -> StaleReservationsResult:
+        return await workflow.execute_activity(
+            SETTLE_STALE_ACTIVITY, req, result_type=StaleReservationsResult,
+            start_to_close_timeout=timedelta(minutes=5), retry_policy=RETRY)
 
 
 @workflow.defn(name=DISPATCH_WORKFLOW)

@@ -5,8 +5,8 @@ Workflow code (deterministic): only activities, no I/O. Failure modes it is writ
 
 * Cancel while an activity runs. With ``WAIT_CANCELLATION_COMPLETED`` (patched runs) the
   workflow waits until the activity has stopped — it heartbeats, so it sees the cancel within a
-  heartbeat throttle interval and settles its day-budget reservation — before the cleanup records
-  the order. A worker that died meanwhile delays this by at most the heartbeat timeout.
+  heartbeat throttle interval and ends its day-budget reservation (charged at its estimate: the
+  call may have been billed) — before the cleanup records the order. A worker that died meanwhile delays this by at most the heartbeat timeout.
 * Cancel while the outcome or the release is being written. Those activities cannot see a
   cancel (they do not heartbeat); waiting for them keeps one record per order instead of a
   second write racing the first.

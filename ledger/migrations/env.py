@@ -5,6 +5,7 @@ from sqlmodel import SQLModel
 
 from ledger import _models  # noqa: F401  (registers the tables on SQLModel.metadata)
 from ledger import _budgets, _cancels, _capacity_models, _credentials, _dead_letters, _kills, _watermarks  # noqa: F401  (every table module)
+from ledger import _model_journal  # noqa: F401  (the model-response journal)
 from ledger._engine import make_engine
 
 target_metadata = SQLModel.metadata

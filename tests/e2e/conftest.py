@@ -10,6 +10,17 @@ __all__ = ["StackHttp", "stack_factory"]
 
 
 @pytest.fixture
+def postgres_ledger() -> str:
+    """A fresh, empty PostgreSQL database for one stack (the stack migrates it); dropped after.
+    Skipped (or failed under SLUICEGATE_REQUIRE_POSTGRES=1) when PostgreSQL is unreachable."""
+    from tests.support.postgres import create_database, drop_database
+
+    name, url = create_database("sluicegate_e2e")
+    yield url
+    drop_database(name)
+
+
+@pytest.fixture
 def stack_factory(tmp_path):
     stacks: list[DevStack] = []
 

@@ -53,3 +53,40 @@ def test_worker_killed_between_side_effect_and_checkpoint(stack_factory):
     assert effect.attempts >= 2 and effect.external_id == str(comments()[0]["id"])
     model = httpx.get(f"http://{s.simulators.model.host}:{s.simulators.model.port}/_sim/stats").json()
     assert model["calls"] == version.result["steps"] == 3
+
+
+def _model_calls(s, work_key: str) -> int:
+    stats = httpx.get(f"http://{s.simulators.model.host}:{s.simulators.model.port}/_sim/stats").json()
+    return sum(n for work, n in stats["by_work"].items() if work.startswith(f"{work_key}@"))
+
+
+def test_worker_killed_after_the_model_answered_makes_no_second_provider_call(stack_factory, postgres_ledger):
+    """The kill lands after the answer arrived and was journaled, before Temporal heard of it: the
+    retried attempt returns the journaled answer. Counted at the model simulator, per work key."""
+    from ledger import BudgetReservation, ModelJournalEntry
+    from tests.e2e.conftest import StackHttp
+    from tests.support.crash import held_after_the_answer
+
+    stack = stack_factory(SLUICEGATE_LEDGER_URL=postgres_ledger, SLUICEGATE__ACTIVITIES__MODEL_HEARTBEAT_SECONDS="2")
+    s, http = stack.settings, StackHttp(stack)
+    key = "acme/github:acme/api#44:review"
+    http.model_fault(delay_seconds=1.5, times=1)  # the first call is slow enough to take the lock first
+    assert http.send_opened("acme/api", 44).status_code == 202
+    with held_after_the_answer(s.ledger_url(), [key], step=1) as [held]:
+        assert _model_calls(s, key) == 1
+        stack.kill_worker()
+    stack.start_worker()
+
+    [version] = wait_for_runs(s, timeout=90)
+    engine = make_engine(s.ledger_url())
+    with Session(engine) as session:
+        step1 = session.exec(select(BudgetReservation).where(BudgetReservation.step == 1)).all()
+        [answer] = session.exec(select(ModelJournalEntry).where(ModelJournalEntry.step == 1)).all()
+    engine.dispose()
+    assert version.status == "done" and version.result["steps"] == 3
+    assert _model_calls(s, key) == 3  # one per step: the answer received before the kill was not asked again
+    assert version.result["retries"] >= 1  # step 1 did run a second attempt...
+    [reservation] = step1  # ...which reserved nothing and settled the first attempt's hold from the journal
+    assert (reservation.id, reservation.attempt, reservation.status) == (held, 1, "settled")
+    assert reservation.spent_usd == answer.cost_usd and "from the journal" in reservation.note
+    assert len(http.comments()) == 1

@@ -50,3 +50,18 @@ def test_explain_finds_a_work_key_that_was_only_ever_rejected(engine):
     key = f"acme/github:acme/api#{uuid.uuid4().int % 10**6}:review"
     SqlIntakeStore(engine).decide(_draft(key, "old", uuid.uuid4().hex, Outcome.REJECT, Reason.STALE_VERSION))
     assert [r.reason for r in explain(engine, key).receipts] == ["stale-version"]
+
+
+def test_explain_lists_each_model_call_reservation_and_how_it_ended(engine):
+    from ledger import DayBudgets, StepRef
+
+    key = f"acme/github:acme/api#{uuid.uuid4().int % 10**6}:review"
+    generation = SqlIntakeStore(engine).decide(_draft(key, "v1", uuid.uuid4().hex)).generation
+    budgets = DayBudgets(engine, 100.0, {}, 100.0)
+    crashed = budgets.reserve("acme", key, 0.3, ref=StepRef(key, "v1", generation, 1, 1))
+    budgets.charge_estimate(crashed, "fate unknown: worker lost")
+    answered = budgets.reserve("acme", key, 0.3, ref=StepRef(key, "v1", generation, 1, 2))
+    budgets.settle(answered, 0.01)
+    chain = explain(engine, key)
+    assert [(r.id, r.status, r.attempt, r.spent_usd) for r in chain.reservations] == [
+        (crashed, "estimated", 1, 0.3), (answered, "settled", 2, 0.01)]

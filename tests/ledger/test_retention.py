@@ -17,6 +17,8 @@ from ledger import (
     Retention, SideEffect, WorkVersion,
 )
 from ledger._budgets import BudgetDay, BudgetReservation
+from ledger._cancels import CancelRequest
+from ledger._model_journal import ModelJournalEntry
 
 NOW = datetime.now(UTC)
 OLD = NOW - timedelta(days=200)
@@ -128,6 +130,37 @@ def test_queue_counters_and_dead_letters(engine):
     assert _ids(engine, DeferredItem, DeferredItem.id) == {"d-waiting"}
     assert _ids(engine, CapacityCounter, CapacityCounter.key) == {"key:held", "key:busy", "key:fresh"}
     assert _ids(engine, DeadLetter, DeadLetter.id) == {"dl-open"}
+
+
+def _answer(key: str, version: str, reservation: str | None, at: datetime) -> ModelJournalEntry:
+    return ModelJournalEntry(work_key=key, input_version=version, generation=1, step=1, request_digest="d",
+                             response={}, cost_usd=0.01, reservation_id=reservation, attempt=1, created_at=at)
+
+
+def test_journaled_answers_stay_while_their_money_is_held_or_their_version_runs(engine):
+    _add(engine, _answer("wk-held", "v1", "b-held", OLD),
+         BudgetReservation(id="b-held", day=OLD.date().isoformat(), scopes="global", amount_usd=1.0,
+                           status="reserved", work_key="wk-held", created_at=OLD),
+         _answer("wk-settled", "v1", "b-settled", OLD),
+         BudgetReservation(id="b-settled", day=OLD.date().isoformat(), scopes="global", amount_usd=1.0,
+                           status="settled", work_key="wk-settled", created_at=OLD),
+         _answer("wk-running", "v1", None, OLD), _version("wk-running", "v1", "admitted", "r"),
+         _answer("wk-done", "v1", None, OLD), _version("wk-done", "v1", "done", "r"),
+         _answer("wk-recent", "v1", None, RECENT))
+    assert Retention(engine).prune("model_journal", timedelta(hours=72)) == 2
+    assert _ids(engine, ModelJournalEntry, ModelJournalEntry.work_key) == {"wk-held", "wk-running", "wk-recent"}
+
+
+def test_cancel_requests_stay_while_a_version_of_their_work_key_runs(engine):
+    def request(rid: str, key: str, at: datetime) -> CancelRequest:
+        return CancelRequest(id=rid, created_at=at, work_key=key, workflow_id=f"agent-{key}", actor="ops",
+                             reason="wrong branch", status="sent")
+
+    _add(engine, request("c-running", "wk1", OLD), _version("wk1", "v2", "admitted", "r"),
+         request("c-ended", "wk2", OLD), _version("wk2", "v1", "cancelled", "r"),
+         request("c-no-version", "wk3", OLD), request("c-recent", "wk4", RECENT))
+    assert Retention(engine).prune("cancel_requests", AGE) == 2
+    assert _ids(engine, CancelRequest, CancelRequest.id) == {"c-running", "c-recent"}
 
 
 def test_a_prune_works_in_bounded_batches(engine):

@@ -54,21 +54,39 @@ async def run_orders(client: Client, settings: Settings, task_queue: str, *order
             return await handle.result()
 
 
-def accept_in_ledger(settings: Settings, order: WorkOrder):
-    """Accept ``order``'s version in the ledger as intake would (receipt, generation, version
-    ``accepted``); returns the order carrying that receipt and generation, and the decision."""
+def _accept(engine, work_key: str, version: str, source: str = "github", tenant: str = "acme"):
+    """Intake's accept transaction for one version (receipt, generation bump, version ``accepted``)."""
     from intake.decision import Outcome, Reason
     from intake.envelope import TriggerKind
     from intake.receipts import ReceiptDraft
-    from ledger import SqlIntakeStore, make_engine
+    from ledger import SqlIntakeStore
+
+    return SqlIntakeStore(engine).decide(ReceiptDraft(
+        outcome=Outcome.ACCEPT, reason=Reason.ADMITTED, message="", source=source,
+        trigger_kind=TriggerKind.EVENT, received_at=datetime.now(UTC), delivery_id=uuid.uuid4().hex,
+        work_key=work_key, input_version=version, tenant=tenant))
+
+
+def accept_in_ledger(settings: Settings, order: WorkOrder):
+    """Accept ``order``'s version in the ledger as intake would (receipt, generation, version
+    ``accepted``); returns the order carrying that receipt and generation, and the decision."""
+    from ledger import make_engine
 
     engine = make_engine(settings.ledger_url())
-    decision = SqlIntakeStore(engine).decide(ReceiptDraft(
-        outcome=Outcome.ACCEPT, reason=Reason.ADMITTED, message="", source=order.source,
-        trigger_kind=TriggerKind.EVENT, received_at=datetime.now(UTC), delivery_id=uuid.uuid4().hex,
-        work_key=order.work_key, input_version=order.input_version, tenant=order.tenant))
+    decision = _accept(engine, order.work_key, order.input_version, order.source, order.tenant)
     engine.dispose()
     return replace(order, generation=decision.generation, receipt_id=decision.receipt_id), decision
+
+
+def accept_versions(settings: Settings, work_key: str, *versions: str) -> list[int]:
+    """Accept each version of ``work_key`` as intake would (each bumps the work key's generation;
+    the versions stay ``accepted``); returns the generations."""
+    from ledger import make_engine
+
+    engine = make_engine(settings.ledger_url())
+    generations = [_accept(engine, work_key, version).generation for version in versions]
+    engine.dispose()
+    return generations
 
 
 def mark_admitted(settings: Settings, decision, workflow_id: str, run_id: str | None) -> None:
@@ -102,5 +120,5 @@ def copy_of_pr42(sims) -> tuple[str, str]:
     return owner, pull["head"]["sha"]
 
 
-__all__ = ["PR42_HEAD", "accept_in_ledger", "admit_in_ledger", "copy_of_pr42", "mark_admitted", "run_orders",
-           "start_order", "work_order"]
+__all__ = ["PR42_HEAD", "accept_in_ledger", "accept_versions", "admit_in_ledger", "copy_of_pr42", "mark_admitted",
+           "run_orders", "start_order", "work_order"]

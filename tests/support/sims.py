@@ -56,3 +56,13 @@ def settings_for(sims: Sims, ledger_url: str, **extra: str) -> Settings:
            "OPENAI_BASE_URL": f"{sims.model.base_url}/v1", "OPENAI_API_KEY": MODEL_KEY,
            "SLUICEGATE_LEDGER_URL": ledger_url, "SLUICEGATE_TELEMETRY_EXPORTER": "none", **extra}
     return load_settings(DEFAULT_CONFIG_FILE, env=env)
+
+
+def fresh_settings(sims: Sims, tmp_path, **extra: str) -> Settings:
+    """Reset simulators, a new migrated SQLite ledger under ``tmp_path``, settings pointing at both."""
+    import ledger
+
+    sims.reset()
+    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+    ledger.upgrade(url)
+    return settings_for(sims, url, **extra)

@@ -1,7 +1,16 @@
 """Record histories of the agent workflow for the replay test.
 
-    .venv/bin/python -m tests.workflows.record_histories NAME            # two orders, the second supersedes
-    .venv/bin/python -m tests.workflows.record_histories NAME --cancel   # cancelled mid model call, one pending
+    .venv/bin/python -m tests.workflows.record_histories NAME [SCENARIO]   # writes histories/NAME.json
+
+Scenarios:
+
+* ``two-orders`` (default): generation 1, then 2 while 1 runs (the second supersedes).
+* ``late-older``: generation 2, then 1 arriving late (claimed ``superseded`` without a model call).
+* ``cancel`` (or ``--cancel``): cancelled mid model call, one order pending.
+* ``claim-cancel``: generation 2 runs a slow model call while 1 (late) and 3 arrive; 2 is superseded
+  at the step boundary, 1 is claimed ``superseded`` without a model call, 3 claims and runs, and the
+  workflow is cancelled during 3's slow model call (both ``claim-order-at-start`` and
+  ``cancel-is-an-outcome`` at work).
 
 Re-record only for a deliberate, patched workflow change; keep the old files so the
 replay test proves old histories still replay on the new code.
@@ -33,8 +42,8 @@ from workflows.cancellation import cancel_reason_text
 OUT = Path(__file__).parent / "histories"
 
 
-async def _model_call_started(sims: Sims) -> None:
-    while httpx.get(f"{sims.model.base_url}/_sim/stats").json()["calls"] == 0:
+async def _model_calls_started(sims: Sims, n: int = 1) -> None:
+    while httpx.get(f"{sims.model.base_url}/_sim/stats").json()["calls"] < n:
         await asyncio.sleep(0.05)
 
 
@@ -66,19 +75,41 @@ def write(name: str, history) -> None:
     print(f"wrote {len(history.events)} events")
 
 
-async def main(name: str, cancel: bool = False) -> None:
+NEWER_HEAD = "5c1e6b2d9a8f4e3c7b0a1d2e3f405162738495a6"
+NEWEST_HEAD = "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a291807"
+SCENARIOS = ("two-orders", "late-older", "cancel", "claim-cancel")
+WORKFLOW_ID = "agent/acme/github:acme/api#42:review"
+
+
+def _slow_model_calls(sims: Sims, *delays: float) -> None:
+    """The next model calls answer after these delays, in order (one fault each)."""
+    for delay in delays:
+        httpx.post(f"{sims.model.base_url}/_sim/faults", json={"delay_seconds": delay, "times": 1})
+
+
+async def main(name: str, scenario: str = "two-orders") -> None:
+    if scenario not in SCENARIOS:
+        raise SystemExit(f"unknown scenario {scenario!r}; one of {', '.join(SCENARIOS)}")
     async with recording("record-histories") as (env, settings, sims):
-        if cancel:  # the first model call is slow; the second order waits behind it
-            httpx.post(f"{sims.model.base_url}/_sim/faults", json={"delay_seconds": 30, "times": 1})
-        handle = await start_order(env.client, "record-histories", work_order(settings),
-                                   workflow_id="agent/acme/github:acme/api#42:review")
-        if cancel:
-            await _model_call_started(sims)
-        await start_order(env.client, "record-histories",
-                          work_order(settings, version="5c1e6b2d9a8f4e3c7b0a1d2e3f405162738495a6", generation=2),
-                          workflow_id=handle.id)
-        if cancel:
+        older, newer = work_order(settings), work_order(settings, version=NEWER_HEAD, generation=2)
+        if scenario == "claim-cancel":
+            _slow_model_calls(sims, 3, 60)
+            handle = await start_order(env.client, "record-histories", newer, workflow_id=WORKFLOW_ID)
+            await _model_calls_started(sims)
+            for order in (older, work_order(settings, version=NEWEST_HEAD, generation=3)):
+                await start_order(env.client, "record-histories", order, workflow_id=handle.id)
+            await _model_calls_started(sims, 2)  # generation 3's slow call (1 made none)
             await handle.cancel(reason=cancel_reason_text("0" * 32, "recorder", "history for replay"))
+        else:
+            orders = [newer, older] if scenario == "late-older" else [older, newer]
+            if scenario == "cancel":  # the first model call is slow; the second order waits behind it
+                _slow_model_calls(sims, 30)
+            handle = await start_order(env.client, "record-histories", orders[0], workflow_id=WORKFLOW_ID)
+            if scenario == "cancel":
+                await _model_calls_started(sims)
+            await start_order(env.client, "record-histories", orders[1], workflow_id=handle.id)
+            if scenario == "cancel":
+                await handle.cancel(reason=cancel_reason_text("0" * 32, "recorder", "history for replay"))
         try:
             await handle.result()
         except Exception as exc:  # noqa: BLE001 - a cancelled run ends in WorkflowFailureError
@@ -88,4 +119,5 @@ async def main(name: str, cancel: bool = False) -> None:
 
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    asyncio.run(main(args[0] if args else "agent_loop_recorded", cancel="--cancel" in sys.argv))
+    asyncio.run(main(args[0] if args else "agent_loop_recorded",
+                     "cancel" if "--cancel" in sys.argv else (args[1] if len(args) > 1 else "two-orders")))

@@ -10,7 +10,7 @@ import ledger
 from activities.keys import marker_for, operation_key
 from activities.markers import CommentMarks
 from ledger import BeginState, SideEffectLedger, make_engine
-from tests.support.agent_runs import PR42_HEAD, run_orders, work_order
+from tests.support.agent_runs import PR42_HEAD, accept_versions, run_orders, work_order
 from tests.support.sims import settings_for
 from workflows.budget import cost_usd
 from workflows.contracts import TaskBudget
@@ -125,25 +125,37 @@ async def test_newer_version_supersedes_at_the_next_step_boundary(temporal_env, 
     assert marker_for(operation_key(new.work_key, "post_review_comment", new.input_version)) in comment["body"]
 
 
-async def test_stale_generation_cannot_post(temporal_env, settings, sims, task_queue):
-    import uuid
-    from datetime import UTC, datetime
+async def test_an_order_older_than_the_ledgers_generation_is_superseded_without_a_model_call(
+        temporal_env, settings, sims, task_queue):
+    order = work_order(settings, generation=1)
+    accept_versions(settings, order.work_key, order.input_version, "newer-version")  # generation 2 is current
+    [outcome] = (await run_orders(temporal_env.client, settings, task_queue, order)).orders
+    assert (outcome.status, outcome.reason) == ("superseded", "superseded by newer-version (generation 2)")
+    assert sims.model_stats()["calls"] == 0 and sims.comments() == []
+    engine = make_engine(settings.ledger_url())
+    letters = ledger.DeadLetters(engine).list()
+    engine.dispose()
+    assert letters == []  # no false dead letter
 
-    from intake.decision import Outcome, Reason
-    from intake.envelope import TriggerKind
-    from intake.receipts import ReceiptDraft
-    from ledger import SqlIntakeStore
+
+async def test_stale_generation_cannot_post(temporal_env, settings, sims, task_queue):
+    """A newer admission committed while the order runs (after its claim) fences its post."""
+    import asyncio
+    from contextlib import AsyncExitStack
+
+    from tests.support.agent_runs import start_order
+    from worker import create_worker
 
     order = work_order(settings, generation=1)
-    engine = make_engine(settings.ledger_url())
-    store = SqlIntakeStore(engine)
-    for version in (order.input_version, "newer-version"):  # a newer admission made generation 2 current
-        store.decide(ReceiptDraft(outcome=Outcome.ACCEPT, reason=Reason.ADMITTED, message="", source="github",
-                                  trigger_kind=TriggerKind.EVENT, received_at=datetime.now(UTC),
-                                  delivery_id=uuid.uuid4().hex, work_key=order.work_key, input_version=version,
-                                  tenant="acme"))
-    engine.dispose()
-    [outcome] = (await run_orders(temporal_env.client, settings, task_queue, order)).orders
+    accept_versions(settings, order.work_key, order.input_version)
+    sims.model_ctl("POST", "/faults", json={"delay_seconds": 2, "times": 1})  # the first model call is slow
+    async with AsyncExitStack() as stack:
+        async with await create_worker(temporal_env.client, settings, stack, task_queue):
+            handle = await start_order(temporal_env.client, task_queue, order)
+            while sims.model_stats()["calls"] == 0:
+                await asyncio.sleep(0.05)
+            accept_versions(settings, order.work_key, "newer-version")
+            [outcome] = (await handle.result()).orders
     assert (outcome.status, outcome.reason) == ("failed", "tool-error: post_review_comment: FencedOut")
     assert sims.comments() == []
 
@@ -208,9 +220,10 @@ async def test_large_diff_goes_to_the_artifact_store_not_the_history(temporal_en
     assert outcome.status == "done" and len(sims.comments()) == 1
     [artifact] = [p for p in (tmp_path / "artifacts").rglob("*") if p.is_file()]
     assert artifact.read_text() == big
-    # Inline, the diff would be in the history several times over (the tool result and every later
-    # model request); with the artifact store only a handle and a preview are.
-    assert len(history) < len(big)
+    # Inline, the diff would be in the history three times over (the tool result and the two later
+    # model requests); with the artifact store only a handle and a preview of its start are.
+    assert "line 1999 of a generated file" not in history
+    assert len(history) < 2 * len(big)
 
 
 async def test_continue_as_new_between_orders_carries_the_versioned_state(temporal_env, settings, sims, task_queue):

@@ -1,0 +1,79 @@
+"""The model-response journal: each step's answer, written the moment it arrives.
+
+Keyed by (work key, input version, generation, step). The model activity writes the
+provider's response here before it does anything else with it (settle, return), so a
+retried attempt of the same step — the worker died after the answer came back, or the
+settle failed — returns the journaled answer instead of calling (and paying) the provider
+again. Temporal's history holds the answer only once the activity *completed*; the journal
+covers the gap between "the provider answered" and "Temporal recorded it".
+
+Each row carries the digest of the request it answers: the same step of the same
+generation asked with different messages (a re-run of the order in a new workflow run whose
+tools answered differently) is not served the old answer; the newer request replaces it.
+
+Failure modes: if the journal write fails (ledger down) the activity still returns the
+answer (history then holds it) and leaves its reservation for the stale sweep; a retry
+after such a failure calls the provider again. Rows are pruned by the retention pass
+(``ledger/_retention.py``, ``maintenance.retention.model_journal``) once old and no longer
+load-bearing: never while their reservation is held or their version is still running.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Column, DateTime, Float, Index, update
+from sqlalchemy.engine import Engine
+from sqlmodel import Field, Session, SQLModel
+
+from ledger._sql import dialect_insert
+
+
+class ModelJournalEntry(SQLModel, table=True):
+    __tablename__ = "model_journal"
+    __table_args__ = (Index("ix_model_journal_created_at", "created_at"),
+                      Index("ix_model_journal_reservation", "reservation_id"))
+
+    work_key: str = Field(primary_key=True, max_length=512)
+    input_version: str = Field(primary_key=True, max_length=128)
+    generation: int = Field(primary_key=True)
+    step: int = Field(primary_key=True)
+    """The order's model call (1-based)."""
+    request_digest: str = Field(max_length=64)
+    response: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    cost_usd: float = Field(sa_type=Float)
+    """The response's usage, priced with the order's price table."""
+    reservation_id: str | None = Field(default=None, max_length=80)
+    """The reservation that paid for it (settled with ``cost_usd``)."""
+    attempt: int
+    """The activity attempt that received it."""
+    created_at: datetime = Field(sa_type=DateTime(timezone=True))
+
+
+class ModelJournal:
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def find(self, work_key: str, input_version: str, generation: int, step: int) -> ModelJournalEntry | None:
+        with Session(self._engine, expire_on_commit=False) as s:
+            return s.get(ModelJournalEntry, (work_key, input_version, generation, step))
+
+    def record(self, entry: ModelJournalEntry) -> ModelJournalEntry:
+        """Journal ``entry``; returns the row now stored. The first answer for a request wins (two
+        attempts of one step racing: both return the same answer); an answer to a different
+        request for the same step replaces the old one."""
+        values = entry.model_dump()
+        with Session(self._engine, expire_on_commit=False) as s, s.begin():
+            s.execute(dialect_insert(s, ModelJournalEntry).values(**values).on_conflict_do_nothing())
+            key = (entry.work_key, entry.input_version, entry.generation, entry.step)
+            stored = s.get(ModelJournalEntry, key, with_for_update=True)
+            if stored is not None and stored.request_digest != entry.request_digest:
+                s.execute(update(ModelJournalEntry).where(
+                    ModelJournalEntry.work_key == entry.work_key, ModelJournalEntry.input_version == entry.input_version,
+                    ModelJournalEntry.generation == entry.generation, ModelJournalEntry.step == entry.step)
+                    .values(**{k: v for k, v in values.items() if k not in
+                               ("work_key", "input_version", "generation", "step")}))
+                s.expire(stored)
+                stored = s.get(ModelJournalEntry, key)
+            return stored
