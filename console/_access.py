@@ -61,7 +61,7 @@ class Viewer:
 
     @property
     def admin_anywhere(self) -> bool:
-        return any(role == "admin" for role in self.grants.values())
+        return any(role == "admin" and (t == ALL_TENANTS or t in self.configured) for t, role in self.grants.items())
 
     def describe(self) -> str:
         """``carol: admin in acme`` — the header line."""
