@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv demo up test test-dev-server bench clean drills drill-cancel drill-temporal-restart
+.PHONY: venv demo up test test-dev-server bench clean drills drill-cancel drill-temporal-restart console-screenshots
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,9 @@ drill-temporal-restart: venv  ## the Temporal dev server restarted while reviews
 	$(PY) starter.py drill temporal-restart
 
 drills: drill-cancel drill-temporal-restart  ## every one-command drill (also run by `make test` through tests/e2e)
+
+console-screenshots: venv  ## re-take docs/console/*.png: the console's browser tests on a throwaway stack
+	SLUICEGATE_CONSOLE_SCREENSHOTS_DOCS=1 $(PY) -m pytest -q tests/console/test_browser_read.py tests/console/test_browser_write.py
 
 bench: venv
 	$(PY) bench/intake_bench.py

@@ -18,8 +18,9 @@ several tenants (or ``*``) who names none is refused as ambiguous rather than gu
 
 from __future__ import annotations
 
+import hmac
 from dataclasses import dataclass
-from typing import Collection, Literal, Mapping
+from typing import Any, Collection, Literal, Mapping
 
 Role = Literal["operator", "admin"]
 ROLES: tuple[Role, ...] = ("operator", "admin")
@@ -31,6 +32,21 @@ def role_in(grants: Mapping[str, Role], tenant: str) -> Role | None:
     """The actor's role in ``tenant`` (its own grant or a ``*`` grant, whichever is stronger)."""
     held = [r for r in (grants.get(tenant), grants.get(ALL_TENANTS)) if r is not None]
     return max(held, key=ROLES.index) if held else None
+
+
+def actor_for_token(presented: str, actors: Mapping[str, Any]) -> str | None:
+    """The name of the actor whose token is ``presented`` (``actors``: name -> an object with a
+    ``token`` SecretStr), else ``None``. Every token is compared, in constant time, with no early
+    exit: the time taken does not say who matched. An empty token never matches."""
+    given = presented.strip().encode("utf-8", "surrogatepass")
+    if not given:
+        return None
+    found = None
+    for name, actor in actors.items():
+        expected = actor.token.get_secret_value().encode()
+        if expected and hmac.compare_digest(given, expected) and found is None:
+            found = name
+    return found
 
 
 @dataclass(frozen=True)

@@ -36,3 +36,12 @@ from ledger._cancels import CancelRequest, CancelRequests
 __all__ += ["CancelRequest", "CancelRequests", "OpenVersion"]
 __all__ += ["BudgetReservation", "ModelJournal", "ModelJournalEntry", "ReservationEnded", "ReservationStatus",
             "StaleSweep", "StepRef"]
+from ledger._queries import Chain, ReceiptFilter, explain, list_receipts
+from ledger._reads import (
+    ReceiptPage, ReceiptQuery, budget_days, dead_letters_page, decision_counts, decisions_by_hour, finished_runs,
+    open_dead_letter_counts, receipts_page, recent_kills,
+)
+
+__all__ += ["Chain", "ReceiptFilter", "explain", "list_receipts"]
+__all__ += ["ReceiptPage", "ReceiptQuery", "budget_days", "dead_letters_page", "decision_counts", "decisions_by_hour",
+            "finished_runs", "open_dead_letter_counts", "receipts_page", "recent_kills"]

@@ -83,6 +83,14 @@ class DeadLetters:
         with Session(self._engine, expire_on_commit=False) as s:
             return s.get(DeadLetter, letter_id)
 
+    def close(self, letter_id: str, status: str, note: str) -> bool:
+        """Move an *open* letter to ``retried`` or ``resolved`` with a note saying who and why. False
+        when it was not open: one conditional statement, so two operators closing it at once cannot
+        both win (the second is told, and its note does not overwrite the first's)."""
+        with Session(self._engine) as s, s.begin():
+            return s.execute(update(DeadLetter).where(DeadLetter.id == letter_id, DeadLetter.status == "open")
+                             .values(status=status, note=note[:500])).rowcount == 1
+
     def mark(self, letter_id: str, status: str, note: str) -> bool:
         with Session(self._engine) as s, s.begin():
             return s.execute(update(DeadLetter).where(DeadLetter.id == letter_id)

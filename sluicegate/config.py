@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from sluicegate.budget_config import StaleReservationsConfig
 from sluicegate.capacity_config import CapacityConfig
 from sluicegate.codec_config import CodecServerConfig
+from sluicegate.console_config import ConsoleConfig
 from sluicegate.durations import parse_duration  # noqa: F401 - re-exported
 from sluicegate.maintenance_config import MaintenanceConfig
 from sluicegate.schedule_config import GoalsConfig, ScheduleConfig  # noqa: F401 - ScheduleConfig re-exported
@@ -207,6 +208,7 @@ class Settings(_Section):
     ledger: LedgerConfig = Field(default_factory=LedgerConfig)
     webhook_api: WebhookApiConfig = Field(default_factory=WebhookApiConfig)
     codec_server: CodecServerConfig = Field(default_factory=CodecServerConfig)
+    console: ConsoleConfig = Field(default_factory=ConsoleConfig)
     sources: dict[str, SourceConfig] = Field(default_factory=dict)
     actors: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$")], ActorConfig] = Field(
         default_factory=dict)
@@ -258,6 +260,7 @@ ENV_OVERRIDES: dict[str, str] = {
     "TEMPORAL_API_KEY": "temporal.api_key",
     "SLUICEGATE_PAYLOAD_KEY": "temporal.payload_key",
     "SLUICEGATE_CODEC_TOKEN": "codec_server.token",
+    "SLUICEGATE_CONSOLE_SESSION_KEY": "console.session_key",
     "TEMPORAL_TLS": "temporal.tls",
     "TEMPORAL_TLS_CLIENT_CERT_PATH": "temporal.tls_client_cert",
     "TEMPORAL_TLS_CLIENT_KEY_PATH": "temporal.tls_client_key",

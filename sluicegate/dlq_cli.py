@@ -1,8 +1,7 @@
-"""``starter.py dlq list|show|retry``: the dead letters, read and acted on by their owners."""
+"""``starter.py dlq list|show|retry|resolve``: the dead letters, read and acted on by their owners."""
 
 from __future__ import annotations
 
-import uuid
 from typing import Optional
 
 import httpx
@@ -11,8 +10,9 @@ from rich.console import Console
 from rich.table import Table
 
 import ledger
-from intake.identity import parse_work_key
+from intake.actors import actor_for_token
 from sluicegate.config import load_settings
+from sluicegate.operator_actions import resolved_note, retried_note, retry_took, retry_trigger
 
 dlq_app = typer.Typer(pretty_exceptions_show_locals=False, help="Dead letters: failed work with evidence and an owner.", no_args_is_help=True)
 console = Console()
@@ -55,7 +55,7 @@ def retry(letter_id: str, reason: str = typer.Option(..., help="why it should wo
 
     It runs in the letter's tenant (its work key's), so the actor needs a role there, and the
     tenant's scope, budget, forge credentials and egress list apply — never those of whichever
-    source happens to be the default."""
+    source happens to be the default (``sluicegate/operator_actions.py``, shared with the console)."""
     letters = _letters()
     letter = letters.get(letter_id)
     if letter is None or letter.status != "open":
@@ -63,19 +63,27 @@ def retry(letter_id: str, reason: str = typer.Option(..., help="why it should wo
         raise typer.Exit(1)
     s = load_settings()
     try:
-        key = parse_work_key(letter.work_key)
+        trigger = retry_trigger(letter, reason)
     except ValueError as exc:
         console.print(f"[red]dead letter {letter_id} has no usable work key: {exc}[/]")
         raise typer.Exit(1) from None
-    target, tenant = key.target, key.tenant or letter.tenant
     r = httpx.post(f"{api_url or f'http://{s.webhook_api.host}:{s.webhook_api.port}'}/v1/triggers/manual",
                    headers={"Authorization": f"Bearer {actor_token}"}, timeout=30,
-                   json={"tenant": tenant, "repository": f"{target.owner}/{target.repo}", "number": target.number,
-                         "input_version": letter.input_version,
-                         "reason": f"dlq retry {letter_id} (first from {letter.source}): {reason}"[:500],
-                         "request_id": f"dlq-{uuid.uuid4()}"})
+                   json=trigger.model_dump(exclude_none=True))
     answer = r.json()
     console.print_json(data=answer)
-    if answer.get("outcome") != "accept":
+    if not retry_took(answer):
         raise typer.Exit(1)
-    letters.mark(letter_id, "retried", f"receipt {answer.get('receipt_id')}: {reason}")
+    actor = actor_for_token(actor_token, s.actors) or "?"  # the API accepted the token: it names a configured actor
+    if not letters.close(letter_id, "retried", retried_note(actor, answer.get("receipt_id"), reason)):
+        console.print(f"[yellow]dead letter {letter_id} was closed by someone else meanwhile[/]")
+
+
+@dlq_app.command("resolve")
+def resolve(letter_id: str, actor: str = typer.Option(..., help="who (recorded)"),
+            reason: str = typer.Option(..., help="why no retry is needed (recorded)")) -> None:
+    """Close an open dead letter without re-running it (handled by hand, or no longer wanted)."""
+    if not _letters().close(letter_id, "resolved", resolved_note(actor, reason)):
+        console.print(f"[red]no open dead letter {letter_id!r}[/]")
+        raise typer.Exit(1)
+    console.print(f"dead letter {letter_id} resolved by {actor}")

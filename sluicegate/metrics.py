@@ -62,7 +62,8 @@ unauthenticated = _meter.create_counter(
 
 def record_unauthenticated(source: str, reason: str, status: int) -> None:
     """One request refused before its sender was authenticated. ``source`` must be a configured
-    source name, ``manual`` or ``unknown`` — never a name taken from the request."""
+    source name, ``manual``, ``console`` (the operator console) or ``unknown`` — never a name
+    taken from the request."""
     unauthenticated.add(1, {"source": source, "reason": reason, "status": status})
 
 

@@ -11,11 +11,12 @@ import typer
 from rich.console import Console
 
 import ledger
-from ledger._queries import ReceiptFilter, explain, list_receipts
-from intake.identity import is_tenant_name, parse_work_key
+from ledger import ReceiptFilter, explain, list_receipts
 from sluicegate.config import load_settings
+from sluicegate.operator_actions import kill_target, running_agents_query, signal_kill
 from sluicegate.operator_views import print_chain, receipts_table
 
+__all__ = ["explain_cmd", "kill_cmd", "ledger_app", "outbox_app", "receipts", "running_agents_query", "unkill_cmd"]
 console = Console()
 ledger_app = typer.Typer(pretty_exceptions_show_locals=False, help="Ledger schema and retention.", no_args_is_help=True)
 outbox_app = typer.Typer(pretty_exceptions_show_locals=False, help="The admission outbox.", no_args_is_help=True)
@@ -141,29 +142,11 @@ def _scope(work_key: Optional[str], tenant: Optional[str], everything: bool) -> 
               if t]
     if len(chosen) != 1:
         raise typer.BadParameter("give exactly one of --work-key, --tenant, --all")
-    if work_key is not None:
-        try:
-            tenant_of_key = parse_work_key(work_key).tenant
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc)) from None
-        if tenant_of_key is None:
-            raise typer.BadParameter("work keys start with their tenant: e.g. acme/github:acme/api#42:review")
-    if tenant is not None and not is_tenant_name(tenant):
-        raise typer.BadParameter(f"not a tenant name: {tenant!r}")
-    return chosen[0]
-
-
-def running_agents_query(scope: str, target: str) -> str:
-    """Visibility query for the running agent workflows a kill scope covers."""
-    base = 'WorkflowType = "AgentLoop" AND ExecutionStatus = "Running"'
-    if scope == "work_key":
-        # A run admitted before the tenancy upgrade is searchable only by its old key (no tenant).
-        tenant, _, legacy = target.partition("/")
-        return (f'{base} AND (SluicegateWorkKey = "{target}" OR '
-                f'(SluicegateWorkKey = "{legacy}" AND SluicegateTenant = "{tenant}"))')
-    if scope == "tenant":
-        return f'{base} AND SluicegateTenant = "{target}"'
-    return base
+    scope, target = chosen[0]
+    try:
+        return scope, kill_target(scope, target)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
 
 
 def kill_cmd(
@@ -174,7 +157,6 @@ def kill_cmd(
 ) -> None:
     """Stop agent runs: record the kill (calls are refused at once), then signal running workflows."""
     from sluicegate.temporal_client import connect
-    from workflows.contracts import KILL_SIGNAL, KillNotice
 
     scope, target = _scope(work_key, tenant, everything)
     settings = load_settings()
@@ -184,12 +166,7 @@ def kill_cmd(
     console.print(f"kill {kill.id} recorded: {scope} {kill.target} by {actor}; model and tool calls are refused now")
 
     async def signal_all() -> int:
-        client = await connect(settings)
-        count = 0
-        async for wf in client.list_workflows(running_agents_query(scope, kill.target)):
-            await client.get_workflow_handle(wf.id, run_id=wf.run_id).signal(KILL_SIGNAL, KillNotice(actor, reason))
-            count += 1
-        return count
+        return await signal_kill(await connect(settings), scope, kill.target, actor, reason)
 
     console.print(f"signalled {asyncio.run(signal_all())} running agent workflow(s) to stop before their next step")
 

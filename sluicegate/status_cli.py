@@ -11,7 +11,7 @@ from rich.table import Table
 import ledger
 from intake.capacity import CapacityPlanner
 from sluicegate.config import load_settings
-from sluicegate.status_views import gather
+from sluicegate.status_views import counter_limit, gather
 
 console = Console()
 breaker_app = typer.Typer(pretty_exceptions_show_locals=False, help="Provider circuit breakers.", no_args_is_help=True)
@@ -50,7 +50,7 @@ def status_cmd(tenant: Optional[str] = typer.Option(None, help="list this tenant
     for name in ("counter", "active", "limit"):
         runs.add_column(name)
     for key, active in sorted(st.counters.items()):
-        runs.add_row(key, str(active), _limit(key, planner))
+        runs.add_row(key, str(active), _shown(counter_limit(key, planner)))
     console.print(runs)
 
     tenants = Table(title="active runs by tenant")
@@ -90,18 +90,10 @@ def status_cmd(tenant: Optional[str] = typer.Option(None, help="list this tenant
     console.print(f"dead letters open: {st.dead_letters_open} ({owners}); see `starter.py dlq list`")
 
 
-def _limit(key: str, planner: CapacityPlanner) -> str:
-    """The configured limit of a counter, from the same planner intake uses (a source's own key
-    limit is not known from the counter's name: the default one is shown)."""
-    if key == "global":
-        limit = planner.global_limit()
-    elif key.startswith("tenant:"):
-        limit = planner.tenant_limits(key.removeprefix("tenant:")).max_active_runs
-    else:
-        limit = planner.key_limit("")
-    return "∞" if limit is None else str(limit)
-
-
 def _age(seconds: float) -> str:
     seconds = int(seconds)
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+def _shown(limit: int | None) -> str:
+    return "∞" if limit is None else str(limit)

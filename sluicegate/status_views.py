@@ -6,7 +6,7 @@ import statistics
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from intake.capacity import BreakerView, QueuedItem, breaker_gate, fair_order
+from intake.capacity import BreakerView, CapacityPlanner, QueuedItem, breaker_gate, fair_order
 from ledger import BreakerBoard, CapacityLedger, DeadLetters, DeferredItem, DeferredQueue
 from ledger._sql import as_utc, utcnow
 
@@ -38,6 +38,16 @@ def queue_positions(items: list[DeferredItem], active_by_tenant: dict[str, int])
     order = fair_order([QueuedItem(i.id, i.tenant, i.priority, as_utc(i.enqueued_at)) for i in items],
                        active_by_tenant)
     return [(n, by_id[q.id]) for n, q in enumerate(order, start=1)]
+
+
+def counter_limit(key: str, planner: CapacityPlanner) -> int | None:
+    """The configured limit of a slot counter (``None``: unlimited), from the same planner intake
+    uses. A source's own key limit is not known from the counter's name: the default one is given."""
+    if key == "global":
+        return planner.global_limit()
+    if key.startswith("tenant:"):
+        return planner.tenant_limits(key.removeprefix("tenant:")).max_active_runs
+    return planner.key_limit("")
 
 
 def gather(engine, board: BreakerBoard, now: datetime | None = None) -> Status:

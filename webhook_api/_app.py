@@ -1,4 +1,5 @@
-"""FastAPI application: ``POST /webhooks/{source}``, ``POST /v1/triggers/manual``, ``GET /healthz``.
+"""FastAPI application: ``POST /webhooks/{source}``, ``POST /v1/triggers/manual``, ``GET /healthz``,
+and the operator console mounted at ``/console`` (``console/``).
 
 Stateless: everything durable is in the ledger and Temporal, so any number of API
 processes can run behind a load balancer.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime
+from functools import partial
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -24,6 +26,7 @@ from fastapi.responses import JSONResponse
 from opentelemetry import trace
 from temporalio.client import Client
 
+from console import ConsolePorts, create_console
 from intake.decision import Reason
 from intake.errors import InvalidDelivery
 from intake.temporal_admitter import TemporalAdmitter
@@ -34,7 +37,7 @@ from sluicegate.config import Settings
 from sluicegate.resources import open_forge, open_ledger
 from sluicegate.temporal_client import connect
 from webhook_api._body import bounded_headers
-from webhook_api._manual import manual_trigger
+from webhook_api._manual import manual_trigger, submit_manual
 from webhook_api._refusals import UNKNOWN_SOURCE_LABEL, limit_refusal_log, refuse
 from webhook_api._rejects import reject_with_receipt
 from webhook_api._responses import decision_response, unvalidated_response
@@ -53,9 +56,11 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
             app.state.store = SqlIntakeStore(engine)
             app.state.intake = intake_service(settings, engine, forge,
                                               TemporalAdmitter(temporal, settings, search_attributes))
+            app.state.console = ConsolePorts(engine, temporal, partial(submit_manual, app.state, settings))
             yield
 
     app = FastAPI(title="Sluicegate webhook API", lifespan=lifespan)
+    app.mount("/console", create_console(settings, lambda: app.state.console))  # the operator console
     api = settings.webhook_api
     limit_refusal_log(api.refusal_log_lines, api.refusal_log_interval_seconds)
 

@@ -23,7 +23,6 @@ Order, and why:
 
 from __future__ import annotations
 
-import hmac
 import uuid
 from datetime import UTC, datetime
 from typing import Mapping
@@ -31,12 +30,12 @@ from typing import Mapping
 from fastapi import Request
 from fastapi.responses import JSONResponse
 
-from intake.actors import choose_tenant
+from intake.actors import actor_for_token, choose_tenant
 from intake.decision import Reason, policy_reason
 from intake.envelope import Envelope, PullRequestRef, TriggerKind
 from intake.errors import InvalidDelivery
 from intake.identity import review_candidate
-from intake.manual_request import MAX_BODY_BYTES, parse_manual_body
+from intake.manual_request import MAX_BODY_BYTES, ManualTrigger, parse_manual_body
 from sluicegate.config import ActorConfig, Settings
 from sluicegate.tenancy_config import configured_tenants
 from webhook_api._body import bounded_headers, declared_too_large, read_limited
@@ -52,15 +51,7 @@ MAX_OVERRIDE = 256
 def authenticated_actor(authorization: str | None, actors: Mapping[str, ActorConfig]) -> str | None:
     """The name of the actor whose token is presented as ``Bearer <token>``, else ``None``."""
     scheme, _, token = (authorization or "").strip().partition(" ")
-    presented = token.strip().encode("utf-8", "surrogatepass")
-    if scheme.lower() != "bearer" or not presented:
-        return None
-    found = None
-    for name, actor in actors.items():  # no early exit: the time taken does not say who matched
-        expected = actor.token.get_secret_value().encode()
-        if expected and hmac.compare_digest(presented, expected) and found is None:
-            found = name
-    return found
+    return actor_for_token(token, actors) if scheme.lower() == "bearer" else None
 
 
 async def manual_trigger(request: Request, settings: Settings) -> JSONResponse:
@@ -75,34 +66,45 @@ async def manual_trigger(request: Request, settings: Settings) -> JSONResponse:
                                                        "a configured actor's bearer token is required", 401))
     store = request.app.state.store
     fallback_id = f"manual-{uuid.uuid4()}"
-
-    async def reject(err: InvalidDelivery, tenant: str | None) -> JSONResponse:
-        return await reject_with_receipt(store, err, source=SOURCE, tenant=tenant, received_at=received_at,
-                                         trigger_kind=TriggerKind.MANUAL, actor=actor)
-
     body = await read_limited(request, MAX_BODY_BYTES)
     if body is None:
-        return await reject(InvalidDelivery(Reason.BAD_INPUT, f"body exceeds {MAX_BODY_BYTES} bytes", 413,
-                                            fallback_id, EVENT_TYPE), None)
+        return await _reject(store, actor, received_at, InvalidDelivery(
+            Reason.BAD_INPUT, f"body exceeds {MAX_BODY_BYTES} bytes", 413, fallback_id, EVENT_TYPE), None)
     try:
         trigger = parse_manual_body(body)
     except ValueError as exc:
-        return await reject(InvalidDelivery(Reason.BAD_INPUT, str(exc), 422, fallback_id, EVENT_TYPE), None)
-    request_id = trigger.request_id or fallback_id
+        return await _reject(store, actor, received_at,
+                             InvalidDelivery(Reason.BAD_INPUT, str(exc), 422, fallback_id, EVENT_TYPE), None)
+    return await submit_manual(request.app.state, settings, actor, trigger, received_at, fallback_id)
+
+
+async def _reject(store, actor: str, received_at: datetime, err: InvalidDelivery, tenant: str | None) -> JSONResponse:
+    return await reject_with_receipt(store, err, source=SOURCE, tenant=tenant, received_at=received_at,
+                                     trigger_kind=TriggerKind.MANUAL, actor=actor)
+
+
+async def submit_manual(state, settings: Settings, actor: str, trigger: ManualTrigger,
+                        received_at: datetime | None = None, fallback_id: str | None = None) -> JSONResponse:
+    """Steps 4-5 for an authenticated ``actor``'s parsed ``trigger`` (``state``: the app's, with
+    ``store`` and ``intake``). Also how the console re-submits a dead letter, in-process, as the
+    actor its session names: the same tenant choice, force rule and receipts as over HTTP."""
+    received_at = received_at or datetime.now(UTC)
+    request_id = trigger.request_id or fallback_id or f"manual-{uuid.uuid4()}"
     # The tenant comes from the actor's grants; the body may only choose among them.
     choice = choose_tenant(actor, settings.actors[actor].tenants, trigger.tenant, configured_tenants(settings))
     if choice.tenant is None:
         reason, status = (Reason.BAD_INPUT, 422) if choice.ambiguous else (Reason.OUT_OF_SCOPE, 403)
-        return await reject(InvalidDelivery(reason, choice.refusal or "", status, request_id, EVENT_TYPE), None)
+        return await _reject(state.store, actor, received_at,
+                             InvalidDelivery(reason, choice.refusal or "", status, request_id, EVENT_TYPE), None)
     tenant = choice.tenant
     if trigger.force and choice.role != "admin":
-        return await reject(InvalidDelivery(policy_reason("override-not-permitted"),
-                                            f"actor {actor!r} may not force a re-run in tenant {tenant!r} "
-                                            "(role admin required there)", 403, request_id, EVENT_TYPE), tenant)
+        return await _reject(state.store, actor, received_at, InvalidDelivery(
+            policy_reason("override-not-permitted"), f"actor {actor!r} may not force a re-run in tenant {tenant!r} "
+            "(role admin required there)", 403, request_id, EVENT_TYPE), tenant)
     ref = PullRequestRef(*trigger.owner_repo, trigger.number)
     envelope = Envelope(id=request_id, source=SOURCE, type=EVENT_TYPE, subject=ref.target_id, time=received_at,
                         received_at=received_at, trigger_kind=TriggerKind.MANUAL, tenant=tenant, actor=actor,
                         override=f"rerun-done: {trigger.reason}"[:MAX_OVERRIDE] if trigger.force else None,
                         data={"reason": trigger.reason})  # who and why are part of the receipt
     candidate = review_candidate(tenant, ref, trigger.input_version)
-    return decision_response(await request.app.state.intake.submit(envelope, candidate))
+    return decision_response(await state.intake.submit(envelope, candidate))
