@@ -76,14 +76,23 @@ class Browser:
         self.navigates(lambda: self.one(selector).click())
 
     def navigates(self, act) -> None:
-        from selenium.webdriver.support import expected_conditions
+        """Run ``act`` and wait for the next document to finish loading.
+
+        The old document is marked with a JavaScript property; a new document does not carry it.
+        (Selenium's ``staleness_of`` asks the old element, which Chromium 156 answers with an
+        inspector error instead of a stale-element error while the page is being replaced.)
+        """
+        from selenium.common.exceptions import WebDriverException
         from selenium.webdriver.support.ui import WebDriverWait
 
-        old = self.driver.find_element("tag name", "html")
+        self.driver.execute_script("window.__sgOldDocument = true;")
         act()
-        WebDriverWait(self.driver, 30).until(expected_conditions.staleness_of(old))
-        WebDriverWait(self.driver, 30).until(
-            lambda d: d.execute_script("return document.readyState") == "complete")
+
+        def loaded(driver) -> bool:
+            return bool(driver.execute_script(
+                "return window.__sgOldDocument !== true && document.readyState === 'complete';"))
+
+        WebDriverWait(self.driver, 30, ignored_exceptions=(WebDriverException,)).until(loaded)
 
     def sign_in(self, token: str) -> None:
         self.driver.delete_all_cookies()
