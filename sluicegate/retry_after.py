@@ -85,3 +85,13 @@ def with_jitter(seconds: float, rng: random.Random | None = None, cap: float = M
     """``seconds`` capped at ``cap``, plus up to 20 % random extra."""
     base = min(max(seconds, 0.0), cap)
     return base + base * JITTER_FRACTION * (rng or random).random()
+
+
+def exponential_backoff(attempt: int, base: float, cap: float, floor: float | None = None,
+                        rng: random.Random | None = None) -> float:
+    """``base * 2**attempt`` (at least ``floor``, the server's own wish), capped at ``cap``, plus
+    :func:`with_jitter`'s extra: the wait before re-trying something that failed ``attempt`` times."""
+    delay = base * 2.0 ** min(max(attempt, 0), 32)
+    if floor is not None:
+        delay = max(delay, floor)
+    return with_jitter(delay, rng, cap=cap)
