@@ -89,9 +89,9 @@ def with_jitter(seconds: float, rng: random.Random | None = None, cap: float = M
 
 def exponential_backoff(attempt: int, base: float, cap: float, floor: float | None = None,
                         rng: random.Random | None = None) -> float:
-    """``base * 2**attempt`` (at least ``floor``, the server's own wish), capped at ``cap``, plus
-    :func:`with_jitter`'s extra: the wait before re-trying something that failed ``attempt`` times."""
-    delay = base * 2.0 ** min(max(attempt, 0), 32)
-    if floor is not None:
-        delay = max(delay, floor)
-    return with_jitter(delay, rng, cap=cap)
+    """The wait before re-trying something that failed ``attempt`` times: ``base * 2**attempt``
+    capped at ``cap``, plus :func:`with_jitter`'s extra — but never less than ``floor``, the
+    server's own wish, which is honoured as given even past ``cap`` (the caller's error mapper has
+    already bounded and jittered it: a rate limit that resets in ten minutes is not re-tried in five)."""
+    delay = with_jitter(base * 2.0 ** min(max(attempt, 0), 32), rng, cap=cap)
+    return delay if floor is None else max(delay, floor)
