@@ -1,7 +1,8 @@
 """A source that cannot be read now: the freshness read's deadline, the queued defer, the backoff.
 
 Verified means durable. When the authoritative re-read of an authenticated, in-scope delivery
-fails (``SourceUnavailable``: a 5xx, a rate limit, a connection error) or does not answer within
+fails (``SourceUnavailable``: a 5xx, a rate limit, a connection error; or any error the reader did
+not map, which is logged) or does not answer within
 the freshness deadline, intake does not answer "try again" and forget it (GitHub does not
 redeliver on its own): it records the delivery and queues it in the deferred queue with a
 ``defer`` receipt (``source-unavailable`` or ``freshness-deadline``), and the dispatcher decides
@@ -15,6 +16,7 @@ No Temporal, HTTP or database here: the reader, the gate and the store are injec
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass, replace
 
 from intake.capacity import Block, CapacityPlanner
@@ -25,6 +27,8 @@ from intake.freshness import TargetSnapshot
 from intake.ports import CapacityContext, SourceUnavailable, TargetReader
 from intake.receipts import ReceiptDraft, draft_for
 from sluicegate.retry_after import exponential_backoff
+
+log = logging.getLogger("sluicegate.intake")
 
 
 class Requeue(Exception):
@@ -68,6 +72,9 @@ async def read_within(reader: TargetReader, candidate: WorkCandidate, deadline: 
     except TimeoutError:
         return Unread(Reason.FRESHNESS_DEADLINE, None,
                       f"the source did not answer for {target} within the {deadline:g}s freshness deadline")
+    except Exception as exc:  # noqa: BLE001 - an unmapped failure must not lose a verified delivery either
+        log.exception("reading %s failed unexpectedly; the delivery is queued", target)
+        return Unread(Reason.SOURCE_UNAVAILABLE, None, f"cannot read {target} from the source: {type(exc).__name__}")
 
 
 def unread_draft(envelope: Envelope, candidate: WorkCandidate, unread: Unread, retry: float) -> ReceiptDraft:

@@ -39,7 +39,7 @@ def test_the_servers_wish_is_a_floor_honoured_even_past_the_cap():
 
 
 class _Reader:
-    def __init__(self, delay: float = 0.0, error: SourceUnavailable | None = None) -> None:
+    def __init__(self, delay: float = 0.0, error: Exception | None = None) -> None:
         self.delay, self.error = delay, error
 
     async def read(self, ref, tenant=None) -> TargetSnapshot:
@@ -54,6 +54,8 @@ async def test_the_freshness_read_has_its_own_deadline():
     assert isinstance(slow, Unread) and slow.reason == Reason.FRESHNESS_DEADLINE and slow.retry_after is None
     failed = await read_within(_Reader(error=SourceUnavailable("forge error (503)", 7.0)), CANDIDATE, 1)
     assert (failed.reason, failed.retry_after) == (Reason.SOURCE_UNAVAILABLE, 7.0) and "503" in failed.message
+    broken = await read_within(_Reader(error=ConnectionResetError("peer reset")), CANDIDATE, 1)
+    assert broken.reason == Reason.SOURCE_UNAVAILABLE and "ConnectionResetError" in broken.message
     fresh = await read_within(_Reader(), CANDIDATE, 1)
     assert fresh == TargetSnapshot(exists=True, open=True, current_version="a" * 40)
 

@@ -1,7 +1,8 @@
 """"One" is enforced by the database: at most one waiting deferred item per (tenant, work key).
 
 SQLite and PostgreSQL: the partial unique index refuses a second waiting row; the queue merges a
-newer version into the waiting item, keeps a newer event against a late one; migration 0014
+newer version into the waiting item, keeps a newer event against a late one; a delivery whose
+source could not be read is recorded and queued once per version; migration 0014
 merges duplicates a race left behind. PostgreSQL: two connections queueing one key at once end
 with one waiting item (the loser meets the index and merges). Dead-letter ids are whole SHA-256s.
 """
@@ -20,10 +21,14 @@ from sqlmodel import Session, select
 
 import ledger
 from intake.capacity import Block, CapacityRequest
-from ledger import DeadLetter, DeadLetters, DeferredItem
+from intake.decision import Outcome, Reason
+from intake.envelope import TriggerKind
+from intake.ports import CapacityContext
+from intake.receipts import ReceiptDraft
+from ledger import DeadLetter, DeadLetters, DeferredItem, Delivery, SqlIntakeStore
 from ledger._deferred import enqueue
 from ledger._dead_letters import dead_letter_id
-from ledger._sql import utcnow
+from ledger._sql import as_utc, utcnow
 
 
 def _key() -> tuple[str, str]:
@@ -167,3 +172,45 @@ def test_a_retried_outcome_finds_its_letter_under_either_id_scheme(engine):
         rows = s.exec(select(DeadLetter).where(DeadLetter.work_key == key)).all()
     assert sorted(r.generation for r in rows) == [3, 4]
     assert dead_letter_id(key, "b" * 40, 4) in {r.id for r in rows}
+
+
+def _unread(tenant: str, work_key: str, version: str, outcome=Outcome.DEFER) -> ReceiptDraft:
+    reason = Reason.SOURCE_UNAVAILABLE if outcome == Outcome.DEFER else Reason.ADMITTED
+    return ReceiptDraft(outcome=outcome, reason=reason, message="forge error (503)", trigger_kind=TriggerKind.EVENT,
+                        source="github", received_at=datetime.now(UTC), delivery_id=str(uuid.uuid4()), tenant=tenant,
+                        work_key=work_key, target_id=work_key, input_version=version, retry_after_seconds=20.0)
+
+
+def test_an_unread_delivery_is_recorded_and_queued_once_per_version(engine):
+    tenant, key = _key()
+    store = SqlIntakeStore(engine)
+    ctx = CapacityContext(CapacityRequest(tenant, 2), _payload("v1"))
+    first = store.decide(_unread(tenant, key, "v1"), ctx)
+    assert (first.outcome, first.reason, first.retry_after_seconds) == ("defer", "source-unavailable", 20.0)
+    [item] = _waiting(engine, tenant)
+    assert (item.blocked_on, item.input_version, item.receipt_id, item.priority) == (
+        "source-unavailable", "v1", first.receipt_id, 2)
+    waits = (as_utc(item.next_attempt_at) - as_utc(item.updated_at)).total_seconds()
+    assert abs(waits - 20.0) < 0.01
+    again = store.decide(_unread(tenant, key, "v1"), ctx)  # another delivery of the same version
+    assert (again.outcome, again.reason) == ("reject", "duplicate-work")
+    newer = store.decide(_unread(tenant, key, "v2"), CapacityContext(CapacityRequest(tenant, 3), _payload("v2")))
+    assert newer.outcome == "defer"
+    [merged] = _waiting(engine, tenant)
+    assert (merged.id, merged.input_version, merged.receipt_id) == (item.id, "v2", newer.receipt_id)
+    with Session(engine) as s:
+        assert s.get(Delivery, ("github", _delivery(engine, first.receipt_id))) is not None
+
+
+def test_an_unread_delivery_of_a_version_already_admitted_is_a_duplicate(engine):
+    tenant, key = _key()
+    store = SqlIntakeStore(engine)
+    assert store.decide(_unread(tenant, key, "v1", Outcome.ACCEPT)).outcome == "accept"
+    late = store.decide(_unread(tenant, key, "v1"), CapacityContext(CapacityRequest(tenant, 3), _payload("v1")))
+    assert (late.outcome, late.reason) == ("reject", "duplicate-work") and "already accepted" in late.message
+    assert _waiting(engine, tenant) == []
+
+
+def _delivery(engine, receipt_id: str) -> str:
+    with Session(engine) as s:
+        return s.get(ledger.Receipt, receipt_id).delivery_id
