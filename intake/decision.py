@@ -39,6 +39,9 @@ class Reason(StrEnum):
     FRESHNESS_DEADLINE = "freshness-deadline"
     """The authoritative source did not answer within ``intake.freshness_deadline_seconds``: queued
     and re-decided later exactly like ``source-unavailable`` (defer, answered 202)."""
+    LEDGER_UNAVAILABLE = "ledger-unavailable"
+    """The ledger could not be reached: nothing was recorded (no receipt can be), answered 503 with
+    ``Retry-After``: the one answer that asks the sender to deliver again."""
     TOO_OLD = "too-old"
     """The event is older than the source's configured maximum age."""
     NOTHING_CHANGED = "nothing-changed"

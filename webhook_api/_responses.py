@@ -51,7 +51,7 @@ def decision_response(decision: IntakeDecision) -> JSONResponse:
 
 def ledger_down_response() -> JSONResponse:
     """The ledger is unreachable: nothing was recorded, deliver again later (the only 503)."""
-    return JSONResponse({"outcome": "unavailable", "reason": "ledger-unavailable",
+    return JSONResponse({"outcome": "unavailable", "reason": str(Reason.LEDGER_UNAVAILABLE),
                          "message": "the ledger cannot be reached; nothing was recorded, deliver again later",
                          "receipt_id": None, "delivery_id": None, "queued": False},
                         status_code=503, headers={"Retry-After": str(LEDGER_RETRY_SECONDS)})
