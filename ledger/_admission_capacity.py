@@ -58,7 +58,10 @@ def queue_unread(s: Session, draft: ReceiptDraft, ctx: CapacityContext, receipt_
 
 def apply_capacity(s: Session, draft: ReceiptDraft, ctx: CapacityContext, receipt_id: str) -> CapacityOutcome:
     queued = _deferred.waiting_for(s, draft.tenant or "", draft.work_key)
-    if (duplicate := _already_queued(draft, queued, ctx.resume_item)) is not None:
+    # An item queued because its source could not be read waits on nothing this delivery did not
+    # just check: it takes the item over (admitted now, or the item re-queued on its limit).
+    unread = queued is not None and queued.blocked_on == str(Block.SOURCE) and queued.id != ctx.resume_item
+    if not unread and (duplicate := _already_queued(draft, queued, ctx.resume_item)) is not None:
         return CapacityOutcome(duplicate)
     refused = _refusal(s, draft, ctx)
     if refused is None:

@@ -6,7 +6,8 @@ its place in line); the same version again is a duplicate. Two transactions queu
 once (PostgreSQL) do not both insert: the loser's insert meets the index, and it merges into
 the winner's item instead. An event emitted before the queued one's does not replace it.
 Items leave the queue ``admitted``, ``dropped`` (rejected when re-checked: stale,
-closed), ``superseded`` (a newer version was admitted directly) or ``dead`` (failed to
+closed), ``superseded`` (a newer version was admitted directly, or the same version by a later
+delivery that could read the source the item was waiting on) or ``dead`` (failed to
 dispatch too often: a poison item goes to the dead letters instead of blocking the line).
 """
 

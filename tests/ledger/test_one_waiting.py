@@ -214,3 +214,17 @@ def test_an_unread_delivery_of_a_version_already_admitted_is_a_duplicate(engine)
 def _delivery(engine, receipt_id: str) -> str:
     with Session(engine) as s:
         return s.get(ledger.Receipt, receipt_id).delivery_id
+
+
+def test_a_later_delivery_that_reads_the_source_takes_an_unread_item_over(engine):
+    tenant, key = _key()
+    store = SqlIntakeStore(engine)
+    ctx = CapacityContext(CapacityRequest(tenant, 3), _payload("v1"))
+    assert store.decide(_unread(tenant, key, "v1"), ctx).outcome == "defer"
+    [item] = _waiting(engine, tenant)
+    now = store.decide(_unread(tenant, key, "v1", Outcome.ACCEPT), ctx)  # freshness verified by this one
+    assert (now.outcome, now.reason) == ("accept", "admitted")
+    with Session(engine) as s:
+        ended = s.get(DeferredItem, item.id)
+    assert (ended.status, ended.final_receipt_id) == ("superseded", now.receipt_id)
+    assert _waiting(engine, tenant) == []
