@@ -8,11 +8,13 @@
     python starter.py schedule apply | list | trigger ID | pause ID | backfill ID ...
     python starter.py goal start --repo acme/api --pr 44 ...
     python starter.py kill --work-key K | --tenant T | --all --actor A --reason R ; unkill (same flags)
+    python starter.py kills                    # kills newest first, in force and lifted
     python starter.py cancel 'acme/github:acme/api#42:review' --actor A --reason R   # recorded, then cancelled
     python starter.py reconcile                # give runs that closed without an outcome their real one
     python starter.py drill cancel | temporal-restart   # one drill on its own throwaway stack
     python starter.py dlq list | show ID | retry ID --reason R
-    python starter.py status [--tenant T]      # active runs, deferred queue and positions, breakers
+    python starter.py status [--tenant T] [--top N | --all]   # busy counters, deferred queue, breakers
+    (every list command — status, receipts, explain, kills, dlq list, schedule list, reconcile — takes --json)
     python starter.py breaker reset model --actor A --reason R
     python starter.py outbox relay ; python starter.py ledger migrate | prune
 
@@ -36,7 +38,7 @@ from intake.manual_request import ManualTrigger, problems
 from sluicegate.config import load_settings
 from sluicegate.dlq_cli import dlq_app
 from sluicegate.drill_cli import drill_app
-from sluicegate.operator_cli import explain_cmd, kill_cmd, ledger_app, outbox_app, receipts, unkill_cmd
+from sluicegate.operator_cli import explain_cmd, kill_cmd, kills_cmd, ledger_app, outbox_app, receipts, unkill_cmd
 from sluicegate.runs_cli import cancel_cmd, reconcile_cmd
 from sluicegate.status_cli import breaker_app, status_cmd
 from sluicegate.trigger_cli import goal_app, schedule_app
@@ -93,6 +95,7 @@ app.command()(receipts)
 app.command("explain")(explain_cmd)
 app.command("kill")(kill_cmd)
 app.command("unkill")(unkill_cmd)
+app.command("kills")(kills_cmd)
 app.command("status")(status_cmd)
 app.command("cancel")(cancel_cmd)
 app.command("reconcile")(reconcile_cmd)

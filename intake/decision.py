@@ -34,7 +34,14 @@ class Reason(StrEnum):
     TARGET_NOT_FOUND = "target-not-found"
     """The authoritative source does not know the target."""
     SOURCE_UNAVAILABLE = "source-unavailable"
-    """The authoritative source could not be read; try again later (defer)."""
+    """The authoritative source could not be read (5xx, timeout, rate limit): the delivery is
+    queued durably and re-decided by the dispatcher with backoff (defer, answered 202)."""
+    FRESHNESS_DEADLINE = "freshness-deadline"
+    """The authoritative source did not answer within ``intake.freshness_deadline_seconds``: queued
+    and re-decided later exactly like ``source-unavailable`` (defer, answered 202)."""
+    LEDGER_UNAVAILABLE = "ledger-unavailable"
+    """The ledger could not be reached: nothing was recorded (no receipt can be), answered 503 with
+    ``Retry-After``: the one answer that asks the sender to deliver again."""
     TOO_OLD = "too-old"
     """The event is older than the source's configured maximum age."""
     NOTHING_CHANGED = "nothing-changed"

@@ -65,7 +65,8 @@ class IntakeStore(Protocol):
     def decide(self, draft: ReceiptDraft, capacity: CapacityContext | None = None) -> IntakeDecision:
         """Record the delivery and the decision atomically; an accept also runs work dedupe,
         takes capacity and bumps the work key's generation. May turn the draft into a
-        duplicate reject or a capacity defer (queued durably)."""
+        duplicate reject or a capacity defer (queued durably). A defer draft with a capacity
+        context (the source could not be read) is queued durably, Block ``source-unavailable``."""
         ...
 
     def mark_admitted(self, decision: IntakeDecision, workflow_id: str, run_id: str | None) -> IntakeDecision:

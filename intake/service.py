@@ -12,8 +12,14 @@ source's bound (``too-old``), then the authoritative re-read (``stale-version``,
 network I/O). The delivery record, work dedupe, generation bump and receipt commit in
 one transaction (``IntakeStore.decide``) *before* the run is started, so a crash after
 the commit leaves an accepted-but-not-admitted item (receipt message "admission pending")
-rather than a run nobody recorded. A source that cannot be read defers the delivery
-without recording it, so a redelivery is decided afresh.
+rather than a run nobody recorded.
+
+Verified means durable: once a delivery is authenticated and in scope, a source that cannot
+be read (an error, or no answer within the freshness deadline) does not lose it. The
+delivery is claimed, a ``defer`` receipt written and the item queued in the deferred queue,
+all in one ledger transaction (``source-unavailable`` / ``freshness-deadline``); the
+dispatcher re-decides it with freshness, backing off exponentially while the source stays
+unreadable (``intake/unread.py``). A redelivery meanwhile is a duplicate.
 """
 
 from __future__ import annotations
@@ -22,7 +28,6 @@ import asyncio
 import logging
 import time
 from typing import Callable
-from dataclasses import replace
 
 from intake.capacity.plan import Block
 from intake.capacity.payload import from_payload
@@ -31,35 +36,31 @@ from intake.envelope import Envelope, WorkCandidate
 from intake.freshness import assess_freshness
 from intake.policy import evaluate_policy
 from intake.sources.age import event_age_seconds, too_old
-from intake.ports import Admission, Admitter, CapacityContext, IntakeStore, SourceUnavailable, TargetReader
+from intake.ports import Admission, Admitter, CapacityContext, IntakeStore, TargetReader
 from intake.receipts import ReceiptDraft, draft_for
 from intake.scope import ScopeRules
+from intake.unread import Requeue, UnreadPolicy, Unread, read_within, unread_context, unread_draft
 
 log = logging.getLogger("sluicegate.intake")
-DEFAULT_DEFER_SECONDS = 30.0
-
-
-class Requeue(Exception):
-    """A deferred item could not be re-checked now (source unreadable): it stays queued."""
-
-    def __init__(self, block: Block, retry_after: float, message: str) -> None:
-        super().__init__(message)
-        self.block, self.retry_after = block, retry_after
+__all__ = ["IntakeService", "Requeue"]
 
 
 class IntakeService:
     def __init__(self, store: IntakeStore, targets: TargetReader, admitter: Admitter, capacity=None, *,
                  scope: ScopeRules,
-                 on_decision: Callable[[IntakeDecision, Envelope, float], None] | None = None) -> None:
+                 on_decision: Callable[[IntakeDecision, Envelope, float], None] | None = None,
+                 unread: UnreadPolicy = UnreadPolicy()) -> None:
         """``capacity``: an ``intake.capacity.gate.CapacityGate``; ``None`` admits without limits.
         ``scope``: the declared repositories (``ScopeRules.everything()`` only in tests of other stages).
-        ``on_decision(decision, envelope, seconds)``: called after every decision (metrics)."""
+        ``on_decision(decision, envelope, seconds)``: called after every decision (metrics).
+        ``unread``: the freshness read's deadline and the backoff of a delivery queued unread."""
         self._store = store
         self._scope = scope
         self._targets = targets
         self._admitter = admitter
         self._capacity = capacity
         self._on_decision = on_decision
+        self._unread = unread
 
     def _observed(self, decision: IntakeDecision, envelope: Envelope, started: float) -> None:
         if self._on_decision is not None:
@@ -85,14 +86,16 @@ class IntakeService:
                                          "run_id": decision.run_id})
         return decision
 
-    async def resume(self, item_id: str, payload: dict, receipt_id: str | None = None) -> IntakeDecision:
+    async def resume(self, item_id: str, payload: dict, receipt_id: str | None = None,
+                     attempts: int = 0) -> IntakeDecision:
         """Decide deferred item ``item_id`` again: freshness, policy, capacity; admit if it fits.
 
         Raises ``KeyError``/``ValueError``/``TypeError`` for a payload that cannot be read
-        (poison) and :class:`Requeue` when the source cannot be read now."""
+        (poison) and :class:`Requeue` when the source cannot be read now, with a wait that grows
+        with ``attempts`` (the item's re-decisions so far)."""
         envelope, candidate = from_payload(payload)
         started = time.perf_counter()
-        decision = await self._decide(envelope, candidate, None, resume_item=item_id, resume_receipt=receipt_id)
+        decision = await self._check_and_decide(envelope, candidate, item_id, receipt_id, attempts)
         self._observed(decision, envelope, started)
         log.info("deferred %s (%s): %s (%s)", item_id, candidate.work_key, decision.outcome, decision.reason,
                  extra={"work_key": candidate.work_key, "workflow_id": decision.workflow_id})
@@ -107,10 +110,7 @@ class IntakeService:
         return await asyncio.to_thread(self._capacity.context, envelope, candidate, resume_item, resume_receipt)
 
     async def _decide(self, envelope: Envelope, candidate: WorkCandidate | None,
-                      max_age_seconds: float | None, resume_item: str | None = None,
-                      resume_receipt: str | None = None) -> IntakeDecision:
-        if resume_item is not None:
-            return await self._check_and_decide(envelope, candidate, resume_item, resume_receipt)
+                      max_age_seconds: float | None) -> IntakeDecision:
         probe = draft_for(envelope, candidate, Outcome.REJECT, Reason.DUPLICATE_DELIVERY,
                           f"delivery {envelope.id} from {envelope.source} was already decided")
         seen = await asyncio.to_thread(self._store.reject_if_delivery_seen, probe)
@@ -130,21 +130,19 @@ class IntakeService:
                 f"event is {age:.0f}s old; the source allows {max_age_seconds:.0f}s"))
         return await self._check_and_decide(envelope, candidate, None)
 
-    async def _check_and_decide(self, envelope: Envelope, candidate: WorkCandidate,
-                                resume_item: str | None, resume_receipt: str | None = None) -> IntakeDecision:
+    async def _check_and_decide(self, envelope: Envelope, candidate: WorkCandidate, resume_item: str | None,
+                                resume_receipt: str | None = None, attempts: int = 0) -> IntakeDecision:
         """Freshness against the source, policy, then the ledger decision with capacity."""
         if resume_item is not None and (outside := self._out_of_scope(envelope, candidate)) is not None:
             ctx = await self._capacity_context(envelope, candidate, resume_item, resume_receipt)
             return await asyncio.to_thread(self._store.decide, outside, ctx)
-        try:
-            snapshot = await self._targets.read(candidate.target, tenant=candidate.tenant)
-        except SourceUnavailable as exc:
-            retry = exc.retry_after or DEFAULT_DEFER_SECONDS
+        snapshot = await read_within(self._targets, candidate, self._unread.deadline_seconds)
+        if isinstance(snapshot, Unread):
+            retry = self._unread.wait(attempts + 1 if resume_item is not None else 0, snapshot.retry_after)
             if resume_item is not None:
-                raise Requeue(Block.SOURCE, retry, f"cannot read {candidate.target.target_id}: {exc}") from None
-            draft = draft_for(envelope, candidate, Outcome.DEFER, Reason.SOURCE_UNAVAILABLE,
-                              f"cannot read {candidate.target.target_id} from the source: {exc}")
-            return await asyncio.to_thread(self._store.record, replace(draft, retry_after_seconds=retry))
+                raise Requeue(Block.SOURCE, retry, snapshot.message)
+            ctx = await asyncio.to_thread(unread_context, self._capacity, envelope, candidate)
+            return await asyncio.to_thread(self._store.decide, unread_draft(envelope, candidate, snapshot, retry), ctx)
         version = candidate.input_version or snapshot.current_version
         ctx = await self._capacity_context(envelope, candidate, resume_item, resume_receipt)
         stale = assess_freshness(candidate.input_version, snapshot)

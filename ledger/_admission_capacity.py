@@ -33,12 +33,36 @@ class CapacityOutcome:
     superseded_item: str | None = None
 
 
+def _already_queued(draft: ReceiptDraft, queued, resume_item: str | None) -> ReceiptDraft | None:
+    if queued is not None and queued.id != resume_item and queued.input_version == draft.input_version:
+        return draft.with_outcome(Outcome.REJECT, Reason.DUPLICATE_WORK,
+                                  f"{draft.work_key}@{draft.input_version} is already queued (deferred item {queued.id})")
+    return None
+
+
+def queue_unread(s: Session, draft: ReceiptDraft, ctx: CapacityContext, receipt_id: str,
+                 blocked: str | None) -> ReceiptDraft:
+    """A delivery whose source could not be read (``draft`` is its defer): queue it, unless its
+    version is already queued or admitted (``blocked``: why) — then it is ``duplicate-work``."""
+    if blocked is not None:
+        return draft.with_outcome(Outcome.REJECT, Reason.DUPLICATE_WORK, blocked)
+    queued = _deferred.waiting_for(s, draft.tenant or "", draft.work_key)
+    if (duplicate := _already_queued(draft, queued, None)) is not None:
+        return duplicate
+    _deferred.enqueue(s, tenant=draft.tenant or "", source=draft.source, work_key=draft.work_key,
+                      input_version=draft.input_version, request=ctx.request, block=Block.SOURCE, blocked_key=None,
+                      retry_after=draft.retry_after_seconds or ctx.retry_after_seconds, receipt_id=receipt_id,
+                      payload=ctx.payload)
+    return draft
+
+
 def apply_capacity(s: Session, draft: ReceiptDraft, ctx: CapacityContext, receipt_id: str) -> CapacityOutcome:
-    queued = _deferred.waiting_for(s, draft.work_key)
-    if queued is not None and queued.id != ctx.resume_item and queued.input_version == draft.input_version:
-        return CapacityOutcome(draft.with_outcome(
-            Outcome.REJECT, Reason.DUPLICATE_WORK,
-            f"{draft.work_key}@{draft.input_version} is already queued (deferred item {queued.id})"))
+    queued = _deferred.waiting_for(s, draft.tenant or "", draft.work_key)
+    # An item queued because its source could not be read waits on nothing this delivery did not
+    # just check: it takes the item over (admitted now, or the item re-queued on its limit).
+    unread = queued is not None and queued.blocked_on == str(Block.SOURCE) and queued.id != ctx.resume_item
+    if not unread and (duplicate := _already_queued(draft, queued, ctx.resume_item)) is not None:
+        return CapacityOutcome(duplicate)
     refused = _refusal(s, draft, ctx)
     if refused is None:
         superseded = queued.id if queued is not None and queued.id != ctx.resume_item else None

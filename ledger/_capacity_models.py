@@ -1,6 +1,6 @@
 """Capacity tables: slot counters and holds, day quotas, rate buckets, the deferred queue, breakers.
 
-Owned by migrations 0008 and 0011. A run holds one row in ``capacity_holds`` per counter it counts
+Owned by migrations 0008, 0011 and 0014 (at most one waiting deferred item per tenant and work key). A run holds one row in ``capacity_holds`` per counter it counts
 against (global, tenant, concurrency key) from admission until it ends; the counter's
 ``active`` always moves in the same transaction as its holds.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, DateTime, Index
+from sqlalchemy import JSON, Column, DateTime, Index, text
 from sqlmodel import Field, SQLModel
 
 
@@ -63,6 +63,8 @@ class DeferredItem(SQLModel, table=True):
         Index("ix_deferred_work_key", "work_key", "status"),
         Index("ix_deferred_tenant", "tenant", "status"),
         Index("ix_deferred_updated_at", "updated_at"),
+        Index("ux_deferred_waiting", "tenant", "work_key", unique=True,
+              sqlite_where=text("status = 'waiting'"), postgresql_where=text("status = 'waiting'")),
     )
 
     id: str = Field(primary_key=True, max_length=40)

@@ -21,10 +21,12 @@ from ledger._sql import utcnow
 
 class DeadLetter(SQLModel, table=True):
     __tablename__ = "dead_letters"
-    __table_args__ = (Index("ix_dead_letters_status", "status"), Index("ix_dead_letters_created_at", "created_at"))
+    __table_args__ = (Index("ix_dead_letters_status", "status"), Index("ix_dead_letters_created_at", "created_at"),
+                      Index("ix_dead_letters_admission", "work_key", "input_version", "generation"))
 
     id: str = Field(primary_key=True, max_length=80)
-    """``<work key>@<version>#<generation>``: one letter per failed admission."""
+    """``dl_`` + the whole SHA-256 of (work key, version, generation): one letter per failed admission.
+    Letters written before migration 0014 keep their older, readable ids."""
     created_at: datetime = Field(sa_type=DateTime(timezone=True))
     work_key: str = Field(max_length=512)
     input_version: str = Field(max_length=128)
@@ -43,17 +45,11 @@ class DeadLetter(SQLModel, table=True):
     note: str | None = None
 
 
-MAX_LETTER_ID = 80
-
-
 def dead_letter_id(work_key: str, version: str, generation: int) -> str:
-    """Readable when short; a long one keeps its tail behind a digest of the whole, so two work keys
-    that differ only at the front (two tenants on one pull request) never share a letter id."""
-    full = f"{work_key}@{version[:12]}#{generation}"
-    if len(full) <= MAX_LETTER_ID:
-        return full
-    digest = hashlib.sha256(full.encode()).hexdigest()[:16]
-    return f"{digest}~{full[-(MAX_LETTER_ID - len(digest) - 1):]}"
+    """The whole SHA-256 hex of the admission, never truncated: two admissions never share a letter
+    id (the key, version and generation are length-prefixed, so no two triples hash the same text)."""
+    text = "\n".join(f"{len(part)}:{part}" for part in (work_key, version, str(generation)))
+    return "dl_" + hashlib.sha256(text.encode()).hexdigest()
 
 
 class DeadLetters:
@@ -63,8 +59,10 @@ class DeadLetters:
     def record(self, session: Session, outcome: dict[str, Any], owner: str, workflow_id: str | None) -> None:
         """Add the letter inside the caller's transaction (the outcome and its letter commit together)."""
         letter_id = dead_letter_id(outcome["work_key"], outcome["input_version"], outcome["generation"])
-        if session.get(DeadLetter, letter_id) is not None:
-            return  # the outcome activity retried: one letter per failed admission
+        if session.exec(select(DeadLetter.id).where(
+                DeadLetter.work_key == outcome["work_key"], DeadLetter.input_version == outcome["input_version"],
+                DeadLetter.generation == outcome["generation"])).first() is not None:
+            return  # the outcome activity retried (before or after the id scheme changed): one letter each
         session.add(DeadLetter(
             id=letter_id, created_at=utcnow(), work_key=outcome["work_key"], input_version=outcome["input_version"],
             generation=outcome["generation"], tenant=outcome.get("tenant") or "", source=outcome.get("source") or "",

@@ -1,9 +1,13 @@
 """The deferred queue: work refused for capacity waits here, durably, for the dispatcher.
 
-One ``waiting`` item per work key: a newer version of queued work replaces the queued
-version in place (keeping its place in line); the same version again is a duplicate.
+One ``waiting`` item per (tenant, work key), enforced by the database (a partial unique index,
+migration 0014): a newer version of queued work replaces the queued version in place (keeping
+its place in line); the same version again is a duplicate. Two transactions queueing one key at
+once (PostgreSQL) do not both insert: the loser's insert meets the index, and it merges into
+the winner's item instead. An event emitted before the queued one's does not replace it.
 Items leave the queue ``admitted``, ``dropped`` (rejected when re-checked: stale,
-closed), ``superseded`` (a newer version was admitted directly) or ``dead`` (failed to
+closed), ``superseded`` (a newer version was admitted directly, or the same version by a later
+delivery that could read the source the item was waiting on) or ``dead`` (failed to
 dispatch too often: a poison item goes to the dead letters instead of blocking the line).
 """
 
@@ -14,9 +18,11 @@ from typing import Any
 
 from sqlalchemy import case, func, or_, select, update
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from intake.capacity import Block, CapacityRequest
+from intake.capacity.payload import emitted_later
 from ledger._capacity_models import DeferredItem
 from ledger._sql import new_id, utcnow
 
@@ -24,9 +30,10 @@ SLOT_BLOCKS = (str(Block.GLOBAL), str(Block.TENANT), str(Block.KEY))
 """Waiting for a slot: due whenever a pass runs (a run's end frees one); the others wait out their time."""
 
 
-def waiting_for(s: Session, work_key: str) -> DeferredItem | None:
-    return s.execute(select(DeferredItem).where(DeferredItem.work_key == work_key,
-                                                DeferredItem.status == "waiting")).scalars().first()
+def waiting_for(s: Session, tenant: str, work_key: str, lock: bool = False) -> DeferredItem | None:
+    query = select(DeferredItem).where(DeferredItem.tenant == tenant, DeferredItem.work_key == work_key,
+                                       DeferredItem.status == "waiting")
+    return s.execute(query.with_for_update() if lock else query).scalars().first()
 
 
 TENANT_BLOCKS = (str(Block.TENANT), str(Block.QUOTA))
@@ -54,17 +61,26 @@ def enqueue(s: Session, *, tenant: str, source: str, work_key: str, input_versio
             request: CapacityRequest, block: Block, blocked_key: str | None, retry_after: float,
             receipt_id: str, payload: dict[str, Any], now: datetime | None = None) -> DeferredItem:
     now = now or utcnow()
-    item = waiting_for(s, work_key)
     due = now + timedelta(seconds=retry_after)
-    if item is not None:  # a newer version replaces the queued one and keeps its place
+    item = waiting_for(s, tenant, work_key, lock=True)
+    if item is None:
+        fresh = DeferredItem(id=new_id(), enqueued_at=now, updated_at=now, tenant=tenant, source=source,
+                             priority=request.priority, work_key=work_key, input_version=input_version,
+                             status="waiting", blocked_on=str(block), blocked_key=blocked_key, next_attempt_at=due,
+                             attempts=0, failures=0, receipt_id=receipt_id, payload=payload)
+        try:
+            with s.begin_nested():  # the unique index decides a race; only this savepoint is undone
+                s.add(fresh)
+            return fresh
+        except IntegrityError:
+            item = waiting_for(s, tenant, work_key, lock=True)  # the concurrent winner, committed now
+            if item is None:
+                raise
+    item.priority = min(item.priority, request.priority)
+    item.updated_at = now
+    if not emitted_later(item.payload, payload):  # a newer version replaces the queued one, keeps its place
         item.input_version, item.payload, item.receipt_id = input_version, payload, receipt_id
-        item.blocked_on, item.blocked_key, item.next_attempt_at, item.updated_at = str(block), blocked_key, due, now
-        item.priority = min(item.priority, request.priority)
-    else:
-        item = DeferredItem(id=new_id(), enqueued_at=now, updated_at=now, tenant=tenant, source=source,
-                            priority=request.priority, work_key=work_key, input_version=input_version,
-                            status="waiting", blocked_on=str(block), blocked_key=blocked_key, next_attempt_at=due,
-                            attempts=0, failures=0, receipt_id=receipt_id, payload=payload)
+        item.blocked_on, item.blocked_key, item.next_attempt_at = str(block), blocked_key, due
     s.add(item)
     s.flush()
     return item

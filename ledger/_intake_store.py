@@ -30,7 +30,7 @@ from intake.outbox import PendingAdmission
 from intake.ports import CapacityContext
 from intake.receipts import ReceiptDraft
 from ledger import _deferred
-from ledger._admission_capacity import apply_capacity
+from ledger._admission_capacity import apply_capacity, queue_unread
 from ledger._capacity import stamp_generation
 from ledger._capacity_models import DeferredItem
 from ledger._models import Delivery, Receipt, WorkItem, WorkVersion
@@ -151,6 +151,10 @@ class SqlIntakeStore:
                         stamp_generation(s, draft.work_key, generation)
                         if placed is not None and placed.superseded_item:
                             _deferred.finish(s, placed.superseded_item, "superseded", receipt_id)
+            elif draft.outcome == Outcome.DEFER and resume is None and capacity is not None and draft.work_key:
+                # The source could not be read: verified means durable, so the delivery is queued.
+                existing = s.get(WorkVersion, (draft.work_key, draft.input_version)) if draft.input_version else None
+                draft = queue_unread(s, draft, capacity, receipt_id, self._blocking_reason(s, draft, existing))
             elif draft.reason == Reason.TARGET_CLOSED and draft.work_key:
                 # Tombstone: the domain was reset; a later reopen may admit a finished version again.
                 s.execute(update(WorkItem).where(WorkItem.work_key == draft.work_key).values(reset_at=utcnow()))

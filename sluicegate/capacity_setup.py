@@ -9,6 +9,7 @@ from intake.capacity.gate import CapacityGate
 from intake.forge_reader import ForgeTargetReader
 from intake.ports import Admitter
 from intake.service import IntakeService
+from intake.unread import UnreadPolicy
 from ledger import BreakerBoard, SqlIntakeStore
 from sluicegate.config import Settings
 from sluicegate.metrics import record_decision
@@ -21,6 +22,11 @@ def capacity_gate(settings: Settings, engine: Engine) -> CapacityGate:
                         cap.breaker_policy(), cap.breaker.gating_providers, cap.defer_retry_seconds)
 
 
+def unread_policy(settings: Settings) -> UnreadPolicy:
+    cfg = settings.intake
+    return UnreadPolicy(cfg.freshness_deadline_seconds, cfg.source_retry_seconds, cfg.source_retry_max_seconds)
+
+
 def intake_service(settings: Settings, engine: Engine, forge, admitter: Admitter) -> IntakeService:
     return IntakeService(SqlIntakeStore(engine), ForgeTargetReader(forge), admitter, capacity_gate(settings, engine),
-                         scope=scope_rules(settings), on_decision=record_decision)
+                         scope=scope_rules(settings), on_decision=record_decision, unread=unread_policy(settings))

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from sluicegate.budget_config import StaleReservationsConfig
 from sluicegate.capacity_config import CapacityConfig
+from sluicegate.intake_config import IntakeConfig
 from sluicegate.codec_config import CodecServerConfig
 from sluicegate.console_config import ConsoleConfig
 from sluicegate.durations import parse_duration  # noqa: F401 - re-exported
@@ -228,6 +229,7 @@ class Settings(_Section):
     goals: GoalsConfig = Field(default_factory=GoalsConfig)
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
     capacity: CapacityConfig = Field(default_factory=CapacityConfig)
+    intake: IntakeConfig = Field(default_factory=IntakeConfig)
     dev_mode: bool = False
     """Local development (``SLUICEGATE_DEV_MODE=1``, set by the dev stack, tests and benches):
     the API and worker may start with the secrets published in temporal-dev.yaml, on loopback only."""

@@ -12,6 +12,7 @@ from rich.table import Table
 import ledger
 from intake.actors import actor_for_token
 from sluicegate.config import load_settings
+from sluicegate.json_output import JSON_OPTION, print_json
 from sluicegate.operator_actions import resolved_note, retried_note, retry_took, retry_trigger
 
 dlq_app = typer.Typer(pretty_exceptions_show_locals=False, help="Dead letters: failed work with evidence and an owner.", no_args_is_help=True)
@@ -24,9 +25,13 @@ def _letters() -> ledger.DeadLetters:
 
 @dlq_app.command("list")
 def list_letters(status: str = typer.Option("open", help="open | retried | resolved | all"),
-                 owner: Optional[str] = typer.Option(None), limit: int = typer.Option(50)) -> None:
+                 owner: Optional[str] = typer.Option(None), limit: int = typer.Option(50),
+                 as_json: bool = JSON_OPTION) -> None:
     """Dead letters, newest first."""
     rows = [r for r in _letters().list(None if status == "all" else status, limit) if not owner or r.owner == owner]
+    if as_json:
+        print_json(rows)
+        return
     table = Table(title=f"dead letters ({len(rows)})")
     for name in ("id", "when (UTC)", "owner", "status", "reason", "retries", "last error"):
         table.add_column(name, overflow="fold")

@@ -14,9 +14,10 @@ import ledger
 from ledger import ReceiptFilter, explain, list_receipts
 from sluicegate.config import load_settings
 from sluicegate.operator_actions import kill_target, running_agents_query, signal_kill
-from sluicegate.operator_views import print_chain, receipts_table
+from sluicegate.json_output import JSON_OPTION, print_json
+from sluicegate.operator_views import kills_table, print_chain, receipts_table
 
-__all__ = ["explain_cmd", "kill_cmd", "ledger_app", "outbox_app", "receipts", "running_agents_query", "unkill_cmd"]
+__all__ = ["explain_cmd", "kill_cmd", "kills_cmd", "ledger_app", "outbox_app", "receipts", "running_agents_query", "unkill_cmd"]
 console = Console()
 ledger_app = typer.Typer(pretty_exceptions_show_locals=False, help="Ledger schema and retention.", no_args_is_help=True)
 outbox_app = typer.Typer(pretty_exceptions_show_locals=False, help="The admission outbox.", no_args_is_help=True)
@@ -38,22 +39,22 @@ def receipts(
     reason: Optional[str] = typer.Option(None), source: Optional[str] = typer.Option(None),
     delivery: Optional[str] = typer.Option(None),
     since: Optional[datetime] = typer.Option(None, help="ISO time, UTC unless it says otherwise"),
-    until: Optional[datetime] = typer.Option(None), limit: int = typer.Option(50),
+    until: Optional[datetime] = typer.Option(None), limit: int = typer.Option(50), as_json: bool = JSON_OPTION,
 ) -> None:
     """List receipts, newest first, filtered."""
     since, until = (_as_utc(t) for t in (since, until))
     engine = _engine()
     rows = list_receipts(engine, ReceiptFilter(work_key, outcome, reason, source, delivery, since, until, limit))
     engine.dispose()
-    console.print(receipts_table(rows))
+    print_json(rows) if as_json else console.print(receipts_table(rows))
 
 
-def explain_cmd(key: str = typer.Argument(..., help="a delivery id or a work key")) -> None:
+def explain_cmd(key: str = typer.Argument(..., help="a delivery id or a work key"), as_json: bool = JSON_OPTION) -> None:
     """The chain behind a delivery or work key: deliveries → decisions → runs → side effects."""
     engine = _engine()
     chain = explain(engine, key)
     engine.dispose()
-    print_chain(console, chain)
+    print_json(chain) if as_json else print_chain(console, chain)
     if not chain.receipts and not chain.items:
         raise typer.Exit(1)
 
@@ -169,6 +170,17 @@ def kill_cmd(
         return await signal_kill(await connect(settings), scope, kill.target, actor, reason)
 
     console.print(f"signalled {asyncio.run(signal_all())} running agent workflow(s) to stop before their next step")
+
+
+def kills_cmd(limit: int = typer.Option(50, min=1, help="newest first"), as_json: bool = JSON_OPTION) -> None:
+    """Kills, newest first: in force and lifted, with who and why."""
+    engine = _engine()
+    rows = ledger.recent_kills(engine, limit)
+    engine.dispose()
+    if as_json:
+        print_json(rows)
+        return
+    console.print(kills_table(rows))
 
 
 def unkill_cmd(

@@ -1,4 +1,4 @@
-"""Terminal views for operators (``starter.py receipts`` / ``explain``)."""
+"""Terminal views for operators (``starter.py receipts`` / ``explain`` / ``kills``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
-from ledger import Receipt
+from ledger import Kill, Receipt
 from ledger._queries import Chain
 
 
@@ -18,6 +18,16 @@ def receipts_table(rows: list[Receipt]) -> Table:
         table.add_row(r.created_at.strftime("%m-%d %H:%M:%S"), r.source, (r.delivery_id or "-")[:16],
                       r.work_key or "-", (r.input_version or "-")[:10], str(r.generation or "-"), r.outcome,
                       r.reason, r.workflow_id or "-")
+    return table
+
+
+def kills_table(rows: list[Kill]) -> Table:
+    table = Table(title=f"kills ({len(rows)}, newest first)")
+    for name in ("id", "time (UTC)", "scope", "target", "by", "reason", "lifted"):
+        table.add_column(name, overflow="fold")
+    for k in rows:
+        lifted = f"{k.lifted_at:%m-%d %H:%M:%S} by {k.lifted_by}: {k.lift_reason}" if k.lifted_at else "in force"
+        table.add_row(k.id, k.created_at.strftime("%m-%d %H:%M:%S"), k.scope, k.target, k.actor, k.reason, lifted)
     return table
 
 

@@ -85,3 +85,13 @@ def with_jitter(seconds: float, rng: random.Random | None = None, cap: float = M
     """``seconds`` capped at ``cap``, plus up to 20 % random extra."""
     base = min(max(seconds, 0.0), cap)
     return base + base * JITTER_FRACTION * (rng or random).random()
+
+
+def exponential_backoff(attempt: int, base: float, cap: float, floor: float | None = None,
+                        rng: random.Random | None = None) -> float:
+    """The wait before re-trying something that failed ``attempt`` times: ``base * 2**attempt``
+    capped at ``cap``, plus :func:`with_jitter`'s extra — but never less than ``floor``, the
+    server's own wish, which is honoured as given even past ``cap`` (the caller's error mapper has
+    already bounded and jittered it: a rate limit that resets in ten minutes is not re-tried in five)."""
+    delay = with_jitter(base * 2.0 ** min(max(attempt, 0), 32), rng, cap=cap)
+    return delay if floor is None else max(delay, floor)

@@ -25,6 +25,7 @@ from temporalio.service import RPCError, RPCStatusCode
 import ledger
 from intake.identity import parse_work_key, workflow_id_for
 from sluicegate.config import load_settings
+from sluicegate.json_output import JSON_OPTION, print_json
 from workflows.cancellation import cancel_reason_text
 
 console = Console()
@@ -125,6 +126,7 @@ def cancel_cmd(
 def reconcile_cmd(
     grace_seconds: Optional[float] = typer.Option(None, help="default: maintenance.reconcile_grace_seconds"),
     limit: int = typer.Option(200, help="versions looked at, oldest first"),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Give versions whose run closed without an outcome their real one, now.
 
@@ -146,6 +148,9 @@ def reconcile_cmd(
             engine.dispose()
 
     result = asyncio.run(run())
+    if as_json:
+        print_json(result)
+        return
     for line in result.settled:
         console.print(f"settled {line}")
     console.print(f"{len(result.settled)} settled, {result.open} still running, "

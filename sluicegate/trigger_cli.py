@@ -29,6 +29,7 @@ from intake.envelope import PullRequestRef
 from intake.identity import review_work_key
 from sluicegate import schedules as sched
 from sluicegate.config import Settings, load_settings
+from sluicegate.json_output import JSON_OPTION, print_json
 from sluicegate.temporal_client import connect
 from sluicegate.tenancy_config import configured_tenants, scope_rules
 from workflows.scan_contracts import GOAL_CONDITIONS, GOAL_WORKFLOW, GoalCondition, GoalRequest, GoalResult
@@ -86,11 +87,14 @@ def schedule_apply(ids: Optional[list[str]] = typer.Option(None, "--id", help="o
 
 
 @schedule_app.command("list")
-def schedule_list() -> None:
+def schedule_list(as_json: bool = JSON_OPTION) -> None:
     """Every schedule in the namespace, with its counters (missed catch-up, skipped overlap)."""
 
     async def go(client: Client, settings: Settings):
         rows = await sched.describe_schedules(client, settings)
+        if as_json:
+            print_json(rows)
+            return
         table = Table(title=f"schedules ({len(rows)}) in {settings.temporal.namespace}")
         for name in ("id", "config", "state", "spec", "overlap", "catch-up", "actions", "missed", "skipped",
                      "running", "last", "next"):

@@ -11,11 +11,12 @@ the raw bytes; only then is the body parsed. Anything refused before authenticat
 counted and logged at a bounded rate and writes no row (``_refusals``); an authenticated but
 invalid delivery gets a reject receipt (``_rejects``). The manual trigger follows the same
 order (``_manual``). No error body echoes input, including the framework's own validation
-errors (handled app-wide).
+errors (handled app-wide). A ledger that cannot be reached is the one 503 (``_responses``).
 """
 
 from __future__ import annotations
 
+import logging
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime
 from functools import partial
@@ -40,10 +41,11 @@ from webhook_api._body import bounded_headers
 from webhook_api._manual import manual_trigger, submit_manual
 from webhook_api._refusals import UNKNOWN_SOURCE_LABEL, limit_refusal_log, refuse
 from webhook_api._rejects import reject_with_receipt
-from webhook_api._responses import decision_response, unvalidated_response
+from webhook_api._responses import LEDGER_DOWN, decision_response, ledger_down_response, unvalidated_response
 from webhook_api._sources import authenticate, normalize
 
 tracer = trace.get_tracer("sluicegate.webhook_api")
+log = logging.getLogger("sluicegate.webhook_api")
 
 
 def create_app(settings: Settings, client: Client | None = None, search_attributes: bool = True) -> FastAPI:
@@ -67,6 +69,13 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
     @app.exception_handler(RequestValidationError)
     async def _unvalidated(request: Request, exc: RequestValidationError) -> JSONResponse:
         return unvalidated_response()  # pydantic's errors carry the input: never answer them
+
+    async def _ledger_down(request: Request, exc: Exception) -> JSONResponse:
+        log.error("ledger unavailable, answering 503: %s", type(exc).__name__)  # the error may quote SQL/params
+        return ledger_down_response()
+
+    for error in LEDGER_DOWN:
+        app.add_exception_handler(error, _ledger_down)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:

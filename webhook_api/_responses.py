@@ -1,13 +1,17 @@
 """HTTP answers for intake decisions, in one place.
 
 accept → 202; no-work and reject of a valid delivery (duplicate, stale, closed, policy)
-→ 200, so the sender does not redeliver something already decided; a defer for capacity
-(capacity, quota, rate-limited, breaker-open) → 202 with ``Retry-After``: the item waits in
-the durable deferred queue, so the sender must not redeliver; a defer because the source
-could not be read → 503 with ``Retry-After`` (nothing was kept: redeliver); ``out-of-scope`` → 403
-(decided, with a receipt: a misconfigured sender sees it fail, and a redelivery is a 200
-duplicate); invalid input → the 4xx its check chose. Every body carries the receipt id (when
-one was written), outcome and reason.
+→ 200, so the sender does not redeliver something already decided; every defer → 202 with
+``Retry-After`` and ``queued: true``: the item waits in the durable deferred queue (capacity,
+quota, rate-limited, breaker-open, and a source that could not be read — ``source-unavailable``,
+``freshness-deadline``), so the sender must not redeliver; ``out-of-scope`` → 403 (decided,
+with a receipt: a misconfigured sender sees it fail, and a redelivery is a 200 duplicate);
+invalid input → the 4xx its check chose. Every body carries the receipt id (when one was
+written), outcome and reason.
+
+503 means one thing: the ledger could not be reached, so nothing was recorded and the sender
+must deliver again (``ledger_down_response``; on-call: docs/runbook.md, "API answers 503").
+No decision is ever answered 503.
 
 Error bodies never echo input: messages are written by our checks and name fields and
 expectations, not values (an ``out-of-scope`` message names the repository, which has passed
@@ -20,26 +24,37 @@ because pydantic's own errors carry the offending ``input``.
 from __future__ import annotations
 
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from intake.decision import IntakeDecision, Outcome, Reason
 from intake.errors import InvalidDelivery
 
 
-QUEUED_DEFERS = {str(Reason.CAPACITY), str(Reason.QUOTA), str(Reason.RATE_LIMITED), str(Reason.BREAKER_OPEN)}
+LEDGER_DOWN = (OperationalError, InterfaceError, PoolTimeout)
+"""What the database driver raises when the ledger cannot be reached or written (connection
+refused or lost, a database that is gone, SQLite locked past its busy timeout, a full pool)."""
+LEDGER_RETRY_SECONDS = 30
 
 
 def decision_response(decision: IntakeDecision) -> JSONResponse:
-    status = {Outcome.ACCEPT: 202, Outcome.DEFER: 503}.get(decision.outcome, 200)
+    status = {Outcome.ACCEPT: 202, Outcome.DEFER: 202}.get(decision.outcome, 200)
     if str(decision.reason) == Reason.OUT_OF_SCOPE:
         status = 403  # decided and recorded (a redelivery is a 200 duplicate), but the sender must hear "never"
-    if decision.outcome == Outcome.DEFER and str(decision.reason) in QUEUED_DEFERS:
-        status = 202
     headers = {}
     if decision.retry_after_seconds is not None:
         headers["Retry-After"] = str(int(max(1, decision.retry_after_seconds)))
     body = decision.as_json() | {"admitted": decision.workflow_id is not None,
-                                 "queued": status == 202 and decision.outcome == Outcome.DEFER}
+                                 "queued": decision.outcome == Outcome.DEFER}
     return JSONResponse(body, status_code=status, headers=headers)
+
+
+def ledger_down_response() -> JSONResponse:
+    """The ledger is unreachable: nothing was recorded, deliver again later (the only 503)."""
+    return JSONResponse({"outcome": "unavailable", "reason": str(Reason.LEDGER_UNAVAILABLE),
+                         "message": "the ledger cannot be reached; nothing was recorded, deliver again later",
+                         "receipt_id": None, "delivery_id": None, "queued": False},
+                        status_code=503, headers={"Retry-After": str(LEDGER_RETRY_SECONDS)})
 
 
 def refused_response(err: InvalidDelivery) -> JSONResponse:

@@ -33,6 +33,7 @@ class Queued(Protocol):
     blocked_on: str
     blocked_key: str | None
     payload: dict
+    attempts: int
 
 
 class QueuePort(Protocol):
@@ -89,7 +90,7 @@ class DispatchReport:
 async def dispatch_once(queue: QueuePort, service, active_by_tenant: Mapping[str, int], *,
                         dead_letters: DeadLetterPort | None = None, batch: int = 200, max_failures: int = 5,
                         retry_after: float = 30.0, room: RoomCheck | None = None) -> DispatchReport:
-    from intake.service import Requeue  # service imports capacity; avoid the cycle at import time
+    from intake.unread import Requeue  # unread imports capacity; avoid the cycle at import time
 
     report = DispatchReport()
     items = {i.id: i for i in await asyncio.to_thread(queue.due, batch)}
@@ -111,7 +112,7 @@ async def dispatch_once(queue: QueuePort, service, active_by_tenant: Mapping[str
             report.skipped += 1
             continue
         try:
-            decision = await service.resume(item.id, item.payload, item.receipt_id)
+            decision = await service.resume(item.id, item.payload, item.receipt_id, getattr(item, "attempts", 0))
         except Requeue as wait:
             await asyncio.to_thread(queue.requeue, item.id, wait.block, wait.retry_after, str(wait))
             report.deferred += 1

@@ -50,3 +50,16 @@ def from_payload(payload: dict[str, Any]) -> tuple[Envelope, WorkCandidate]:
     candidate = review_candidate(c["tenant"], PullRequestRef(c["owner"], c["repo"], int(c["number"])),
                                  c.get("input_version"), bool(c.get("draft")))
     return envelope, candidate
+
+
+def emitted_later(queued: dict[str, Any], incoming: dict[str, Any]) -> bool:
+    """Was the queued payload's event emitted strictly after the incoming one's (both known)?
+
+    Then the queued one stays when the two merge into the key's one waiting item: an event that
+    arrives late (reordered, or queued unread during an outage and not yet checked against the
+    source) must not replace a newer one, which would be dropped as stale when re-checked."""
+    try:
+        mine, theirs = queued["envelope"].get("time"), incoming["envelope"].get("time")
+        return bool(mine and theirs) and datetime.fromisoformat(mine) > datetime.fromisoformat(theirs)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return False

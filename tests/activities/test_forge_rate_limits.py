@@ -22,7 +22,9 @@ from intake.identity import review_candidate
 from intake.scope import ScopeRules
 from intake.service import IntakeService
 from intake.temporal_admitter import TemporalAdmitter
-from ledger import DeadLetter, Delivery, SideEffect
+from intake.unread import UnreadPolicy
+from ledger import DeadLetter, DeferredItem, Delivery, SideEffect
+from ledger._sql import as_utc
 from sluicegate.forge_client import ForgeClient
 from sluicegate.forge_errors import SECONDARY_LIMIT_DEFAULT_DELAY
 from sluicegate.retry_after import JITTER_FRACTION
@@ -96,8 +98,6 @@ async def test_primary_limit_on_reading_the_diff_waits_for_the_reset(sims, ledge
 
 async def test_freshness_read_defers_for_the_rate_limits_own_delay(sims, ledger_url, temporal_env):
     sims.reset()
-    owner, head = copy_of_pr42(sims)
-    ref = PullRequestRef(owner, "api", 42)
     settings = settings_for(sims, ledger_url)
     engine = ledger.make_engine(ledger_url)
     forge = ForgeClient(sims.forge.base_url, FORGE_TOKEN, timeout_seconds=5)
@@ -111,21 +111,31 @@ async def test_freshness_read_defers_for_the_rate_limits_own_delay(sims, ledger_
                        time=now, received_at=now, trigger_kind=TriggerKind.EVENT, tenant="acme")
         return env, review_candidate("acme", ref, head)
 
+    first_wait = UnreadPolicy().retry_seconds  # the queue's own first wait (15 s) when the limit asks less
     try:
         for kind, extra, expected in (("secondary", {}, SECONDARY_LIMIT_DEFAULT_DELAY),
-                                      ("secondary", {"retry_after": 9}, 9.0),
+                                      ("secondary", {"retry_after": 9}, max(9.0, first_wait)),
                                       ("primary", {"reset_in_seconds": 600}, None)):
+            owner, head = copy_of_pr42(sims)  # a PR of its own per limit: each delivery is queued, not a duplicate
+            ref = PullRequestRef(owner, "api", 42)
             sims.forge_ctl("POST", "/rate_limits/inject", json={"kind": kind, "path": f"/{owner}/api/pulls/42$",
                                                                 **extra})
             env, cand = event()
             deferred = await service.submit(env, cand)
             assert (deferred.outcome, deferred.reason) == (Outcome.DEFER, Reason.SOURCE_UNAVAILABLE), kind
-            if expected is None:  # the reset is whole epoch seconds, rounded up: 600-601 s before jitter
+            if expected is None:  # the reset is whole epoch seconds, rounded up: 600-601 s before jitter,
+                # honoured past the queue's backoff cap (300 s)
                 assert 599 <= deferred.retry_after_seconds <= 601 * (1 + JITTER_FRACTION)
             else:
                 assert _within_jitter(deferred.retry_after_seconds, expected)
-            with Session(engine) as s:
-                assert s.get(Delivery, ("github", env.id)) is None  # the sender's redelivery is decided afresh
+            with Session(engine) as s:  # recorded and queued: re-checked no sooner than the limit allows
+                assert s.get(Delivery, ("github", env.id)) is not None
+                [item] = s.exec(select(DeferredItem).where(DeferredItem.work_key == cand.work_key)).all()
+            assert (item.status, item.blocked_on, item.tenant) == ("waiting", "source-unavailable", "acme")
+            waits = (as_utc(item.next_attempt_at) - as_utc(item.updated_at)).total_seconds()
+            assert abs(waits - deferred.retry_after_seconds) < 0.01
+        owner, head = copy_of_pr42(sims)
+        ref = PullRequestRef(owner, "api", 42)
         env, cand = event()
         accepted = await service.submit(env, cand)
         assert (accepted.outcome, accepted.reason) == (Outcome.ACCEPT, Reason.ADMITTED)

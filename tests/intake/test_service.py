@@ -18,14 +18,21 @@ from intake.forge_reader import ForgeTargetReader
 from intake.identity import review_candidate
 from intake.service import IntakeService
 from intake.temporal_admitter import TemporalAdmitter
-from ledger import Delivery, WorkVersion
+from intake.unread import UnreadPolicy
+from ledger import DeferredItem, DeferredQueue, Delivery, WorkVersion
+from ledger._sql import as_utc
 from simulators import free_port
+from sluicegate.capacity_setup import capacity_gate
 from sluicegate.forge_client import ForgeClient
 from sluicegate.retry_after import JITTER_FRACTION
 from sluicegate.tenancy_config import scope_rules
+from tests.support.deferred import dispatch_until_decided, pass_when_due
 from tests.support.sims import FORGE_TOKEN, settings_for
 
 PR44 = PullRequestRef("acme", "api", 44)
+UNREAD = UnreadPolicy(deadline_seconds=1.0, retry_seconds=0.2, max_seconds=2.0)
+"""A short backoff, so the dispatcher's re-checks come within the test; the forge client's own
+timeout (2 s) is longer than the freshness deadline, so a hang meets the deadline first."""
 
 
 @pytest.fixture
@@ -44,7 +51,7 @@ async def service_for(sims, url: str, client: Client):
     try:
         yield IntakeService(ledger.SqlIntakeStore(engine), ForgeTargetReader(forge),
                             TemporalAdmitter(client, settings, search_attributes=False),
-                            scope=scope_rules(settings)), engine
+                            capacity_gate(settings, engine), scope=scope_rules(settings), unread=UNREAD), engine
     finally:
         await forge.aclose()
         engine.dispose()
@@ -62,21 +69,74 @@ def _head(sims) -> str:
     return r.raise_for_status().json()["head"]["sha"]
 
 
-async def test_unreadable_source_defers_without_burning_the_delivery(sims, ledger_url, temporal_env):
+def _waiting(engine) -> list[DeferredItem]:
+    with Session(engine) as s:
+        return list(s.exec(select(DeferredItem).where(DeferredItem.status == "waiting")).all())
+
+
+async def test_unreadable_source_queues_the_verified_delivery_and_the_dispatcher_admits_it(
+        sims, ledger_url, temporal_env):
     head = _head(sims)
-    sims.forge_ctl("POST", "/faults", json={"method": "GET", "path": "/pulls/44$", "status": 503, "times": 1,
-                                            "retry_after": 7})
+    sims.forge_ctl("POST", "/faults", json={"method": "GET", "path": "/pulls/44$", "status": 503, "times": 2,
+                                            "retry_after": 1})
     async with service_for(sims, ledger_url, temporal_env.client) as (service, engine):
         env, cand = _event(head)
         deferred = await service.submit(env, cand)
         assert (deferred.outcome, deferred.reason) == (Outcome.DEFER, Reason.SOURCE_UNAVAILABLE)
-        # the source's Retry-After, passed on to the sender (plus the forge error mapper's jitter)
-        assert 7 <= deferred.retry_after_seconds <= 7 * (1 + JITTER_FRACTION)
+        # the first wait: the backoff's base, never less than the source's own Retry-After (1 s; the
+        # forge error mapper and the backoff each add their jitter)
+        assert 1 <= deferred.retry_after_seconds <= max(1, UNREAD.retry_seconds) * (1 + JITTER_FRACTION) ** 2
         with Session(engine) as s:
-            assert s.get(Delivery, ("github", env.id)) is None
+            assert s.get(Delivery, ("github", env.id)) is not None  # recorded: verified means durable
+        [item] = _waiting(engine)
+        assert (item.tenant, item.work_key, item.input_version) == ("acme", cand.work_key, head)
+        assert (item.blocked_on, item.receipt_id) == ("source-unavailable", deferred.receipt_id)
         again = await service.submit(env, cand)  # the sender redelivers the same delivery
-        assert (again.outcome, again.reason) == (Outcome.ACCEPT, Reason.ADMITTED)
-        assert again.workflow_id == f"agent/{cand.work_key}" and again.run_id
+        assert (again.outcome, again.reason) == (Outcome.REJECT, Reason.DUPLICATE_DELIVERY)
+        other_env, _ = _event(head)  # another delivery of the same version, the forge still down
+        other = await service.submit(other_env, cand)
+        assert (other.outcome, other.reason) == (Outcome.REJECT, Reason.DUPLICATE_WORK)
+        assert [i.id for i in _waiting(engine)] == [item.id]  # still one item
+        ended, _ = await dispatch_until_decided(DeferredQueue(engine), service, item.id)
+        assert ended.status == "admitted"
+        with Session(engine) as s:
+            version = s.get(WorkVersion, (cand.work_key, head))
+            final = s.get(ledger.Receipt, ended.final_receipt_id)
+        assert version.status == "admitted" and version.workflow_id == f"agent/{cand.work_key}"
+        assert (final.outcome, final.reason, final.tenant, final.delivery_id) == ("accept", "admitted", "acme", env.id)
+
+
+async def test_a_source_still_down_backs_off_exponentially_then_admits(sims, ledger_url, temporal_env):
+    head = _head(sims)
+    sims.forge_ctl("POST", "/faults", json={"method": "GET", "path": "/pulls/44$", "status": 502, "times": 3})
+    async with service_for(sims, ledger_url, temporal_env.client) as (service, engine):
+        env, cand = _event(head)
+        assert (await service.submit(env, cand)).reason == Reason.SOURCE_UNAVAILABLE
+        [item] = _waiting(engine)
+        queue, waits = DeferredQueue(engine), []
+        for _ in range(2):  # two re-checks meet the outage: each requeues, waiting twice as long
+            report = await pass_when_due(queue, service, item.id)
+            assert report.deferred == 1 and not report.admitted
+            now = queue.get(item.id)
+            waits.append((as_utc(now.next_attempt_at) - as_utc(now.updated_at)).total_seconds())
+        assert UNREAD.retry_seconds * 2 <= waits[0] <= UNREAD.retry_seconds * 2 * (1 + JITTER_FRACTION) + 0.01
+        assert UNREAD.retry_seconds * 4 <= waits[1] <= UNREAD.retry_seconds * 4 * (1 + JITTER_FRACTION) + 0.01
+        assert queue.get(item.id).attempts == 2 and "502" in queue.get(item.id).last_error
+        ended, _ = await dispatch_until_decided(queue, service, item.id)
+        assert ended.status == "admitted"
+
+
+async def test_a_forge_that_hangs_past_the_freshness_deadline_queues_the_delivery(sims, ledger_url, temporal_env):
+    head = _head(sims)
+    sims.forge_ctl("POST", "/faults", json={"method": "GET", "path": "/pulls/44$", "hang_seconds": 3, "times": 1})
+    async with service_for(sims, ledger_url, temporal_env.client) as (service, engine):
+        env, cand = _event(head)
+        deferred = await service.submit(env, cand)
+        assert (deferred.outcome, deferred.reason) == (Outcome.DEFER, Reason.FRESHNESS_DEADLINE)
+        assert "1s freshness deadline" in deferred.message
+        [item] = _waiting(engine)
+        ended, _ = await dispatch_until_decided(DeferredQueue(engine), service, item.id)
+        assert ended.status == "admitted"
 
 
 async def test_manual_trigger_without_version_takes_the_current_head(sims, ledger_url, temporal_env):

@@ -1,0 +1,93 @@
+"""A source that cannot be read now: the freshness read's deadline, the queued defer, the backoff.
+
+Verified means durable. When the authoritative re-read of an authenticated, in-scope delivery
+fails (``SourceUnavailable``: a 5xx, a rate limit, a connection error; or any error the reader did
+not map, which is logged) or does not answer within
+the freshness deadline, intake does not answer "try again" and forget it (GitHub does not
+redeliver on its own): it records the delivery and queues it in the deferred queue with a
+``defer`` receipt (``source-unavailable`` or ``freshness-deadline``), and the dispatcher decides
+it again later. Each failed re-check waits twice as long as the one before, from
+``retry_seconds`` up to ``max_seconds``, never less than the source's own ``Retry-After``, plus
+up to 20 % jitter so a backlog does not return in step (``sluicegate.retry_after``).
+
+No Temporal, HTTP or database here: the reader, the gate and the store are injected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, replace
+
+from intake.capacity import Block, CapacityPlanner
+from intake.capacity.payload import to_payload
+from intake.decision import Outcome, Reason
+from intake.envelope import Envelope, WorkCandidate
+from intake.freshness import TargetSnapshot
+from intake.ports import CapacityContext, SourceUnavailable, TargetReader
+from intake.receipts import ReceiptDraft, draft_for
+from sluicegate.retry_after import exponential_backoff
+
+log = logging.getLogger("sluicegate.intake")
+
+
+class Requeue(Exception):
+    """A deferred item could not be re-checked now (source unreadable): it stays queued."""
+
+    def __init__(self, block: Block, retry_after: float, message: str) -> None:
+        super().__init__(message)
+        self.block, self.retry_after = block, retry_after
+
+
+@dataclass(frozen=True)
+class UnreadPolicy:
+    """``intake:`` settings (``sluicegate.intake_config``) as intake uses them."""
+
+    deadline_seconds: float = 4.0
+    retry_seconds: float = 15.0
+    max_seconds: float = 300.0
+
+    def wait(self, attempts: int, source_wish: float | None) -> float:
+        """Seconds before the next re-check of an item re-decided ``attempts`` times so far."""
+        return exponential_backoff(attempts, self.retry_seconds, self.max_seconds, floor=source_wish)
+
+
+@dataclass(frozen=True)
+class Unread:
+    """Why the source could not be read: the reason, the source's own wait (if any), a message."""
+
+    reason: Reason
+    retry_after: float | None
+    message: str
+
+
+async def read_within(reader: TargetReader, candidate: WorkCandidate, deadline: float) -> TargetSnapshot | Unread:
+    """The freshness read, bounded by ``deadline`` seconds; an :class:`Unread` when it failed."""
+    target = candidate.target.target_id
+    try:
+        async with asyncio.timeout(deadline):
+            return await reader.read(candidate.target, tenant=candidate.tenant)
+    except SourceUnavailable as exc:
+        return Unread(Reason.SOURCE_UNAVAILABLE, exc.retry_after, f"cannot read {target} from the source: {exc}")
+    except TimeoutError:
+        return Unread(Reason.FRESHNESS_DEADLINE, None,
+                      f"the source did not answer for {target} within the {deadline:g}s freshness deadline")
+    except Exception as exc:  # noqa: BLE001 - an unmapped failure must not lose a verified delivery either
+        log.exception("reading %s failed unexpectedly; the delivery is queued", target)
+        return Unread(Reason.SOURCE_UNAVAILABLE, None, f"cannot read {target} from the source: {type(exc).__name__}")
+
+
+def unread_draft(envelope: Envelope, candidate: WorkCandidate, unread: Unread, retry: float) -> ReceiptDraft:
+    """The defer receipt of a delivery queued unread (the ledger queues it in the same transaction)."""
+    draft = draft_for(envelope, candidate, Outcome.DEFER, unread.reason,
+                      f"{unread.message}; queued, re-checked in {retry:.0f}s")
+    return replace(draft, retry_after_seconds=retry)
+
+
+def unread_context(gate, envelope: Envelope, candidate: WorkCandidate) -> CapacityContext:
+    """What the ledger stores with the queued item: its priority and payload. Synchronous (the gate
+    may read the ledger). Without a gate (no limits configured) the priority is the default plan's."""
+    if gate is not None:
+        return gate.context(envelope, candidate)
+    request = CapacityPlanner.unlimited().plan(candidate, envelope.source, envelope.trigger_kind)
+    return CapacityContext(request, to_payload(envelope, candidate))
