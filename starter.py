@@ -10,7 +10,8 @@
     python starter.py kill --work-key K | --tenant T | --all --actor A --reason R ; unkill (same flags)
     python starter.py cancel 'acme/github:acme/api#42:review' --actor A --reason R   # recorded, then cancelled
     python starter.py reconcile                # give runs that closed without an outcome their real one
-    python starter.py drill cancel | temporal-restart   # one drill on its own throwaway stack
+    python starter.py drill cancel | temporal-restart | duplicate-storm | worker-crash | postgres-restart
+        | forge-outage [--quick]               # one drill on its own throwaway stack
     python starter.py dlq list | show ID | retry ID --reason R
     python starter.py status [--tenant T]      # active runs, deferred queue and positions, breakers
     python starter.py breaker reset model --actor A --reason R

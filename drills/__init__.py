@@ -45,12 +45,18 @@ def _postgres_restart() -> Callable[..., DrillReport]:
     return run
 
 
+def _forge_outage() -> Callable[..., DrillReport]:
+    from drills.forge_outage import run
+    return run
+
+
 DRILLS: dict[str, Callable[[], Callable[..., DrillReport]]] = {
     "cancel": _cancel,
     "temporal-restart": _temporal_restart,
     "duplicate-storm": _duplicate_storm,
     "worker-crash": _worker_crash,
     "postgres-restart": _postgres_restart,
+    "forge-outage": _forge_outage,
 }
 
 __all__ = ["DRILLS", "DrillReport"]

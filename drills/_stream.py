@@ -129,36 +129,61 @@ def build_stream(secret: str, pulls: list[Pull], total: int, redeliver_share: fl
 async def send_all(api: str, deliveries: list[Delivery], in_flight: int, redeliver_5xx: bool = False,
                    give_up_after: float = 300.0, pace: float = 0.0, answers: list[Answer] | None = None
                    ) -> list[Answer]:
-    """Send every delivery with ``in_flight`` senders; ``redeliver_5xx``: resend until answered < 500.
-    ``pace``: seconds each sender waits between deliveries (a stream that lasts, not a burst).
-    ``answers``: filled in place (another thread may watch the progress)."""
+    """Send every delivery with ``in_flight`` senders. ``redeliver_5xx``: a delivery answered 5xx (or
+    dropped) is sent again later, with backoff, until answered below 500 or ``give_up_after`` seconds
+    after its first send; the stream goes on meanwhile, as GitHub's does. ``pace``: seconds each sender
+    waits between deliveries (a stream that lasts, not a burst). ``answers``: filled in place (another
+    thread may watch the progress)."""
     if answers is None:
         answers = [Answer(d) for d in deliveries]
-    queue = iter(answers)
+    fresh = iter(answers)
+    again: list[tuple[float, float, Answer]] = []  # (due, deadline, answer), redeliveries waiting
+    busy = 0
     # Each delivery on a connection of its own, as GitHub sends them (and no keep-alive race with the server).
     limits = httpx.Limits(max_connections=in_flight, max_keepalive_connections=0)
     start = time.perf_counter()
+
+    def take() -> tuple[Answer, float] | None:
+        now = time.monotonic()
+        for i, (due, deadline, a) in enumerate(again):
+            if due <= now:
+                del again[i]
+                return a, deadline
+        a = next(fresh, None)
+        return None if a is None else (a, now + give_up_after)
+
     async with httpx.AsyncClient(timeout=30, limits=limits) as http:
+        async def post(a: Answer) -> None:
+            a.tries += 1
+            t = time.perf_counter()
+            try:
+                r = await http.post(api, content=a.delivery.body, headers=a.delivery.headers)
+                a.status, a.body = r.status_code, _json(r)
+                if r.status_code >= 500:
+                    a.failures.append(str(r.status_code))
+            except httpx.HTTPError as exc:
+                a.status, a.body = None, {}
+                a.failures.append(f"{type(exc).__name__} after {time.perf_counter() - t:.2f} s"
+                                  f" at +{time.perf_counter() - start:.1f} s")
+            a.latencies.append(time.perf_counter() - t)
+
         async def sender() -> None:
-            for a in queue:
-                deadline, backoff = time.monotonic() + give_up_after, 0.25
-                while True:
-                    a.tries += 1
-                    t = time.perf_counter()
-                    try:
-                        r = await http.post(api, content=a.delivery.body, headers=a.delivery.headers)
-                        a.status, a.body = r.status_code, _json(r)
-                        if r.status_code >= 500:
-                            a.failures.append(str(r.status_code))
-                    except httpx.HTTPError as exc:
-                        a.status, a.body = None, {}
-                        a.failures.append(f"{type(exc).__name__} after {time.perf_counter() - t:.2f} s"
-                                          f" at +{time.perf_counter() - start:.1f} s")
-                    a.latencies.append(time.perf_counter() - t)
-                    if a.decided or not redeliver_5xx or time.monotonic() > deadline:
-                        break
-                    await asyncio.sleep(backoff)
-                    backoff = min(2.0, backoff * 2)
+            nonlocal busy
+            while True:
+                got = take()
+                if got is None:
+                    if not busy and not again:
+                        return
+                    await asyncio.sleep(0.05)
+                    continue
+                a, deadline = got
+                busy += 1
+                try:
+                    await post(a)
+                    if not a.decided and redeliver_5xx and time.monotonic() < deadline:
+                        again.append((time.monotonic() + min(4.0, 0.25 * 2 ** a.tries), deadline, a))
+                finally:
+                    busy -= 1
                 if pace:
                     await asyncio.sleep(pace)
 

@@ -70,7 +70,7 @@ def worker_crash(keep: bool = KEEP, quick: bool = QUICK,
                  pulls: Optional[int] = typer.Option(None, help="pull requests per batch (default 40)"),
                  crashes: Optional[int] = typer.Option(None, help="worker kills during the stream (default 8)"),
                  in_flight: Optional[int] = typer.Option(None, help="requests in flight (default 8)"),
-                 model_delay: Optional[float] = typer.Option(None, help="seconds per model call (default 0.2)")) -> None:
+                 model_delay: Optional[float] = typer.Option(None, help="seconds a model call (default 0.2)")) -> None:
     """The worker SIGKILLed between a stored comment and its checkpoint, several times during a stream."""
     _sized("worker-crash", keep, quick, pulls=pulls, crashes=crashes, in_flight=in_flight, model_delay=model_delay)
 
@@ -81,7 +81,20 @@ def postgres_restart(keep: bool = KEEP, quick: bool = QUICK,
                      pulls: Optional[int] = typer.Option(None, help="pull requests, one version each (default 40)"),
                      in_flight: Optional[int] = typer.Option(None, help="requests in flight (default 8)"),
                      seconds: Optional[float] = typer.Option(None, help="how long the stream lasts (default 30)"),
-                     down_seconds: Optional[float] = typer.Option(None, help="PostgreSQL down for (default 5)")) -> None:
+                     down_seconds: Optional[float] = typer.Option(None, help="seconds down (default 5)")) -> None:
     """A private PostgreSQL ledger restarted mid-stream; the sender redelivers what was answered 5xx."""
     _sized("postgres-restart", keep, quick, deliveries=deliveries, pulls=pulls, in_flight=in_flight, seconds=seconds,
            down_seconds=down_seconds)
+
+
+@drill_app.command("forge-outage")
+def forge_outage(keep: bool = KEEP, quick: bool = QUICK,
+                 deliveries: Optional[int] = typer.Option(None, help="signed deliveries in all (default 500)"),
+                 pulls: Optional[int] = typer.Option(None, help="pull requests, one version each (default 100)"),
+                 in_flight: Optional[int] = typer.Option(None, help="requests in flight (default 8)"),
+                 seconds: Optional[float] = typer.Option(None, help="the stream's length without the outage (60)"),
+                 outage_seconds: Optional[float] = typer.Option(None, help="how long the forge is down (120)"),
+                 mode: Optional[str] = typer.Option(None, help="503 (default) or hang")) -> None:
+    """The forge answers 503 (or hangs) for a window during a stream; the sender redelivers 5xx answers."""
+    _sized("forge-outage", keep, quick, deliveries=deliveries, pulls=pulls, in_flight=in_flight, seconds=seconds,
+           outage_seconds=outage_seconds, mode=mode)
