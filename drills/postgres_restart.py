@@ -82,6 +82,10 @@ def _drill(sizes: Sizes, cluster: PrivateCluster, stack: DevStack, report: Drill
     alive = [n for n in after if stack.processes[n].alive()]
     report.check("the worker and API recovered without a restart (same processes, alive)",
                  after == before and len(alive) == len(after), f"before {before}, after {after}, alive {alive}")
+    silent = [p.number for p in pulls if not any(a.delivery.pull == p and a.body.get("admitted") is True
+                                                  for a in answers)]
+    report.figure(f"versions admitted by a delivery whose answer was lost to the restart (5xx or dropped; its "
+                  f"redelivery answered duplicate): {len(silent)} {['#' + str(n) for n in silent]}")
     failures = Counter(f.split(" ")[0] for a in answers for f in a.failures)
     report.figure("answers at or above 500 during the restart, redelivered: "
                   + (", ".join(f"{k} x{n}" for k, n in sorted(failures.items())) or "none")
