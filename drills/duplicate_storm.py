@@ -33,7 +33,7 @@ class Sizes:
 
     @classmethod
     def quick(cls) -> "Sizes":
-        return cls(deliveries=120, pulls=8, in_flight=16)
+        return cls(deliveries=80, pulls=6, in_flight=16)
 
 
 def _drill(sizes: Sizes, stack: DevStack, report: DrillReport) -> None:

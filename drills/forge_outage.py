@@ -53,7 +53,7 @@ class Sizes:
 
     @classmethod
     def quick(cls) -> "Sizes":
-        return cls(deliveries=60, pulls=10, seconds=12.0, outage_seconds=10.0)
+        return cls(deliveries=40, pulls=6, seconds=8.0, outage_seconds=6.0)
 
 
 def _apply_dispatcher(stack: DevStack) -> None:

@@ -42,7 +42,7 @@ class Sizes:
 
     @classmethod
     def quick(cls) -> "Sizes":
-        return cls(deliveries=60, pulls=8, seconds=8.0, down_seconds=3.0)
+        return cls(deliveries=40, pulls=6, seconds=6.0, down_seconds=2.0)
 
 
 def _processes(stack: DevStack) -> dict[str, int]:

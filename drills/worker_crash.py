@@ -43,7 +43,7 @@ class Sizes:
 
     @classmethod
     def quick(cls) -> "Sizes":
-        return cls(pulls=6, crashes=2)
+        return cls(pulls=4, crashes=2)
 
 
 def _batch(stack: DevStack, pulls: list[Pull], in_flight: int, seed: int):
