@@ -4,7 +4,8 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv demo up test test-dev-server bench clean drills drill-cancel drill-temporal-restart console-screenshots
+.PHONY: venv demo up test test-dev-server bench clean drills drill-cancel drill-temporal-restart drill-duplicate-storm \
+        drill-worker-crash drill-postgres-restart drill-forge-outage console-screenshots
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +30,20 @@ drill-cancel: venv  ## operator cancel (Temporal CLI and starter.py cancel) on a
 drill-temporal-restart: venv  ## the Temporal dev server restarted while reviews run
 	$(PY) starter.py drill temporal-restart
 
-drills: drill-cancel drill-temporal-restart  ## every one-command drill (also run by `make test` through tests/e2e)
+drill-duplicate-storm: venv  ## 1,000 signed deliveries (redeliveries, duplicates) for 50 PRs, 32 in flight
+	$(PY) starter.py drill duplicate-storm
+
+drill-worker-crash: venv  ## the worker SIGKILLed between effect and checkpoint 8 times during a 40-PR stream
+	$(PY) starter.py drill worker-crash
+
+drill-postgres-restart: venv  ## a private PostgreSQL ledger restarted mid-stream (the machine's cluster untouched)
+	$(PY) starter.py drill postgres-restart
+
+drill-forge-outage: venv  ## the forge answers 503 for 2 minutes during a 500-delivery stream
+	$(PY) starter.py drill forge-outage
+
+drills: drill-cancel drill-temporal-restart drill-duplicate-storm drill-worker-crash drill-postgres-restart \
+        drill-forge-outage  ## every one-command drill at full size (`make test` runs the --quick sizes through tests/e2e)
 
 console-screenshots: venv  ## re-take docs/console/*.png: the console's browser tests on a throwaway stack
 	SLUICEGATE_CONSOLE_SCREENSHOTS_DOCS=1 $(PY) -m pytest -q tests/console/test_browser_read.py tests/console/test_browser_write.py

@@ -11,7 +11,8 @@
     python starter.py kills                    # kills newest first, in force and lifted
     python starter.py cancel 'acme/github:acme/api#42:review' --actor A --reason R   # recorded, then cancelled
     python starter.py reconcile                # give runs that closed without an outcome their real one
-    python starter.py drill cancel | temporal-restart   # one drill on its own throwaway stack
+    python starter.py drill cancel | temporal-restart | duplicate-storm | worker-crash | postgres-restart
+        | forge-outage [--quick]               # one drill on its own throwaway stack
     python starter.py dlq list | show ID | retry ID --reason R
     python starter.py status [--tenant T] [--top N | --all]   # busy counters, deferred queue, breakers
     (every list command — status, receipts, explain, kills, dlq list, schedule list, reconcile — takes --json)

@@ -2,6 +2,10 @@
 
     python starter.py drill cancel             # make drill-cancel
     python starter.py drill temporal-restart   # make drill-temporal-restart
+    python starter.py drill duplicate-storm    # make drill-duplicate-storm   (--quick: small sizes)
+    python starter.py drill worker-crash       # make drill-worker-crash
+    python starter.py drill postgres-restart   # make drill-postgres-restart
+    python starter.py drill forge-outage       # make drill-forge-outage
 
 A drill starts the embedded stack (Temporal dev server, ledger, simulators, worker, API) on free
 ports in a temporary directory, injects one failure, prints what it injected and every invariant
@@ -26,9 +30,33 @@ def _temporal_restart() -> Callable[..., DrillReport]:
     return run
 
 
+def _duplicate_storm() -> Callable[..., DrillReport]:
+    from drills.duplicate_storm import run
+    return run
+
+
+def _worker_crash() -> Callable[..., DrillReport]:
+    from drills.worker_crash import run
+    return run
+
+
+def _postgres_restart() -> Callable[..., DrillReport]:
+    from drills.postgres_restart import run
+    return run
+
+
+def _forge_outage() -> Callable[..., DrillReport]:
+    from drills.forge_outage import run
+    return run
+
+
 DRILLS: dict[str, Callable[[], Callable[..., DrillReport]]] = {
     "cancel": _cancel,
     "temporal-restart": _temporal_restart,
+    "duplicate-storm": _duplicate_storm,
+    "worker-crash": _worker_crash,
+    "postgres-restart": _postgres_restart,
+    "forge-outage": _forge_outage,
 }
 
 __all__ = ["DRILLS", "DrillReport"]

@@ -13,10 +13,15 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("name", ["cancel", "temporal-restart"])
-def test_drill_passes_through_its_command(name):
-    done = subprocess.run([sys.executable, str(ROOT / "starter.py"), "drill", name], capture_output=True, text=True,
-                          timeout=240, cwd=ROOT)
+@pytest.mark.parametrize("name, args", [
+    ("cancel", []), ("temporal-restart", []),
+    # the stream drills at their --quick sizes (`make drills` runs them at full size)
+    ("duplicate-storm", ["--quick"]), ("worker-crash", ["--quick"]), ("postgres-restart", ["--quick"]),
+    ("forge-outage", ["--quick"]),
+])
+def test_drill_passes_through_its_command(name, args):
+    done = subprocess.run([sys.executable, str(ROOT / "starter.py"), "drill", name, *args], capture_output=True,
+                          text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert f"drill {name}: PASSED" in done.stdout and "[VIOLATED]" not in done.stdout
     assert "injected:" in done.stdout and "invariants:" in done.stdout

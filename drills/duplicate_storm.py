@@ -1,0 +1,66 @@
+"""Drill: a duplicate storm. ``python starter.py drill duplicate-storm`` (``make drill-duplicate-storm``).
+
+N signed GitHub deliveries for M open pull requests, K in flight, through the real webhook API:
+one original per pull request, the rest exact redeliveries (same bytes and delivery id) and
+same-version duplicates (a new event for the same head), shuffled so copies race their
+originals. The worker reviews whatever is admitted. Checked: no answer at or above 500; every
+delivery decided with a receipt the ledger holds; exactly one admission per version; every
+version ended ``done`` with exactly one review comment; no dead letter. Figures: deliveries
+per second and answer latency (p50, p95) as the sender saw them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from drills._harness import DrillReport, leftovers, run_drill
+from drills._stream import (
+    NO_CAPACITY_LIMITS, build_stream, check_answers, check_reviews, few, open_pulls, send, throughput, wait_finished,
+)
+from sluicegate.devstack import DevStack, StackHttp
+
+REPO = "acme/storm"
+
+
+@dataclass(frozen=True)
+class Sizes:
+    deliveries: int = 1000
+    pulls: int = 50
+    in_flight: int = 32
+    redeliver_share: float = 0.5
+    seed: int = 9
+
+    @classmethod
+    def quick(cls) -> "Sizes":
+        return cls(deliveries=80, pulls=6, in_flight=16)
+
+
+def _drill(sizes: Sizes, stack: DevStack, report: DrillReport) -> None:
+    web = StackHttp(stack)
+    pulls = open_pulls(web, REPO, sizes.pulls)
+    stream = build_stream(stack.settings.sources["github"].secret, pulls, sizes.deliveries, sizes.redeliver_share,
+                          sizes.seed)
+    kinds = Counter(d.kind for d in stream)
+    report.inject(f"{len(stream)} signed deliveries for {sizes.pulls} pull requests, {sizes.in_flight} in flight: "
+                  f"{kinds['original']} originals, {kinds['redelivery']} redeliveries, "
+                  f"{kinds['duplicate']} same-version duplicates, shuffled")
+    answers, seconds = send(stack, stream, sizes.in_flight)
+    throughput(report, answers, seconds)
+    fives = [a.label for a in answers if a.status is None or a.status >= 500]
+    report.check("no answer at or above 500 (nor a dropped connection)", not fives,
+                 few(sorted(set(fives))))
+    check_answers(report, stack, answers)
+    admitted = Counter(a.delivery.pull for a in answers if a.body.get("admitted") is True)
+    wrong = [f"#{p.number}: {admitted.get(p, 0)}" for p in pulls if admitted.get(p, 0) != 1]
+    report.check("exactly one delivery admitted per version", not wrong, few(wrong))
+    rows = wait_finished(stack, pulls, timeout=60 + 2 * sizes.pulls)
+    check_reviews(report, stack, web, pulls, rows)
+    letters = [x for p in pulls for x in leftovers(stack, p.work_key)[2]]
+    report.check("no dead letter", not letters, few(letters))
+
+
+def run(keep: bool = False, sizes: Sizes | None = None) -> DrillReport:
+    sizes = sizes or Sizes()
+    return run_drill("duplicate-storm", lambda stack, report: _drill(sizes, stack, report),
+                     overrides=NO_CAPACITY_LIMITS, keep=keep)
