@@ -27,7 +27,8 @@ from activities.gateway import ToolGateway
 from activities.intake_activity import trigger_activities
 from activities.maintenance import MaintenanceActivities
 from activities.markers import CommentMarks
-from activities.model import ModelActivities, make_openai_client
+from activities.model import ModelActivities
+from activities.model_credentials import ModelClients
 from activities.run_reconciler import ReconcileActivities, RunReconciler
 from activities.step_ledger import SpendGuard
 from activities.work_ledger import WorkLedgerActivities
@@ -61,9 +62,8 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
     ``search_attributes=False`` only for servers without Sluicegate's (the time-skipping one)."""
     engine = open_ledger(settings, stack)
     forge = open_forge(settings, stack)
-    model_client = make_openai_client(settings.model.base_url, settings.model.api_key.get_secret_value(),
-                                      settings.model.timeout_seconds)
-    stack.push_async_callback(model_client.close)
+    model_clients = ModelClients.from_settings(settings)  # one client per tenant with its own key
+    stack.push_async_callback(model_clients.close)
     kills = KillSwitch(engine)
     day = settings.budgets.day
     spend = SpendGuard(DayBudgets(engine, day.global_usd, day.tenants, day.default_tenant_usd),
@@ -71,7 +71,7 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
                        settings.budgets.step_max_output_tokens)
     breakers = BreakerBoard(engine, settings.capacity.breaker_policy())
     journal = ModelJournal(engine)
-    model = ModelActivities(model_client, kills, spend, breakers, journal)
+    model = ModelActivities(model_clients, kills, spend, breakers, journal)
     egress = EgressPolicy(tuple(settings.egress.default),
                           {t: tuple(hosts) for t, hosts in settings.egress.tenants.items()})
     artifacts = ArtifactStore(settings.path(settings.artifacts.dir), payload_keys(settings))

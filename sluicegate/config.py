@@ -27,6 +27,7 @@ from sluicegate.codec_config import CodecServerConfig
 from sluicegate.console_config import ConsoleConfig
 from sluicegate.durations import parse_duration  # noqa: F401 - re-exported
 from sluicegate.maintenance_config import MaintenanceConfig
+from sluicegate.model_config import ModelConfig, Price, TenantModelConfig  # noqa: F401 - re-exported
 from sluicegate.schedule_config import GoalsConfig, ScheduleConfig  # noqa: F401 - ScheduleConfig re-exported
 from sluicegate.forge_config import ForgeAppConfig, ForgeConfig  # noqa: F401 - ForgeAppConfig re-exported
 from sluicegate.secret_fields import Credential, VerifierSecret
@@ -101,23 +102,6 @@ class ActorConfig(_Section):
     @classmethod
     def _tenant_roles(cls, data: Any) -> Any:
         return actor_shape(data)
-
-
-class Price(_Section):
-    """USD per million tokens."""
-
-    input: float
-    cached_input: float
-    output: float
-    reasoning: float
-
-
-class ModelConfig(_Section):
-    base_url: str
-    api_key: Credential
-    name: str
-    timeout_seconds: float = 60.0
-    prices: dict[str, Price]
 
 
 class TaskBudget(_Section):

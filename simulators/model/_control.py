@@ -2,7 +2,8 @@
 
 * ``GET /_sim/health`` -- liveness for launchers.
 * ``GET /_sim/stats`` -- ``{"calls", "completed", "by_status": {"200": n},
-  "by_work": {"<work key>@<input version>": n}, "tokens": {...}}``.
+  "by_work": {"<work key>@<input version>": n}, "keys_by_work": {"<work key>": {"<owner>": n}}
+  (per-tenant keys only), "tokens": {...}}``.
 * ``POST /_sim/reset`` -- zero counters, clear faults and the prompt cache.
 * ``POST /_sim/faults`` -- ``{"status": 429|500|..., "times": n|null,
   "retry_after": s|null, "retry_after_ms": ms|null, "delay_seconds": 0}``;
