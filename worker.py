@@ -19,6 +19,7 @@ from datetime import timedelta
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities.artifact_tools import ArtifactTools
 from activities.artifacts import ArtifactStore
 from activities.capacity_activities import capacity_activities
 from activities.egress import EgressPolicy
@@ -80,7 +81,9 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
     if not marks.trusting:
         log.warning("forge.bot_login or forge.marker_secret is not set: after a crash a review may be posted "
                     "twice (reconcile cannot recognise its own comments)")
-    tools = ForgeTools(forge, gateway, egress, artifacts, settings.artifacts.inline_limit_chars, marks)
+    tools = ForgeTools(forge, gateway, egress, artifacts, settings.artifacts.inline_limit_chars, marks,
+                       settings.artifacts.read_max_chars)
+    reads = ArtifactTools(artifacts, kills, settings.artifacts.read_max_chars)
     work_store = WorkStore(engine, settings.dead_letters.owner_for)
     work = WorkLedgerActivities(work_store)
     reconcile = ReconcileActivities(RunReconciler(client, work_store))
@@ -93,7 +96,7 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
         workflows=[AgentLoopWorkflow, OutboxRelayWorkflow, PruneDeliveriesWorkflow, ScanWorkflow, GoalWorkflow,
                    DispatchDeferredWorkflow, ReapCapacityWorkflow, ReconcileRunsWorkflow,
                    SettleStaleReservationsWorkflow],
-        activities=[model.chat_completion, tools.get_pull_request_diff, tools.post_review_comment,
+        activities=[model.chat_completion, tools.get_pull_request_diff, tools.post_review_comment, reads.read_artifact,
                     work.record_run_outcome, work.claim_order, maintenance.relay_outbox,
                     maintenance.prune_deliveries, maintenance.prune_retention, maintenance.settle_stale_reservations,
                     capacity.release, capacity.dispatch, capacity.reap, reconcile.reconcile_runs,

@@ -139,10 +139,13 @@ class DeadLettersConfig(_Section):
 
 
 class ArtifactsConfig(_Section):
-    """Where large tool outputs go; only a handle and a summary enter the prompt."""
+    """Where large tool outputs go; a handle, a summary and a preview enter the prompt, and the
+    model reads the rest with ``read_artifact`` (``activities/artifact_tools.py``)."""
 
     dir: Path = Path("var/artifacts")
     inline_limit_chars: int = Field(default=20_000, gt=0)
+    read_max_chars: int = Field(default=16_000, gt=0, le=100_000)
+    """Most characters one ``read_artifact`` tool call returns to the model."""
 
 
 class EgressConfig(_Section):
