@@ -72,7 +72,7 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
                        settings.budgets.step_max_output_tokens)
     breakers = BreakerBoard(engine, settings.capacity.breaker_policy())
     journal = ModelJournal(engine)
-    model = ModelActivities(model_clients, kills, spend, breakers, journal)
+    model = ModelActivities(model_clients, kills, spend, breakers, journal, settings.model.timeout_seconds)
     egress = EgressPolicy(tuple(settings.egress.default),
                           {t: tuple(hosts) for t, hosts in settings.egress.tenants.items()})
     artifacts = ArtifactStore(settings.path(settings.artifacts.dir), payload_keys(settings))

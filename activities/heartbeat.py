@@ -1,4 +1,6 @@
-"""Heartbeat while awaiting a slow call, so a dead worker is noticed within the heartbeat timeout.
+"""Heartbeats: a background beat while awaiting a slow call (``heartbeating``), or beats from the
+work itself (``Progress``: the model call), so a dead worker — or a stuck call — is noticed at the
+heartbeat timeout.
 
 Without it, a worker killed mid-call is only detected at start-to-close timeout, and
 the retry (and its reconcile) waits that long. Heartbeats are also how a cancel arrives: the
@@ -35,3 +37,44 @@ async def heartbeating(every_seconds: float = 1.0) -> AsyncIterator[None]:
             await task
         except asyncio.CancelledError:
             pass
+
+
+class Progress:
+    """Heartbeats that mean progress: each :meth:`beat` is sent by the work itself (a body chunk
+    received, a page read, a step of the call done) and carries the progress so far as the
+    heartbeat details. A call stuck inside its client makes no progress, so it stops heartbeating
+    and Temporal's heartbeat timeout fires — the background beat of :func:`heartbeating` would keep
+    such a call looking alive until its start-to-close timeout. The last details reach the next
+    attempt (``activity.info().heartbeat_details``) and the timeout failure in the history.
+
+    :meth:`waiting` is the one bounded exception: while a request is sent and its answer has not
+    begun (the provider is working; nothing can arrive yet) it beats on a timer, for at most
+    ``limit_seconds``; past that the beats stop and the heartbeat timeout decides."""
+
+    def __init__(self, **details: object) -> None:
+        self.details: dict[str, object] = {"attempt": activity.info().attempt, **details}
+
+    def beat(self, **details: object) -> None:
+        self.details.update(details)
+        activity.heartbeat(dict(self.details))
+
+    @asynccontextmanager
+    async def waiting(self, phase: str, limit_seconds: float, every_seconds: float = 1.0) -> AsyncIterator[None]:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+
+        async def beat() -> None:
+            while loop.time() - started < limit_seconds:
+                self.beat(phase=phase, waited_seconds=round(loop.time() - started, 1))
+                await asyncio.sleep(every_seconds)
+
+        task = asyncio.create_task(beat())
+        try:
+            yield
+        finally:
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+            self.details.pop("waited_seconds", None)

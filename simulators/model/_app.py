@@ -31,7 +31,7 @@ import time
 from collections.abc import Mapping, Sequence
 
 from fastapi import FastAPI, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from simulators.model._control import build_control_router
@@ -113,6 +113,18 @@ def _completion(request: ChatRequest, state: ModelState, seq: int, created: int)
     }
 
 
+def _stalling(payload: dict, after: int, seconds: float) -> Response:
+    """A 200 whose body stops after ``after`` bytes for ``seconds``, then ends: stuck mid-response."""
+    body = json.dumps(payload).encode()
+
+    async def chunks():
+        yield body[:after]
+        await asyncio.sleep(seconds)
+        yield body[after:]
+
+    return StreamingResponse(chunks(), media_type="application/json")
+
+
 def create_model_app(
     state: ModelState | None = None,
     *,
@@ -166,7 +178,8 @@ def create_model_app(
         elif api_key is not None and (denied := _auth_error(headers.get("authorization"), api_key)):
             return finish(denied)
         fault = state.faults.take(lambda _: True)
-        if fault is not None:
+        stall = fault if fault is not None and fault.get("stall_after_bytes") is not None else None
+        if fault is not None and stall is None:
             if fault["delay_seconds"]:
                 await asyncio.sleep(fault["delay_seconds"])
             if fault["status"] is not None:
@@ -183,6 +196,9 @@ def create_model_app(
         except InvalidRequest as exc:
             return finish(openai_error(400, exc.message, param=exc.param, code=exc.code))
         payload = _completion(chat, state, seq, int(time.time()))
+        if stall is not None:
+            return finish(_stalling(payload, int(stall["stall_after_bytes"]), stall["delay_seconds"]),
+                          payload["usage"])
         return finish(JSONResponse(payload), payload["usage"])
 
     app.include_router(build_control_router(state))
