@@ -16,19 +16,19 @@ from __future__ import annotations
 
 import asyncio
 from contextlib import asynccontextmanager
-from typing import AsyncIterator
+from typing import AsyncIterator, Callable
 
 from temporalio import activity
 
 
 @asynccontextmanager
-async def heartbeating(every_seconds: float = 1.0) -> AsyncIterator[None]:
-    async def beat() -> None:
-        while True:
-            activity.heartbeat()
+async def _repeating(beat: Callable[[], bool], every_seconds: float) -> AsyncIterator[None]:
+    """Call ``beat`` every ``every_seconds`` while inside, until it returns False."""
+    async def loop() -> None:
+        while beat():
             await asyncio.sleep(every_seconds)
 
-    task = asyncio.create_task(beat())
+    task = asyncio.create_task(loop())
     try:
         yield
     finally:
@@ -37,6 +37,17 @@ async def heartbeating(every_seconds: float = 1.0) -> AsyncIterator[None]:
             await task
         except asyncio.CancelledError:
             pass
+
+
+def _beat() -> bool:
+    activity.heartbeat()
+    return True
+
+
+@asynccontextmanager
+async def heartbeating(every_seconds: float = 1.0) -> AsyncIterator[None]:
+    async with _repeating(_beat, every_seconds):
+        yield
 
 
 class Progress:
@@ -63,18 +74,15 @@ class Progress:
         loop = asyncio.get_running_loop()
         started = loop.time()
 
-        async def beat() -> None:
-            while loop.time() - started < limit_seconds:
-                self.beat(phase=phase, waited_seconds=round(loop.time() - started, 1))
-                await asyncio.sleep(every_seconds)
+        def beat() -> bool:
+            waited = loop.time() - started
+            if waited >= limit_seconds:
+                return False
+            self.beat(phase=phase, waited_seconds=round(waited, 1))
+            return True
 
-        task = asyncio.create_task(beat())
         try:
-            yield
+            async with _repeating(beat, every_seconds):
+                yield
         finally:
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
             self.details.pop("waited_seconds", None)
