@@ -19,6 +19,7 @@ from datetime import timedelta
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities.artifact_tools import ArtifactTools
 from activities.artifacts import ArtifactStore
 from activities.capacity_activities import capacity_activities
 from activities.egress import EgressPolicy
@@ -27,7 +28,8 @@ from activities.gateway import ToolGateway
 from activities.intake_activity import trigger_activities
 from activities.maintenance import MaintenanceActivities
 from activities.markers import CommentMarks
-from activities.model import ModelActivities, make_openai_client
+from activities.model import ModelActivities
+from activities.model_credentials import ModelClients
 from activities.run_reconciler import ReconcileActivities, RunReconciler
 from activities.step_ledger import SpendGuard
 from activities.work_ledger import WorkLedgerActivities
@@ -61,9 +63,8 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
     ``search_attributes=False`` only for servers without Sluicegate's (the time-skipping one)."""
     engine = open_ledger(settings, stack)
     forge = open_forge(settings, stack)
-    model_client = make_openai_client(settings.model.base_url, settings.model.api_key.get_secret_value(),
-                                      settings.model.timeout_seconds)
-    stack.push_async_callback(model_client.close)
+    model_clients = ModelClients.from_settings(settings)  # one client per tenant with its own key
+    stack.push_async_callback(model_clients.close)
     kills = KillSwitch(engine)
     day = settings.budgets.day
     spend = SpendGuard(DayBudgets(engine, day.global_usd, day.tenants, day.default_tenant_usd),
@@ -71,7 +72,7 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
                        settings.budgets.step_max_output_tokens)
     breakers = BreakerBoard(engine, settings.capacity.breaker_policy())
     journal = ModelJournal(engine)
-    model = ModelActivities(model_client, kills, spend, breakers, journal)
+    model = ModelActivities(model_clients, kills, spend, breakers, journal, settings.model.timeout_seconds)
     egress = EgressPolicy(tuple(settings.egress.default),
                           {t: tuple(hosts) for t, hosts in settings.egress.tenants.items()})
     artifacts = ArtifactStore(settings.path(settings.artifacts.dir), payload_keys(settings))
@@ -80,7 +81,9 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
     if not marks.trusting:
         log.warning("forge.bot_login or forge.marker_secret is not set: after a crash a review may be posted "
                     "twice (reconcile cannot recognise its own comments)")
-    tools = ForgeTools(forge, gateway, egress, artifacts, settings.artifacts.inline_limit_chars, marks)
+    tools = ForgeTools(forge, gateway, egress, artifacts, settings.artifacts.inline_limit_chars, marks,
+                       settings.artifacts.read_max_chars)
+    reads = ArtifactTools(artifacts, kills, settings.artifacts.read_max_chars)
     work_store = WorkStore(engine, settings.dead_letters.owner_for)
     work = WorkLedgerActivities(work_store)
     reconcile = ReconcileActivities(RunReconciler(client, work_store))
@@ -93,7 +96,7 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
         workflows=[AgentLoopWorkflow, OutboxRelayWorkflow, PruneDeliveriesWorkflow, ScanWorkflow, GoalWorkflow,
                    DispatchDeferredWorkflow, ReapCapacityWorkflow, ReconcileRunsWorkflow,
                    SettleStaleReservationsWorkflow],
-        activities=[model.chat_completion, tools.get_pull_request_diff, tools.post_review_comment,
+        activities=[model.chat_completion, tools.get_pull_request_diff, tools.post_review_comment, reads.read_artifact,
                     work.record_run_outcome, work.claim_order, maintenance.relay_outbox,
                     maintenance.prune_deliveries, maintenance.prune_retention, maintenance.settle_stale_reservations,
                     capacity.release, capacity.dispatch, capacity.reap, reconcile.reconcile_runs,

@@ -14,10 +14,18 @@ refused) and is sealed the next time the same content is stored. The file name i
 SHA-256 of the plaintext: whoever can list the directory and guesses a diff exactly can confirm
 the guess, but cannot read any content.
 
-**Retention.** Storing content again refreshes the file's modification time; ``prune`` removes
-files not written for longer than the retention period, a bounded number per call (the
-maintenance prune schedule, ``activities/maintenance.py``). Nothing reads an artifact back
-during a run (the prompt holds the summary), so an old one is never load-bearing.
+**Who may read.** Content addressing alone would let anyone who knows (or guesses) a handle read
+it. A store that records a *grant* — ``put(data, scope=(tenant, work_key))`` writes an empty file
+``grants/<sha256 of the scope and handle>`` — answers :meth:`ArtifactStore.granted` for that scope
+only, so the model's ``read_artifact`` tool (``activities/artifact_tools.py``) opens an artifact only
+for the work item (and tenant) whose tool call stored it. Identical content stored by two work items
+is one file with two grants.
+
+**Retention.** Storing content again refreshes the file's (and its grant's) modification time;
+``prune`` removes files not written for longer than the retention period, grants included, a
+bounded number per call (the maintenance prune schedule, ``activities/maintenance.py``). A run
+reads its artifacts within minutes of storing them; a read of one already pruned is answered
+"not found" to the model, never an error that fails the run.
 """
 
 from __future__ import annotations
@@ -34,6 +42,9 @@ PREFIX = "artifact:sha256:"
 MAGIC = b"SGA1"
 _KID_BYTES = 16
 _AAD = b"sluicegate-artifact\x1f"
+GRANTS = "grants"
+Scope = tuple[str, str]
+"""(tenant, work key): who may read an artifact back."""
 
 
 class ArtifactStore:
@@ -44,18 +55,35 @@ class ArtifactStore:
     def _path(self, digest: str) -> Path:
         return self._root / digest[:2] / digest
 
-    def put(self, data: bytes) -> str:
+    def put(self, data: bytes, scope: Scope | None = None) -> str:
+        """Store ``data``; with ``scope``, grant that (tenant, work key) reading it back."""
         digest = hashlib.sha256(data).hexdigest()
         path = self._path(digest)
         if path.exists() and (self._keys is None or path.read_bytes()[:len(MAGIC)] == MAGIC):
             os.utime(path)  # stored again: keep it through retention
-            return PREFIX + digest
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as f:
-            f.write(self._seal(data, digest))
-        os.replace(tmp, path)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            with os.fdopen(fd, "wb") as f:
+                f.write(self._seal(data, digest))
+            os.replace(tmp, path)
+        if scope is not None:
+            grant = self._grant_path(digest, scope)
+            grant.parent.mkdir(parents=True, exist_ok=True)
+            grant.touch()  # created, or refreshed through retention
         return PREFIX + digest
+
+    def granted(self, handle: str, scope: Scope) -> bool:
+        """Was ``handle`` stored for this (tenant, work key)? False for anything not a handle."""
+        digest = handle[len(PREFIX):] if handle.startswith(PREFIX) else ""
+        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+            return False
+        return self._grant_path(digest, scope).is_file()
+
+    def _grant_path(self, digest: str, scope: Scope) -> Path:
+        tenant, work_key = scope
+        name = hashlib.sha256(f"{tenant}\x1f{work_key}\x1f{digest}".encode()).hexdigest()
+        return self._root / GRANTS / name
 
     def get(self, handle: str) -> bytes:
         if not handle.startswith(PREFIX):

@@ -36,8 +36,9 @@ MAX_COMMENT_CHARS = 60_000
 class ForgeTools:
     def __init__(self, forge: ForgeClient, gateway: ToolGateway, egress: EgressPolicy | None = None,
                  artifacts: ArtifactStore | None = None, inline_limit_chars: int = MAX_DIFF_CHARS,
-                 marks: CommentMarks = CommentMarks()) -> None:
+                 marks: CommentMarks = CommentMarks(), read_max_chars: int = 16_000) -> None:
         self._forge = forge
+        self._read_max = read_max_chars
         self._marks = marks
         self._gateway = gateway
         self._egress = egress
@@ -59,10 +60,12 @@ class ForgeTools:
                                        prefix="Tool") from None
         if len(diff) > self._inline_limit:
             head = diff[:PREVIEW_CHARS]
-            if self._artifacts is not None:
-                handle = await asyncio.to_thread(self._artifacts.put, diff.encode())
+            if self._artifacts is not None:  # readable back by this work item only (read_artifact)
+                scope = (req.tenant, with_tenant(req.work_key, req.tenant))
+                handle = await asyncio.to_thread(self._artifacts.put, diff.encode(), scope)
                 diff = (f"[diff stored as {handle}: {diff_summary(diff)}; {len(diff)} characters. "
-                        f"First {PREVIEW_CHARS}:]\n{head}")
+                        f"First {PREVIEW_CHARS} below; read the rest with read_artifact(handle, offset, length), "
+                        f"at most {self._read_max} characters a call:]\n{head}")
             else:
                 diff = f"{head}\n... [truncated {len(diff) - PREVIEW_CHARS} characters; {diff_summary(diff)}]"
         return ToolResult(content=diff, attempt=activity.info().attempt)

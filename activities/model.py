@@ -11,11 +11,17 @@ estimate otherwise — a call cut off by a workflow cancel (``cancel-is-an-outco
 the request may already have been billed. HTTP failures are mapped by ``activities.retry_classes``; a
 400/401/403 ends the run with a clear ``ModelRequestRejected`` instead of burning
 attempts. Any OpenAI-compatible endpoint works by configuration (base URL, key, model name).
+
+Credentials are per tenant (``activities.model_credentials``): the request's tenant picks the
+cached client, built with that tenant's key (or the default). A kill of the tenant, or a global
+kill, seen by this activity also drops the cached client(s) in this worker.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+from contextlib import AsyncExitStack
 from dataclasses import replace
 from datetime import timedelta
 
@@ -26,11 +32,12 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.gateway import killed_error
-from activities.heartbeat import heartbeating
+from activities.heartbeat import Progress
+from activities.model_credentials import ModelClients, ModelKeyUnavailable
 from activities.retry_classes import classify_status
 from activities.step_ledger import SpendGuard, StepLedger
 from intake.identity import with_tenant
-from ledger import BreakerBoard, KillSwitch, ModelJournal
+from ledger import BreakerBoard, Kill, KillSwitch, ModelJournal
 from workflows.budget import usage_from_openai
 from workflows.contracts import ModelRequest, ModelResponse, ToolCall
 
@@ -48,10 +55,30 @@ def _error_for_status(exc: openai.APIStatusError) -> ApplicationError:
 MODEL_PROVIDER = "model"
 
 
-class ModelActivities:
-    def __init__(self, client: AsyncOpenAI, kills: KillSwitch | None = None, spend: SpendGuard | None = None,
-                 breakers: BreakerBoard | None = None, journal: ModelJournal | None = None) -> None:
+class _OneClient:
+    """Every tenant on one client (tests and tools that pass a bare ``AsyncOpenAI``)."""
+
+    def __init__(self, client: AsyncOpenAI) -> None:
         self._client = client
+
+    async def for_tenant(self, tenant: str | None) -> AsyncOpenAI:
+        return self._client
+
+    async def revoke(self, tenant: str | None) -> bool:
+        return False
+
+    async def revoke_all(self) -> int:
+        return 0
+
+
+class ModelActivities:
+    def __init__(self, clients: ModelClients | AsyncOpenAI, kills: KillSwitch | None = None,
+                 spend: SpendGuard | None = None, breakers: BreakerBoard | None = None,
+                 journal: ModelJournal | None = None, first_byte_seconds: float = 60.0) -> None:
+        """``first_byte_seconds``: how long the call heartbeats on a timer while the provider has not
+        begun to answer (the client's timeout is the natural value); afterwards only progress beats."""
+        self._first_byte_seconds = first_byte_seconds
+        self._clients = clients if isinstance(clients, ModelClients) else _OneClient(clients)
         self._kills = kills
         self._spend = spend
         self._breakers = breakers
@@ -77,34 +104,78 @@ class ModelActivities:
         if self._kills is not None:  # a kill stops spending at once, even in a retry already scheduled
             kill = await asyncio.to_thread(self._kills.active_for, req.work_key, req.tenant or None)
             if kill is not None:
+                await self._revoke(kill)
                 raise killed_error(kill)
         attempt = activity.info().attempt
-        async with heartbeating():  # a dead worker is noticed at the heartbeat timeout, wherever it died
-            journaled = await self._steps.journaled(req, attempt)
-            if journaled is not None:
-                activity.logger.info("model step %d answered from the journal (attempt %d): no provider call",
-                                     req.step, attempt, extra={"work_key": req.work_key})
-                return journaled
-            reservation = await self._steps.reserve(req, attempt)
-            try:
-                completion = await self._send(req)
-                response = _response_from(completion, attempt)
-            except openai.OpenAIError as exc:
-                await self._steps.unanswered(reservation, exc)
-                raise await self._activity_error(exc) from None
-            except BaseException as exc:  # cancelled, or an answer we could not read: fate unknown
-                await self._steps.unanswered(reservation, exc)
-                raise
-            activity.logger.info("model %s answered %s (%d tool calls)", req.model, response.finish_reason,
-                                 len(response.tool_calls), extra={"work_key": req.work_key})
-            return await self._steps.answered(req, reservation, response, attempt)
+        progress = Progress(step=req.step)  # heartbeats come from the work: a stuck call stops beating
+        if attempt > 1 and activity.info().heartbeat_details:
+            activity.logger.info("model step %d attempt %d; the last attempt's progress: %s", req.step, attempt,
+                                 activity.info().heartbeat_details[0], extra={"work_key": req.work_key})
+        progress.beat(phase="journal")
+        journaled = await self._steps.journaled(req, attempt)
+        if journaled is not None:
+            activity.logger.info("model step %d answered from the journal (attempt %d): no provider call",
+                                 req.step, attempt, extra={"work_key": req.work_key})
+            return journaled
+        client = await self._client_for(req)
+        progress.beat(phase="reserve")
+        reservation = await self._steps.reserve(req, attempt)
+        try:
+            completion = await self._send(client, req, progress)
+            response = _response_from(completion, attempt)
+        except openai.OpenAIError as exc:
+            await self._steps.unanswered(reservation, exc)
+            raise await self._activity_error(exc) from None
+        except BaseException as exc:  # cancelled, or an answer we could not read: fate unknown
+            await self._steps.unanswered(reservation, exc)
+            raise
+        activity.logger.info("model %s answered %s (%d tool calls)", req.model, response.finish_reason,
+                             len(response.tool_calls), extra={"work_key": req.work_key})
+        progress.beat(phase="answered")
+        return await self._steps.answered(req, reservation, response, attempt)
 
-    async def _send(self, req: ModelRequest) -> ChatCompletion:
+    async def _revoke(self, kill: Kill) -> None:
+        """A kill of a tenant (or of everything) drops the cached client(s) it covers in this worker."""
+        if kill.scope == "all":
+            dropped = await self._clients.revoke_all()
+        elif kill.scope == "tenant":
+            dropped = int(await self._clients.revoke(kill.target))
+        else:
+            return
+        if dropped:
+            activity.logger.warning("kill %s (%s %s): revoked %d cached model client(s)", kill.id, kill.scope,
+                                    kill.target, dropped)
+
+    async def _client_for(self, req: ModelRequest) -> AsyncOpenAI:
+        try:
+            return await self._clients.for_tenant(req.tenant or None)
+        except ModelKeyUnavailable as exc:
+            raise ApplicationError(f"no model key for tenant {req.tenant!r}: {exc}", type="ModelKeyUnavailable",
+                                   non_retryable=True) from None
+
+    async def _send(self, client: AsyncOpenAI, req: ModelRequest, progress: Progress) -> ChatCompletion:
+        """The call, heartbeating from its progress: a timer beat only while the provider has not
+        begun to answer (bounded by ``first_byte_seconds``), then one beat per body chunk received,
+        with the bytes so far. A body that stalls mid-response stops the beats."""
         max_tokens = self._spend.step_max_output_tokens if self._spend else openai.NOT_GIVEN
-        return await self._client.chat.completions.create(
-            model=req.model, messages=req.messages, tools=req.tools or openai.NOT_GIVEN,
-            max_completion_tokens=max_tokens,
-            extra_headers={WORK_KEY_HEADER: req.work_key, VERSION_HEADER: req.input_version})
+        body = bytearray()
+        async with AsyncExitStack() as stack:
+            async with progress.waiting("awaiting-response", self._first_byte_seconds):
+                response = await stack.enter_async_context(client.chat.completions.with_streaming_response.create(
+                    model=req.model, messages=req.messages, tools=req.tools or openai.NOT_GIVEN,
+                    max_completion_tokens=max_tokens,
+                    extra_headers={WORK_KEY_HEADER: req.work_key, VERSION_HEADER: req.input_version}))
+            chunks = 0
+            progress.beat(phase="receiving", bytes=0, chunks=0)
+            async for chunk in response.iter_bytes():
+                body += chunk
+                chunks += 1
+                progress.beat(phase="receiving", bytes=len(body), chunks=chunks)
+        try:
+            return ChatCompletion.model_validate(json.loads(body))
+        except ValueError as exc:
+            raise openai.APIResponseValidationError(response.http_response, None,
+                                                    message=f"model answer is not a chat completion: {exc}") from None
 
     async def _activity_error(self, exc: openai.OpenAIError) -> BaseException:
         """The provider's failure as the error Temporal retries (or not); feeds the model breaker."""

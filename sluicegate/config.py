@@ -28,6 +28,7 @@ from sluicegate.codec_config import CodecServerConfig
 from sluicegate.console_config import ConsoleConfig
 from sluicegate.durations import parse_duration  # noqa: F401 - re-exported
 from sluicegate.maintenance_config import MaintenanceConfig
+from sluicegate.model_config import ModelConfig, Price, TenantModelConfig  # noqa: F401 - re-exported
 from sluicegate.schedule_config import GoalsConfig, ScheduleConfig  # noqa: F401 - ScheduleConfig re-exported
 from sluicegate.forge_config import ForgeAppConfig, ForgeConfig  # noqa: F401 - ForgeAppConfig re-exported
 from sluicegate.secret_fields import Credential, VerifierSecret
@@ -104,23 +105,6 @@ class ActorConfig(_Section):
         return actor_shape(data)
 
 
-class Price(_Section):
-    """USD per million tokens."""
-
-    input: float
-    cached_input: float
-    output: float
-    reasoning: float
-
-
-class ModelConfig(_Section):
-    base_url: str
-    api_key: Credential
-    name: str
-    timeout_seconds: float = 60.0
-    prices: dict[str, Price]
-
-
 class TaskBudget(_Section):
     max_steps: int = 6
     max_total_tokens: int = 60_000
@@ -156,10 +140,13 @@ class DeadLettersConfig(_Section):
 
 
 class ArtifactsConfig(_Section):
-    """Where large tool outputs go; only a handle and a summary enter the prompt."""
+    """Where large tool outputs go; a handle, a summary and a preview enter the prompt, and the
+    model reads the rest with ``read_artifact`` (``activities/artifact_tools.py``)."""
 
     dir: Path = Path("var/artifacts")
     inline_limit_chars: int = Field(default=20_000, gt=0)
+    read_max_chars: int = Field(default=16_000, gt=0, le=100_000)
+    """Most characters one ``read_artifact`` tool call returns to the model."""
 
 
 class EgressConfig(_Section):

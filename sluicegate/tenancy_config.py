@@ -17,7 +17,8 @@ failure modes:
   with the new shape in the message instead of being guessed;
 * a schedule scanning a repository outside its tenant's scope, or for a tenant that has no
   scope at all (every candidate would be refused ``out-of-scope`` at every tick);
-* ``goals.tenant`` set to a tenant that does not exist.
+* ``goals.tenant`` set to a tenant that does not exist;
+* ``model.tenants`` naming a tenant that does not exist (its runs would silently use the default key).
 """
 
 from __future__ import annotations
@@ -77,5 +78,7 @@ def check_tenancy(settings: "Settings") -> None:
                             f"({', '.join(rules.tenant_globs(sched.tenant))})")
     if "tenant" in settings.goals.model_fields_set and settings.goals.tenant not in tenants:
         problems.append(f"goals.tenant: {settings.goals.tenant!r} is not a tenant of any source")
+    problems += [f"model.tenants: {tenant!r} is not a tenant of any source"
+                 for tenant in settings.model.tenants if tenant not in tenants]
     if problems:
         raise ValueError("tenancy: " + "; ".join(problems))

@@ -24,6 +24,10 @@ Kill switch: the ``kill`` signal stops the run before its next step (status ``ki
 independently, the model activity and the tool gateway refuse every call while a kill is
 recorded in the ledger, so a kill also lands on an activity already running or a retry.
 
+Artifact reads (patch ``read-artifact-tool``): orders offer the model ``read_artifact`` and the
+prompt teaches it (``workflows/review_task.py``); histories from before the patch replay with the
+old tool list and prompt, and ``read_artifact`` stays an unknown tool for them.
+
 Cancel (patch ``cancel-is-an-outcome``): a cancel request from the Temporal UI, the CLI or
 ``starter.py cancel`` stops the step in flight (its activity is cancelled, and waited for), ends
 the current order and every pending one ``cancelled`` — by whom and why, from the cancel's reason
@@ -50,7 +54,9 @@ with workflow.unsafe.imports_passed_through():
         AGENT_WORKFLOW, KILL_SIGNAL, PROGRESS_QUERY, STATE_SCHEMA_VERSION, WORK_ORDER_SIGNAL, AgentLoopResult,
         AgentLoopState, KillNotice, AgentLoopStart, RunOutcome, RunStatus, ToolCall, ToolRequest, WorkOrder,
     )
-    from workflows.review_task import TOOL_ACTIVITIES, assistant_message, initial_messages, tool_message
+    from workflows.review_task import (
+        READ_ARTIFACT, TOOL_ACTIVITIES, TOOLS, TOOLS_WITH_READ, assistant_message, initial_messages, tool_message,
+    )
     from workflows.steps import MODEL_ACTIVITY, call_model, call_tool
     from workflows.cancellation import CancelAttribution, attribute
     from workflows.order_end import (
@@ -64,6 +70,8 @@ SUPERSEDE_PATCH = "supersede-at-step-boundary"
 CONTINUE_AS_NEW_PATCH = "continue-as-new-between-orders"
 RELEASE_CAPACITY_PATCH = "release-capacity-at-end"
 CANCEL_PATCH = "cancel-is-an-outcome"
+READ_ARTIFACT_PATCH = "read-artifact-tool"
+# The model is offered read_artifact and taught it; before the patch it was an unknown tool.
 # A cancel ends the open orders `cancelled` and closes the run CANCELED after an uncancellable cleanup.
 MAX_RECENT_OUTCOMES = 20
 
@@ -82,6 +90,7 @@ class AgentLoopWorkflow:
         self._ending = False
         """The current order's outcome is final and being recorded."""
         self._cancel_aware = False
+        self._artifact_reads = False
 
     @workflow.signal(name=WORK_ORDER_SIGNAL)
     def work_order(self, order: WorkOrder) -> None:
@@ -197,7 +206,9 @@ class AgentLoopWorkflow:
         if workflow.patched(CLAIM_ORDER_PATCH) and not await self._claim(order):
             return
         self._set_status(order, "running")
-        messages = initial_messages(order)
+        self._artifact_reads = workflow.patched(READ_ARTIFACT_PATCH)
+        tools = TOOLS_WITH_READ if self._artifact_reads else TOOLS
+        messages = initial_messages(order, self._artifact_reads)
         outcome = self._outcome = RunOutcome(
             order.work_key, order.input_version, order.generation, RunStatus.DONE, "completed",
             run_id=workflow.info().run_id, receipt_id=order.receipt_id, tenant=order.tenant, source=order.source)
@@ -214,7 +225,7 @@ class AgentLoopWorkflow:
                 outcome.status, outcome.reason = RunStatus.BUDGET_EXHAUSTED, stop
                 break
             try:
-                response = await call_model(order, messages, outcome.steps + 1, self._cancel_aware)
+                response = await call_model(order, messages, outcome.steps + 1, self._cancel_aware, tools)
             except ActivityError as err:
                 self._check_cancel()
                 kind = failure_type(err)
@@ -280,6 +291,8 @@ class AgentLoopWorkflow:
             if self._killed(outcome) or self._superseded(order, outcome):
                 return None
             activity_name = TOOL_ACTIVITIES.get(call.name)
+            if call.name == READ_ARTIFACT and not self._artifact_reads:
+                activity_name = None  # not offered before the patch: answered as unknown, as it was then
             if activity_name is None:
                 messages.append(tool_message(call.id, f"error: unknown tool {call.name!r}"))
                 continue

@@ -22,12 +22,14 @@ MODEL_ACTIVITY = "sluicegate.model.chat_completion"
 NON_RETRYABLE_MODEL_ERRORS = ["ModelRequestRejected", "DayBudgetExceeded", "Killed"]
 
 
-async def call_model(order: WorkOrder, messages: list[dict[str, Any]], step: int, cancel_aware: bool) -> ModelResponse:
-    """The order's ``step``-th model call (1-based): with the generation, its key in the model journal."""
+async def call_model(order: WorkOrder, messages: list[dict[str, Any]], step: int, cancel_aware: bool,
+                     tools: list[dict[str, Any]] = TOOLS) -> ModelResponse:
+    """The order's ``step``-th model call (1-based): with the generation, its key in the model journal.
+    ``tools``: what the model is offered (``review_task``; the order's patch decides which list)."""
     rt = order.runtime
     return await workflow.execute_activity(
         MODEL_ACTIVITY,
-        ModelRequest(order.work_key, order.input_version, order.model, list(messages), TOOLS, order.tenant,
+        ModelRequest(order.work_key, order.input_version, order.model, list(messages), tools, order.tenant,
                      generation=order.generation, step=step),
         result_type=ModelResponse,
         start_to_close_timeout=timedelta(seconds=rt.model_start_to_close_seconds),

@@ -9,6 +9,13 @@ fault (sleep ``delay_seconds``; answer ``status`` with ``retry-after`` /
 (``_usage``). Every answer carries ``x-request-id`` and
 ``openai-processing-ms``. Any model name is accepted and echoed back.
 
+Per-tenant keys (``tenant_keys={"acme": "sk-a", ...}`` / ``--tenant-key acme=sk-a``): every
+``/v1`` request must then carry one of the tenant keys or the default ``api_key``; a request whose
+work key names a tenant with a key of its own must carry exactly that key, and a tenant's key is
+refused for any other tenant's work (401 ``invalid_api_key``, ``key not valid for tenant``). Each
+request records whose key it carried (``/_sim/stats`` ``keys_by_work``: work key -> key owner ->
+count; owner ``default`` for ``api_key``, ``unknown`` for a refused key), never the key itself.
+
 ``GET /v1/models`` lists the configured model names. Unknown paths answer
 404 ``Invalid URL (METHOD /path)`` like the real API. Control API:
 ``_control``.
@@ -21,10 +28,10 @@ import hashlib
 import hmac
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from fastapi import FastAPI, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from simulators.model._control import build_control_router
@@ -56,6 +63,35 @@ def _auth_error(header: str | None, api_key: str) -> Response | None:
     return None
 
 
+def _tenant_of(work_key: str) -> str | None:
+    head, sep, _ = work_key.partition("/")
+    return head if sep and ":" not in head else None
+
+
+def _key_owner(header: str | None, api_key: str | None, tenant_keys: Mapping[str, str]) -> str | None:
+    """Whose key the request presents: a tenant name, ``default``, or None (no known key)."""
+    scheme, _, value = (header or "").partition(" ")
+    presented = value.strip().encode() if scheme.lower() == "bearer" else b""
+    owner = None
+    for tenant, key in tenant_keys.items():  # compare with every key: the time says nothing about which
+        if hmac.compare_digest(presented, key.encode()):
+            owner = tenant
+    if api_key is not None and hmac.compare_digest(presented, api_key.encode()):
+        owner = owner or "default"
+    return owner
+
+
+def _tenant_key_error(owner: str | None, work_key: str, tenant_keys: Mapping[str, str]) -> Response | None:
+    tenant = _tenant_of(work_key)
+    wanted = tenant if tenant in tenant_keys else "default"
+    if owner == wanted:
+        return None
+    if owner is None:
+        return openai_error(401, "Incorrect API key provided.", code="invalid_api_key")
+    return openai_error(401, f"Incorrect API key provided: key not valid for tenant {tenant or 'unknown'!r}.",
+                        code="invalid_api_key")
+
+
 def _completion(request: ChatRequest, state: ModelState, seq: int, created: int) -> dict:
     reply = decide(request.messages, request.tools, request.tool_choice)
     message: dict = {"role": "assistant", "content": reply.content, "refusal": None, "annotations": []}
@@ -77,13 +113,28 @@ def _completion(request: ChatRequest, state: ModelState, seq: int, created: int)
     }
 
 
+def _stalling(payload: dict, after: int, seconds: float) -> Response:
+    """A 200 whose body stops after ``after`` bytes for ``seconds``, then ends: stuck mid-response."""
+    body = json.dumps(payload).encode()
+
+    async def chunks():
+        yield body[:after]
+        await asyncio.sleep(seconds)
+        yield body[after:]
+
+    return StreamingResponse(chunks(), media_type="application/json")
+
+
 def create_model_app(
     state: ModelState | None = None,
     *,
     api_key: str | None = None,
     models: Sequence[str] | None = None,
+    tenant_keys: Mapping[str, str] | None = None,
 ) -> FastAPI:
-    """Build the app. ``api_key`` set -> ``Authorization: Bearer`` required."""
+    """Build the app. ``api_key`` set -> ``Authorization: Bearer`` required; ``tenant_keys`` set ->
+    each tenant's work must carry its own key (tenants not listed: ``api_key``)."""
+    tenant_keys = dict(tenant_keys or {})
     if state is None:
         state = ModelState(models or DEFAULT_MODELS)
     app = FastAPI(title="Model simulator (OpenAI Chat Completions subset)", docs_url=None, redoc_url=None,
@@ -96,7 +147,10 @@ def create_model_app(
 
     @app.get("/v1/models")
     async def list_models(request: Request) -> Response:
-        if api_key is not None and (denied := _auth_error(request.headers.get("authorization"), api_key)):
+        if tenant_keys and _key_owner(request.headers.get("authorization"), api_key, tenant_keys) is None:
+            return openai_error(401, "Incorrect API key provided.", code="invalid_api_key")
+        if not tenant_keys and api_key is not None and (
+                denied := _auth_error(request.headers.get("authorization"), api_key)):
             return denied
         data = [{"id": m, "object": "model", "created": _MODELS_CREATED, "owned_by": "sluicegate-simulator"}
                 for m in state.models]  # fmt: skip
@@ -116,10 +170,16 @@ def create_model_app(
             response.headers["openai-processing-ms"] = str(int((time.monotonic() - started) * 1000))
             return response
 
-        if api_key is not None and (denied := _auth_error(headers.get("authorization"), api_key)):
+        if tenant_keys:
+            owner = _key_owner(headers.get("authorization"), api_key, tenant_keys)
+            state.record_key(work_key, owner or "unknown")
+            if (denied := _tenant_key_error(owner, work_key, tenant_keys)) is not None:
+                return finish(denied)
+        elif api_key is not None and (denied := _auth_error(headers.get("authorization"), api_key)):
             return finish(denied)
         fault = state.faults.take(lambda _: True)
-        if fault is not None:
+        stall = fault if fault is not None and fault.get("stall_after_bytes") is not None else None
+        if fault is not None and stall is None:
             if fault["delay_seconds"]:
                 await asyncio.sleep(fault["delay_seconds"])
             if fault["status"] is not None:
@@ -136,6 +196,9 @@ def create_model_app(
         except InvalidRequest as exc:
             return finish(openai_error(400, exc.message, param=exc.param, code=exc.code))
         payload = _completion(chat, state, seq, int(time.time()))
+        if stall is not None:
+            return finish(_stalling(payload, int(stall["stall_after_bytes"]), stall["delay_seconds"]),
+                          payload["usage"])
         return finish(JSONResponse(payload), payload["usage"])
 
     app.include_router(build_control_router(state))

@@ -2,11 +2,14 @@
 
 * ``GET /_sim/health`` -- liveness for launchers.
 * ``GET /_sim/stats`` -- ``{"calls", "completed", "by_status": {"200": n},
-  "by_work": {"<work key>@<input version>": n}, "tokens": {...}}``.
+  "by_work": {"<work key>@<input version>": n}, "keys_by_work": {"<work key>": {"<owner>": n}}
+  (per-tenant keys only), "tokens": {...}}``.
 * ``POST /_sim/reset`` -- zero counters, clear faults and the prompt cache.
 * ``POST /_sim/faults`` -- ``{"status": 429|500|..., "times": n|null,
   "retry_after": s|null, "retry_after_ms": ms|null, "delay_seconds": 0}``;
-  needs ``status`` and/or a positive ``delay_seconds``. Faults apply to
+  needs ``status`` and/or a positive ``delay_seconds``. With ``stall_after_bytes: n`` (and no
+  ``status``) the answer is a normal 200 whose body stops after ``n`` bytes for ``delay_seconds``
+  before the rest is sent: a provider stuck mid-response. Faults apply to
   ``/v1/chat/completions`` only, in order added, one per request.
 * ``GET /_sim/faults`` lists, ``DELETE /_sim/faults`` clears.
 
@@ -27,7 +30,7 @@ from simulators.model._state import ModelState
 
 __all__ = ["build_control_router", "parse_fault"]
 
-_FAULT_KEYS = {"status", "times", "retry_after", "retry_after_ms", "delay_seconds"}
+_FAULT_KEYS = {"status", "times", "retry_after", "retry_after_ms", "delay_seconds", "stall_after_bytes"}
 
 
 def parse_fault(spec: Any) -> dict[str, Any]:
@@ -42,7 +45,10 @@ def parse_fault(spec: Any) -> dict[str, Any]:
         "retry_after": check_number(spec, "retry_after", None),
         "retry_after_ms": check_number(spec, "retry_after_ms", None),
         "delay_seconds": check_number(spec, "delay_seconds") or 0.0,
+        "stall_after_bytes": check_number(spec, "stall_after_bytes", None),
     }
+    if fault["stall_after_bytes"] is not None and (fault["status"] is not None or not fault["delay_seconds"]):
+        raise FaultSpecError("'stall_after_bytes' needs a positive 'delay_seconds' and no 'status'")
     if fault["status"] is None and not fault["delay_seconds"]:
         raise FaultSpecError("a fault needs 'status' and/or a positive 'delay_seconds'")
     return fault

@@ -13,6 +13,10 @@ Given the messages, the offered tools and ``tool_choice``:
 4. otherwise -> ``"Review posted."`` (or, if the diff was fetched but
    there is no ``post_review_comment`` tool, the review text itself).
 
+With ``read_artifact`` offered and the diff result a stored-diff message (a preview and a handle),
+step 3 waits until the reviewer has read the whole artifact in parts (``_artifacts``): it calls
+``read_artifact`` from where it stopped, and reviews the preview plus everything it read.
+
 ``tool_choice: {"type": "function", "function": {"name": X}}`` forces a
 call to X. ``"required"`` is treated like ``"auto"``. Tool-call ids are
 ``call_`` + a hash of the conversation so far, so a replayed conversation
@@ -27,6 +31,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from simulators.model._artifacts import READ_TOOL, plan_reads
 from simulators.model._usage import REASONING_FINAL, REASONING_TOOL_STEP, canonical_json
 
 __all__ = ["DIFF_TOOL", "POST_TOOL", "DiffSummary", "Reply", "decide", "review_body", "summarize_diff"]
@@ -122,6 +127,13 @@ def _tool_results(messages: list[dict[str, Any]]) -> dict[str, str]:
     return results
 
 
+def _results_of(messages: list[dict[str, Any]], name: str) -> list[str]:
+    """Every answered call of tool ``name``, in order."""
+    ids = {call.get("id") for m in messages if m.get("role") == "assistant" for call in m.get("tool_calls") or []
+           if call.get("function", {}).get("name") == name}
+    return [_text(m.get("content")) for m in messages if m.get("role") == "tool" and m.get("tool_call_id") in ids]
+
+
 def _diff_from_result(result: str) -> str:
     try:
         parsed = json.loads(result)
@@ -157,6 +169,12 @@ def decide(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, t
             content="Simulated reviewer: no review tools are available, so no review was performed. "
             f"The last user message has {len(last_user)} characters."
         )
+    if DIFF_TOOL in results and READ_TOOL in offered and POST_TOOL not in results:
+        plan = plan_reads(results[DIFF_TOOL], _results_of(messages, READ_TOOL))
+        if plan is not None and plan.next_read is not None:
+            return _call(messages, READ_TOOL, plan.next_read)
+        if plan is not None:
+            results = {**results, DIFF_TOOL: plan.text}
     for name in (DIFF_TOOL, POST_TOOL):
         if name in offered and name not in results:
             return _call(messages, name, _arguments(name, results))

@@ -51,6 +51,7 @@ class ModelState:
             self._completed = 0
             self._by_status: Counter[str] = Counter()
             self._by_work: Counter[str] = Counter()
+            self._keys_by_work: dict[str, Counter[str]] = {}
             self._tokens: Counter[str] = Counter()
             self._known_prefixes: set[str] = set()
             self.faults.clear()
@@ -64,6 +65,11 @@ class ModelState:
         with self._lock:
             self._calls += 1
             self._by_work[work] += 1
+
+    def record_key(self, work_key: str, owner: str) -> None:
+        """Whose key (a tenant, ``default`` or ``unknown``) a request for ``work_key`` carried."""
+        with self._lock:
+            self._keys_by_work.setdefault(work_key, Counter())[owner] += 1
 
     def record_outcome(self, status: int, usage: dict[str, Any] | None = None) -> None:
         with self._lock:
@@ -91,6 +97,7 @@ class ModelState:
                 "completed": self._completed,
                 "by_status": dict(sorted(self._by_status.items())),
                 "by_work": dict(sorted(self._by_work.items())),
+                "keys_by_work": {w: dict(sorted(c.items())) for w, c in sorted(self._keys_by_work.items())},
                 "tokens": {
                     k: self._tokens[k]
                     for k in ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens")

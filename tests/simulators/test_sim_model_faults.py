@@ -106,3 +106,17 @@ def test_reset_clears_counters_and_faults(model_http: httpx.Client) -> None:
     assert model_http.get("/_sim/faults").json() == []
     assert model_http.get("/_sim/stats").json()["calls"] == 0
     assert model_http.post("/v1/chat/completions", json={"model": "m", "messages": MESSAGES}).status_code == 200
+
+
+async def test_a_stall_mid_body_sends_the_first_bytes_then_holds_the_rest(model_http: httpx.Client) -> None:
+    _fault(model_http, stall_after_bytes=25, delay_seconds=0.5)
+    body = {"model": "sim-reviewer-1", "messages": MESSAGES}
+    pieces: list[bytes] = []
+    with model_http.stream("POST", "/v1/chat/completions", json=body) as response:
+        assert response.status_code == 200
+        for piece in response.iter_bytes():
+            pieces.append(piece)
+    assert len(pieces[0]) == 25  # the first chunk is exactly the bytes before the stall
+    assert b"".join(pieces).startswith(b'{"id": "chatcmpl-') and b'"finish_reason": "stop"' in b"".join(pieces)
+    for bad in ({"stall_after_bytes": 10}, {"stall_after_bytes": 10, "delay_seconds": 1, "status": 500}):
+        assert model_http.post("/_sim/faults", json=bad).status_code == 400

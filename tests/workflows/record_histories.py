@@ -11,6 +11,8 @@ Scenarios:
   at the step boundary, 1 is claimed ``superseded`` without a model call, 3 claims and runs, and the
   workflow is cancelled during 3's slow model call (both ``claim-order-at-start`` and
   ``cancel-is-an-outcome`` at work).
+* ``artifact-reads``: one order whose diff is stored as an artifact (inline limit 500) and read back
+  by the model with ``read_artifact`` in parts (patch ``read-artifact-tool``).
 
 Re-record only for a deliberate, patched workflow change; keep the old files so the
 replay test proves old histories still replay on the new code.
@@ -77,7 +79,7 @@ def write(name: str, history) -> None:
 
 NEWER_HEAD = "5c1e6b2d9a8f4e3c7b0a1d2e3f405162738495a6"
 NEWEST_HEAD = "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a291807"
-SCENARIOS = ("two-orders", "late-older", "cancel", "claim-cancel")
+SCENARIOS = ("two-orders", "late-older", "cancel", "claim-cancel", "artifact-reads")
 WORKFLOW_ID = "agent/acme/github:acme/api#42:review"
 
 
@@ -90,6 +92,9 @@ def _slow_model_calls(sims: Sims, *delays: float) -> None:
 async def main(name: str, scenario: str = "two-orders") -> None:
     if scenario not in SCENARIOS:
         raise SystemExit(f"unknown scenario {scenario!r}; one of {', '.join(SCENARIOS)}")
+    if scenario == "artifact-reads":
+        await _artifact_reads(name)
+        return
     async with recording("record-histories") as (env, settings, sims):
         older, newer = work_order(settings), work_order(settings, version=NEWER_HEAD, generation=2)
         if scenario == "claim-cancel":
@@ -114,6 +119,19 @@ async def main(name: str, scenario: str = "two-orders") -> None:
             await handle.result()
         except Exception as exc:  # noqa: BLE001 - a cancelled run ends in WorkflowFailureError
             print(f"run ended: {exc!r}")
+        write(name, await handle.fetch_history())
+
+
+async def _artifact_reads(name: str) -> None:
+    from workflows.contracts import TaskBudget
+
+    diff = "diff --git a/big.py b/big.py\n@@ -0,0 +1,600 @@\n" + "".join(f"+line {i}\n" for i in range(600))
+    env_vars = {"SLUICEGATE__ARTIFACTS__INLINE_LIMIT_CHARS": "500", "SLUICEGATE__ARTIFACTS__READ_MAX_CHARS": "1500"}
+    async with recording("record-histories", **env_vars) as (env, settings, sims):
+        httpx.post(f"{sims.forge.base_url}/_sim/pulls/acme/api/42", json={"diff": diff}).raise_for_status()
+        order = work_order(settings, budget=TaskBudget(max_steps=10, max_total_tokens=200_000, max_usd=5.0))
+        handle = await start_order(env.client, "record-histories", order, workflow_id=WORKFLOW_ID)
+        print(f"run ended: {(await handle.result()).orders[0].status}")
         write(name, await handle.fetch_history())
 
 

@@ -197,35 +197,6 @@ async def test_task_retry_cap_stops_the_order_at_the_next_step(temporal_env, sim
     assert outcome.steps == 1 and sims.model_stats()["by_status"] == {"429": 2, "200": 1}
 
 
-async def test_large_diff_goes_to_the_artifact_store_not_the_history(temporal_env, sims, tmp_path, task_queue):
-    from activities.artifacts import ArtifactStore
-
-    sims.reset()
-    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
-    ledger.upgrade(url)
-    settings = settings_for(sims, url, SLUICEGATE__ARTIFACTS__INLINE_LIMIT_CHARS="500",
-                            SLUICEGATE__ARTIFACTS__DIR=str(tmp_path / "artifacts"))
-    big = "diff --git a/big.py b/big.py\n" + "".join(f"+line {i} of a generated file\n" for i in range(2000))
-    sims.forge_ctl("POST", "/pulls/acme/api/42", json={"diff": big})
-    order = work_order(settings)
-    from tests.support.agent_runs import start_order
-    from contextlib import AsyncExitStack
-    from worker import create_worker
-
-    async with AsyncExitStack() as stack:
-        async with await create_worker(temporal_env.client, settings, stack, task_queue):
-            handle = await start_order(temporal_env.client, task_queue, order)
-            [outcome] = (await handle.result()).orders
-            history = (await handle.fetch_history()).to_json()
-    assert outcome.status == "done" and len(sims.comments()) == 1
-    [artifact] = [p for p in (tmp_path / "artifacts").rglob("*") if p.is_file()]
-    assert artifact.read_text() == big
-    # Inline, the diff would be in the history three times over (the tool result and the two later
-    # model requests); with the artifact store only a handle and a preview of its start are.
-    assert "line 1999 of a generated file" not in history
-    assert len(history) < 2 * len(big)
-
-
 async def test_continue_as_new_between_orders_carries_the_versioned_state(temporal_env, settings, sims, task_queue):
     from contextlib import AsyncExitStack
 
