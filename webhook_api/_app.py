@@ -31,14 +31,14 @@ from intake.decision import Reason
 from intake.errors import InvalidDelivery
 from intake.temporal_admitter import TemporalAdmitter
 from ledger import SqlIntakeStore
-from sluicegate.bounded_body import read_limited
+from sluicegate.bounded_body import declared_too_large, read_limited
 from sluicegate.capacity_setup import intake_service
 from sluicegate.config import Settings
 from sluicegate.resources import open_forge, open_ledger
 from sluicegate.temporal_client import connect
 from webhook_api._body import bounded_headers
 from webhook_api._manual import manual_trigger, submit_manual
-from webhook_api._refusals import UNKNOWN_SOURCE_LABEL, limit_refusal_log, refuse
+from webhook_api._refusals import NOT_AUTHENTICATED, UNKNOWN_SOURCE_LABEL, limit_refusal_log, refuse
 from webhook_api._rejects import reject_with_receipt
 from webhook_api._responses import decision_response, unvalidated_response
 from webhook_api._sources import authenticate, normalize
@@ -78,13 +78,17 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
         src = settings.sources.get(source)
         name = source if src is not None else UNKNOWN_SOURCE_LABEL
         with tracer.start_as_current_span(f"webhook {name}", kind=trace.SpanKind.SERVER) as span:
-            if src is None:
-                return refuse(request, name, InvalidDelivery(Reason.UNKNOWN_SOURCE,
-                                                             "no source of that name is configured", 404), source)
-            span.set_attribute("sluicegate.source_kind", src.kind)
             headers = bounded_headers(request)
             if headers is None:
                 return refuse(request, name, InvalidDelivery(Reason.BAD_INPUT, "too many or too long headers", 431))
+            if declared_too_large(request, api.max_body_bytes):
+                return refuse(request, name, InvalidDelivery(Reason.BAD_INPUT,
+                                                             f"body exceeds {api.max_body_bytes} bytes", 413))
+            if src is None:  # answered like a bad signature: which names exist is nobody's business
+                return refuse(request, name, InvalidDelivery(Reason.UNKNOWN_SOURCE,
+                                                             "no source of that name is configured", 401), source,
+                              answer=NOT_AUTHENTICATED)
+            span.set_attribute("sluicegate.source_kind", src.kind)
             body = await read_limited(request, api.max_body_bytes)
             if body is None:
                 return refuse(request, name, InvalidDelivery(Reason.BAD_INPUT,
@@ -93,7 +97,7 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
                 verified = authenticate(src, headers, body)
             except InvalidDelivery as err:
                 span.set_attribute("sluicegate.reason", str(err.reason))
-                return refuse(request, name, err)
+                return refuse(request, name, err, answer=NOT_AUTHENTICATED)
             span.set_attribute("sluicegate.delivery_id", verified.delivery_id or "")
             try:
                 parsed = normalize(source, src, verified, headers, body, received_at)
