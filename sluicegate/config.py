@@ -87,6 +87,10 @@ class WebhookApiConfig(_Section):
     refusal_log_lines: int = Field(default=10, ge=1)
     """Log lines for unauthenticated refusals per interval; the rest are counted in the next line."""
     refusal_log_interval_seconds: float = Field(default=60.0, gt=0)
+    body_read_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    """Deadline for a whole request body (webhooks, manual triggers): a slower one is 408 (slow-loris)."""
+    max_concurrent_body_reads: int = Field(default=64, ge=1)
+    """Request bodies read at once by one API process; past it a request is 429 at once."""
 
 
 class ActorConfig(_Section):

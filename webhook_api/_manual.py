@@ -38,7 +38,7 @@ from intake.identity import review_candidate
 from intake.manual_request import MAX_BODY_BYTES, ManualTrigger, parse_manual_body
 from sluicegate.config import ActorConfig, Settings
 from sluicegate.tenancy_config import configured_tenants
-from webhook_api._body import bounded_headers, declared_too_large, read_limited
+from webhook_api._body import BodyTooSlow, bounded_headers, declared_too_large, read_limited
 from webhook_api._refusals import refuse
 from webhook_api._rejects import reject_with_receipt
 from webhook_api._responses import decision_response
@@ -66,7 +66,11 @@ async def manual_trigger(request: Request, settings: Settings) -> JSONResponse:
                                                        "a configured actor's bearer token is required", 401))
     store = request.app.state.store
     fallback_id = f"manual-{uuid.uuid4()}"
-    body = await read_limited(request, MAX_BODY_BYTES)
+    try:
+        body = await read_limited(request, MAX_BODY_BYTES, settings.webhook_api.body_read_timeout_seconds)
+    except BodyTooSlow as slow:
+        return await _reject(store, actor, received_at, InvalidDelivery(
+            Reason.BAD_INPUT, str(slow), 408, fallback_id, EVENT_TYPE), None)
     if body is None:
         return await _reject(store, actor, received_at, InvalidDelivery(
             Reason.BAD_INPUT, f"body exceeds {MAX_BODY_BYTES} bytes", 413, fallback_id, EVENT_TYPE), None)
