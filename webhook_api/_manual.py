@@ -48,6 +48,12 @@ EVENT_TYPE = "manual.review"
 MAX_OVERRIDE = 256
 
 
+def tenant_request_id(tenant: str, request_id: str) -> str:
+    """The delivery id a manual request is deduplicated under: ``<tenant>:<request id>`` (tenant
+    names hold no ``:``), so two tenants choosing one request id are two deliveries."""
+    return f"{tenant}:{request_id}"
+
+
 def authenticated_actor(authorization: str | None, actors: Mapping[str, ActorConfig]) -> str | None:
     """The name of the actor whose token is presented as ``Bearer <token>``, else ``None``."""
     scheme, _, token = (authorization or "").strip().partition(" ")
@@ -106,7 +112,8 @@ async def submit_manual(state, settings: Settings, actor: str, trigger: ManualTr
             policy_reason("override-not-permitted"), f"actor {actor!r} may not force a re-run in tenant {tenant!r} "
             "(role admin required there)", 403, request_id, EVENT_TYPE), tenant)
     ref = PullRequestRef(*trigger.owner_repo, trigger.number)
-    envelope = Envelope(id=request_id, source=SOURCE, type=EVENT_TYPE, subject=ref.target_id, time=received_at,
+    # Request ids are deduplicated per tenant: tenant A's id never collides with (or answers with) B's.
+    envelope = Envelope(id=tenant_request_id(tenant, request_id), source=SOURCE, type=EVENT_TYPE, subject=ref.target_id, time=received_at,
                         received_at=received_at, trigger_kind=TriggerKind.MANUAL, tenant=tenant, actor=actor,
                         override=f"rerun-done: {trigger.reason}"[:MAX_OVERRIDE] if trigger.force else None,
                         data={"reason": trigger.reason})  # who and why are part of the receipt
