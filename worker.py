@@ -82,7 +82,7 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
                     "twice (reconcile cannot recognise its own comments)")
     tools = ForgeTools(forge, gateway, egress, artifacts, settings.artifacts.inline_limit_chars, marks)
     work_store = WorkStore(engine, settings.dead_letters.owner_for)
-    work = WorkLedgerActivities(work_store)
+    work = WorkLedgerActivities(work_store, settings.temporal.require_admission)
     reconcile = ReconcileActivities(RunReconciler(client, work_store))
     admitter = TemporalAdmitter(client, settings, search_attributes)
     maintenance = MaintenanceActivities(SqlIntakeStore(engine), admitter, engine, artifacts,

@@ -61,6 +61,10 @@ class TemporalConfig(_Section):
     accept_plaintext_payloads: bool = False
     """Migration flag: with a payload key set, still accept unencrypted payloads (histories and
     schedules written before encryption was turned on). Off: they are refused, non-retryable."""
+    require_admission: bool = True
+    """Workers run only work orders that match an admission in the ledger (receipt, work key,
+    version, generation); any other is refused at its claim. Off only for tests that signal
+    orders straight into the workflow, bypassing intake."""
     heartbeat_throttle_seconds: float = Field(default=2.0, gt=0)
     """Longest a worker holds back an activity's heartbeat: a cancel reaches a running model or
     tool call within about this (Temporal delivers cancels in heartbeat answers)."""
