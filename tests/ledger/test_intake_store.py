@@ -42,9 +42,17 @@ def test_same_delivery_twice_is_duplicate_delivery(engine):
     first = store.decide(_draft(key, "sha1", delivery))
     assert store.reject_if_delivery_seen(_draft(key, "sha1", delivery)).reason == Reason.DUPLICATE_DELIVERY
     # Even when the fast check is skipped (a race), the decide transaction catches it.
+    before = _receipt_count(engine)
     again = store.decide(_draft(key, "sha1", delivery))
     assert (again.outcome, again.reason) == (Outcome.REJECT, Reason.DUPLICATE_DELIVERY)
-    assert again.receipt_id != first.receipt_id
+    assert again.receipt_id == first.receipt_id  # answered with the original; a repeat writes no row
+    assert _receipt_count(engine) == before
+
+
+def _receipt_count(engine) -> int:
+    from sqlalchemy import func, select
+    with Session(engine) as s:
+        return s.execute(select(func.count()).select_from(Receipt)).scalar_one()
 
 
 def test_new_delivery_same_version_is_duplicate_work(engine):
@@ -145,17 +153,17 @@ def test_replay_check_before_the_source_read_and_the_same_id_stays_a_duplicate(e
     from dataclasses import replace
 
     store, key, digest, first_id = SqlIntakeStore(engine), _key(), uuid.uuid4().hex * 2, uuid.uuid4().hex
-    store.decide(replace(_draft(key, "sha1", first_id), body_digest=digest))
+    first = store.decide(replace(_draft(key, "sha1", first_id), body_digest=digest))
     replay = replace(_draft(key, "sha1"), body_digest=digest)
+    before = _receipt_count(engine)
     probed = store.reject_if_delivery_seen(replay)
     assert (probed.outcome, probed.reason) == (Outcome.REJECT, Reason.REPLAYED_BODY) and "replay" in probed.message
     again = store.reject_if_delivery_seen(replace(_draft(key, "sha1", first_id), body_digest=digest))
     assert again.reason == Reason.DUPLICATE_DELIVERY
     assert store.reject_if_delivery_seen(replace(_draft(key, "sha1"), body_digest=uuid.uuid4().hex * 2)) is None
     assert store.reject_if_delivery_seen(_draft(key, "sha1")) is None  # no digest (manual, scans): ids only
-    with Session(engine) as s:
-        stored = s.get(Receipt, probed.receipt_id)
-    assert (stored.reason, stored.message) == ("replayed-body", probed.message)
+    assert (probed.receipt_id, again.receipt_id, probed.work_key) == (first.receipt_id, first.receipt_id, key)
+    assert _receipt_count(engine) == before  # repeats are answered from the original, never written
 
 
 def test_pruning_a_delivery_forgets_its_digest(engine):
