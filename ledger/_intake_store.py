@@ -87,11 +87,17 @@ def replay_message(draft: ReceiptDraft) -> str:
             "already delivered under another delivery id within the dedupe window: a replay")
 
 
+DEFAULT_MAX_READMISSIONS = 3
+
+
 class SqlIntakeStore:
     """:class:`intake.ports.IntakeStore` on SQLModel (SQLite or PostgreSQL)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, max_readmissions: int = DEFAULT_MAX_READMISSIONS) -> None:
+        """``max_readmissions``: how often one (work key, version) may be admitted again after it
+        ended (forced re-runs, requeues, a failed version triggered anew)."""
         self._engine = engine
+        self._max_readmissions = max_readmissions
 
     def record(self, draft: ReceiptDraft) -> IntakeDecision:
         row = _receipt_row(draft, new_id())
@@ -135,6 +141,10 @@ class SqlIntakeStore:
                 blocked = self._blocking_reason(s, draft, existing)
                 if blocked is not None:
                     draft = draft.with_outcome(Outcome.REJECT, Reason.DUPLICATE_WORK, blocked)
+                elif existing is not None and existing.readmissions >= self._max_readmissions:
+                    draft = draft.with_outcome(Outcome.REJECT, Reason.READMISSION_LIMIT, (
+                        f"{draft.work_key}@{draft.input_version} was admitted again {existing.readmissions} times "
+                        f"after it ended; the limit is {self._max_readmissions} (intake.max_readmissions_per_version)"))
                 else:
                     placed = apply_capacity(s, draft, capacity, receipt_id) if capacity is not None else None
                     if placed is not None and placed.requeued:
@@ -176,20 +186,21 @@ class SqlIntakeStore:
         """Why an earlier admission of this version blocks this one, or None.
 
         In-flight versions (accepted, admitted) always block. A ``done`` version blocks unless
-        the work item was reset after it finished (tombstone) or an authorized actor overrode.
-        A ``cancelled`` one blocks automatic triggers (webhooks, scans, goals) but not a manual
-        trigger: a person stopped it, and only a person's deliberate request runs it again."""
+        an authorized actor overrode — a tombstone (the pull request closed, then reopened) does
+        not unblock it: the same head was already reviewed. A ``cancelled`` one blocks automatic
+        triggers (webhooks, scans, goals) until the work item is reset after it (tombstone), but
+        never a manual trigger: a person stopped it, and a person's deliberate request runs it again."""
         if existing is None or existing.status not in BLOCKING_STATUSES:
             return None
         what = f"{draft.work_key}@{draft.input_version} is already {existing.status} (receipt {existing.receipt_id})"
         if existing.status in IN_FLIGHT_STATUSES:
             return what
+        if existing.status == RunStatus.DONE:
+            return None if draft.override else what
         reset_at = as_utc(s.execute(select(WorkItem.reset_at).where(WorkItem.work_key == draft.work_key)).scalar())
         if reset_at is not None and as_utc(existing.updated_at) < reset_at:
             return None
-        if existing.status == RunStatus.CANCELLED:
-            return None if draft.trigger_kind == TriggerKind.MANUAL else f"{what}; only a manual trigger runs it again"
-        return None if draft.override else what
+        return None if draft.trigger_kind == TriggerKind.MANUAL else f"{what}; only a manual trigger runs it again"
 
     @staticmethod
     def _claim_delivery(s: Session, draft: ReceiptDraft, receipt_id: str) -> bool:
@@ -225,6 +236,7 @@ class SqlIntakeStore:
                               status="accepted", receipt_id=receipt_id, updated_at=now))
         else:
             existing.generation, existing.status, existing.receipt_id = generation, "accepted", receipt_id
+            existing.readmissions = (existing.readmissions or 0) + 1
             existing.workflow_id = existing.run_id = existing.result = None
             existing.updated_at = now
             s.add(existing)

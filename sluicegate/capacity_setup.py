@@ -22,5 +22,6 @@ def capacity_gate(settings: Settings, engine: Engine) -> CapacityGate:
 
 
 def intake_service(settings: Settings, engine: Engine, forge, admitter: Admitter) -> IntakeService:
-    return IntakeService(SqlIntakeStore(engine), ForgeTargetReader(forge), admitter, capacity_gate(settings, engine),
+    store = SqlIntakeStore(engine, max_readmissions=settings.intake.max_readmissions_per_version)
+    return IntakeService(store, ForgeTargetReader(forge), admitter, capacity_gate(settings, engine),
                          scope=scope_rules(settings), on_decision=record_decision)

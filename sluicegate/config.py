@@ -97,6 +97,12 @@ class WebhookApiConfig(_Section):
     """Request bodies read at once by one API process; past it a request is 429 at once."""
 
 
+class IntakeConfig(_Section):
+    max_readmissions_per_version: int = Field(default=3, ge=0, le=100)
+    """How often one (work key, version) may be admitted again after it ended (forced re-runs,
+    requeues, a failed version triggered anew); past it: ``readmission-limit``."""
+
+
 class ActorConfig(_Section):
     """An operator allowed to send manual triggers, with a role per tenant (``intake/actors.py``)."""
 
@@ -215,6 +221,7 @@ class Settings(_Section):
     dev_server: DevServerConfig = Field(default_factory=DevServerConfig)
     ledger: LedgerConfig = Field(default_factory=LedgerConfig)
     webhook_api: WebhookApiConfig = Field(default_factory=WebhookApiConfig)
+    intake: IntakeConfig = Field(default_factory=IntakeConfig)
     codec_server: CodecServerConfig = Field(default_factory=CodecServerConfig)
     console: ConsoleConfig = Field(default_factory=ConsoleConfig)
     sources: dict[str, SourceConfig] = Field(default_factory=dict)

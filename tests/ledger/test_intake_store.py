@@ -112,14 +112,38 @@ def _finish(engine, key: str, version: str, generation: int) -> None:
                                      run_id=None, result={})
 
 
-def test_closed_then_reopened_target_admits_a_finished_version_again(engine):
+def test_a_done_version_stays_blocking_across_close_and_reopen(engine):
+    """Finding 5: closing and reopening a pull request must not re-run a version already reviewed;
+    only an authenticated admin's forced trigger (``override``) does."""
+    from dataclasses import replace
+
     store, key = SqlIntakeStore(engine), _key()
     first = store.decide(_draft(key, "sha1"))
     _finish(engine, key, "sha1", first.generation)
     assert store.decide(_draft(key, "sha1")).reason == Reason.DUPLICATE_WORK
     store.decide(_draft(key, "sha1", outcome=Outcome.REJECT, reason=Reason.TARGET_CLOSED))  # tombstone
     reopened = store.decide(_draft(key, "sha1"))
-    assert reopened.outcome == Outcome.ACCEPT and reopened.generation == first.generation + 1
+    assert (reopened.outcome, reopened.reason) == (Outcome.REJECT, Reason.DUPLICATE_WORK)
+    forced = store.decide(replace(_draft(key, "sha1"), trigger_kind=TriggerKind.MANUAL, override="rerun-done: x"))
+    assert forced.outcome == Outcome.ACCEPT and forced.generation == first.generation + 1
+
+
+def test_re_admissions_of_one_version_are_limited(engine):
+    """Finding 5: a version that keeps ending and being admitted again (forced re-runs, requeues,
+    a failed version re-triggered) is refused ``readmission-limit`` past the configured count."""
+    from dataclasses import replace
+
+    store, key = SqlIntakeStore(engine, max_readmissions=2), _key()
+    decision = store.decide(_draft(key, "sha1"))
+    admissions = [decision]
+    for _ in range(3):
+        _finish(engine, key, "sha1", decision.generation)
+        decision = store.decide(replace(_draft(key, "sha1"), trigger_kind=TriggerKind.MANUAL, override="rerun-done: x"))
+        admissions.append(decision)
+    assert [d.outcome for d in admissions] == [Outcome.ACCEPT] * 3 + [Outcome.REJECT]
+    assert admissions[-1].reason == Reason.READMISSION_LIMIT
+    assert "2" in admissions[-1].message
+    assert SqlIntakeStore(engine).decide(_draft(_key(), "sha1")).outcome == Outcome.ACCEPT  # other versions unaffected
 
 
 def test_override_reruns_a_done_version_but_never_an_in_flight_one(engine):
