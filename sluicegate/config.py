@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from sluicegate.budget_config import StaleReservationsConfig
 from sluicegate.capacity_config import CapacityConfig
 from sluicegate.codec_config import CodecServerConfig
+from sluicegate.config_checks import UniqueKeyLoader, uniqueness_problems
 from sluicegate.console_config import ConsoleConfig
 from sluicegate.durations import parse_duration  # noqa: F401 - re-exported
 from sluicegate.maintenance_config import MaintenanceConfig
@@ -252,6 +253,9 @@ class Settings(_Section):
     @model_validator(mode="after")
     def _tenancy(self) -> "Settings":
         check_tenancy(self)
+        problems = uniqueness_problems(self)
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
     def path(self, p: Path) -> Path:
@@ -377,7 +381,7 @@ def load_settings(path: Path | str | None = None, env: Mapping[str, str] | None 
     except OSError as exc:
         raise ConfigError(f"cannot read config file {cfg_path}: {exc}") from exc
     try:
-        tree = _substitute_tree(yaml.safe_load(raw_text) or {}, env)
+        tree = _substitute_tree(yaml.load(raw_text, Loader=UniqueKeyLoader) or {}, env)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:
         raise ConfigError(f"{cfg_path} is not valid YAML: {exc}") from exc
     if not isinstance(tree, dict):
