@@ -12,16 +12,28 @@ from dataclasses import asdict
 
 from temporalio import activity
 
-from intake.identity import with_tenant
+from intake.envelope import PullRequestRef
+from intake.identity import review_work_key, with_tenant
 from ledger import WorkStore
 from sluicegate.metrics import record_outcome
-from workflows.claims import Claim, ClaimRequest, LedgerStanding, decide_claim
+from workflows.claims import AdmissionReceipt, Claim, ClaimRequest, ClaimVerdict, LedgerStanding, decide_claim
 from workflows.contracts import RunOutcome
 
 
+def key_matches_order(req: ClaimRequest, work_key: str) -> bool:
+    """The order's tenant and pull request make its work key: no order reviews one repository
+    under another's admission."""
+    try:
+        return bool(req.owner) and review_work_key(req.tenant, PullRequestRef(req.owner, req.repo, req.number)) == work_key
+    except ValueError:
+        return False
+
+
 class WorkLedgerActivities:
-    def __init__(self, store: WorkStore) -> None:
+    def __init__(self, store: WorkStore, require_admission: bool = True) -> None:
+        """``require_admission``: refuse orders intake did not admit (``temporal.require_admission``)."""
         self._store = store
+        self._require_admission = require_admission
 
     @activity.defn(name="sluicegate.ledger.record_run_outcome")
     async def record_run_outcome(self, outcome: RunOutcome) -> bool:
@@ -42,10 +54,20 @@ class WorkLedgerActivities:
     @activity.defn(name="sluicegate.ledger.claim_order")
     async def claim_order(self, req: ClaimRequest) -> Claim:
         """Read-only: the verdict of ``workflows.claims.decide_claim`` on the ledger's rows."""
-        item, version = await asyncio.to_thread(self._store.standing, with_tenant(req.work_key, req.tenant),
-                                                   req.input_version)
+        work_key = with_tenant(req.work_key, req.tenant)
+        item, version, receipt = await asyncio.to_thread(self._store.standing, work_key, req.input_version,
+                                                         with_receipt=True)
         standing = LedgerStanding(
             item_generation=item.generation if item else None, item_version=item.current_version if item else None,
             version_generation=version.generation if version else None,
-            version_status=version.status if version else None)
-        return decide_claim(req, standing)
+            version_status=version.status if version else None,
+            version_receipt_id=version.receipt_id if version else None,
+            receipt=AdmissionReceipt(receipt.outcome, receipt.work_key, receipt.input_version, receipt.generation,
+                                     receipt.tenant) if receipt else None,
+            key_matches_order=key_matches_order(req, work_key), require_admission=self._require_admission)
+        claim = decide_claim(req, standing, work_key)
+        if claim.verdict == ClaimVerdict.REFUSED:
+            activity.logger.warning("refused work order for %s@%s gen %s: %s (no admission in the ledger matches it)",
+                                    req.work_key, req.input_version, req.generation, claim.reason,
+                                    extra={"work_key": req.work_key})
+        return claim

@@ -64,6 +64,8 @@ class Reason(StrEnum):
     """The delivery is malformed: body, content type or required fields."""
     UNSUPPORTED_EVENT = "unsupported-event"
     """The source sent an event type Sluicegate does not handle."""
+    READMISSION_LIMIT = "readmission-limit"
+    """This (work key, version) was admitted again after it ended as often as allowed."""
     UNKNOWN_SOURCE = "unknown-source"
     """No source of that name is configured."""
     UNAUTHORIZED_ACTOR = "unauthorized-actor"

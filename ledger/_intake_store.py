@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from sqlalchemy import bindparam, case, exists, insert, literal, select, update
+from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
@@ -61,27 +61,25 @@ def _decision_from_row(row: dict) -> IntakeDecision:
 _RECEIPTS = Receipt.__table__
 _DELIVERIES = Delivery.__table__
 _DRAFT_FIELDS = tuple(f for f in ReceiptDraft.__dataclass_fields__ if f in _RECEIPTS.c)
-# Built once: INSERT INTO receipts SELECT :p_... WHERE EXISTS (the delivery id) OR EXISTS (another
-# delivery of the same body) RETURNING id, reason -- duplicate-delivery wins over replayed-body.
-_RECEIPT_COLUMNS = [c.name for c in _RECEIPTS.columns]
-_SEEN_ID = exists().where(_DELIVERIES.c.source == bindparam("w_source"),
-                          _DELIVERIES.c.delivery_id == bindparam("w_delivery"))
-_SEEN_BODY = exists().where(_DELIVERIES.c.source == bindparam("w_source"),
-                            _DELIVERIES.c.body_digest == bindparam("w_digest"))
-
-
-def _probe_column(name: str):
-    value = bindparam(f"p_{name}", type_=_RECEIPTS.c[name].type)
-    if name == "reason":
-        value = case((_SEEN_ID, value), else_=literal(str(Reason.REPLAYED_BODY)))
-    elif name == "message":
-        value = case((_SEEN_ID, value), else_=bindparam("r_message", type_=_RECEIPTS.c[name].type))
-    return value.label(name)
-
-
-_INSERT_IF_SEEN = insert(_RECEIPTS).from_select(
-    _RECEIPT_COLUMNS, select(*[_probe_column(c) for c in _RECEIPT_COLUMNS]).where(_SEEN_ID | _SEEN_BODY),
-).returning(_RECEIPTS.c.id, _RECEIPTS.c.reason, _RECEIPTS.c.message)
+def _original_decision(conn, draft: ReceiptDraft) -> IntakeDecision | None:
+    """A repeat answered from the original: the delivery id already recorded
+    (``duplicate-delivery``), else its body digest under another id (``replayed-body``) — with
+    the original delivery's receipt id and work, and no row written for the repeat."""
+    by_id = (_DELIVERIES.c.source == draft.source) & (_DELIVERIES.c.delivery_id == draft.delivery_id)
+    row = conn.execute(select(_DELIVERIES.c.receipt_id).where(by_id)).first()
+    reason, message = Reason.DUPLICATE_DELIVERY, f"delivery {draft.delivery_id} from {draft.source} was already decided"
+    if row is None and draft.body_digest:
+        by_body = (_DELIVERIES.c.source == draft.source) & (_DELIVERIES.c.body_digest == draft.body_digest)
+        row = conn.execute(select(_DELIVERIES.c.receipt_id).where(by_body)).first()
+        reason, message = Reason.REPLAYED_BODY, replay_message(draft)
+    if row is None:
+        return None
+    original = conn.execute(select(_RECEIPTS.c.work_key, _RECEIPTS.c.input_version, _RECEIPTS.c.generation)
+                            .where(_RECEIPTS.c.id == row.receipt_id)).first()
+    return IntakeDecision(Outcome.REJECT, str(reason), message, receipt_id=row.receipt_id,
+                          work_key=original.work_key if original else None,
+                          input_version=original.input_version if original else None,
+                          generation=original.generation if original else None)
 
 
 def replay_message(draft: ReceiptDraft) -> str:
@@ -89,11 +87,17 @@ def replay_message(draft: ReceiptDraft) -> str:
             "already delivered under another delivery id within the dedupe window: a replay")
 
 
+DEFAULT_MAX_READMISSIONS = 3
+
+
 class SqlIntakeStore:
     """:class:`intake.ports.IntakeStore` on SQLModel (SQLite or PostgreSQL)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, max_readmissions: int = DEFAULT_MAX_READMISSIONS) -> None:
+        """``max_readmissions``: how often one (work key, version) may be admitted again after it
+        ended (forced re-runs, requeues, a failed version triggered anew)."""
         self._engine = engine
+        self._max_readmissions = max_readmissions
 
     def record(self, draft: ReceiptDraft) -> IntakeDecision:
         row = _receipt_row(draft, new_id())
@@ -102,19 +106,14 @@ class SqlIntakeStore:
         return _decision_from_row(row)
 
     def reject_if_delivery_seen(self, draft: ReceiptDraft) -> IntakeDecision | None:
-        """One statement: insert a reject receipt only if the delivery id is already recorded
-        (``duplicate-delivery``) or its body digest is, under another id (``replayed-body``)."""
+        """Read-only: the original delivery's decision when the delivery id is already recorded
+        (``duplicate-delivery``) or its body digest is, under another id (``replayed-body``).
+        Repeats write no row — a sender (or a replayer) resending costs a counter
+        (``sluicegate.intake.decisions`` by reason), not a receipt."""
         if draft.delivery_id is None:
             return None
-        row = _receipt_row(draft.with_outcome(Outcome.REJECT, Reason.DUPLICATE_DELIVERY, draft.message), new_id())
-        params = {f"p_{k}": v for k, v in row.items()} | {
-            "w_source": draft.source, "w_delivery": draft.delivery_id, "w_digest": draft.body_digest,
-            "r_message": replay_message(draft) if draft.body_digest else ""}
-        with self._engine.begin() as conn:
-            inserted = conn.execute(_INSERT_IF_SEEN, params).one_or_none()
-        if inserted is None:
-            return None
-        return _decision_from_row(row | {"reason": inserted.reason, "message": inserted.message})
+        with self._engine.connect() as conn:
+            return _original_decision(conn, draft)
 
     def decide(self, draft: ReceiptDraft, capacity: CapacityContext | None = None) -> IntakeDecision:
         for attempt in range(_MAX_RACE_RETRIES):
@@ -135,12 +134,17 @@ class SqlIntakeStore:
                 if changed is not None:
                     return changed  # nothing written: the next pass decides the item as it is now
             if resume is None and draft.delivery_id is not None and not self._claim_delivery(s, draft, receipt_id):
-                draft = self._already_claimed(s, draft)
+                # Lost a race to the same delivery id or body: answered from the winner, no row.
+                return _original_decision(s, draft) or self._already_claimed_unknown(draft)
             elif draft.outcome == Outcome.ACCEPT:
                 existing = s.get(WorkVersion, (draft.work_key, draft.input_version))
                 blocked = self._blocking_reason(s, draft, existing)
                 if blocked is not None:
                     draft = draft.with_outcome(Outcome.REJECT, Reason.DUPLICATE_WORK, blocked)
+                elif existing is not None and existing.readmissions >= self._max_readmissions:
+                    draft = draft.with_outcome(Outcome.REJECT, Reason.READMISSION_LIMIT, (
+                        f"{draft.work_key}@{draft.input_version} was admitted again {existing.readmissions} times "
+                        f"after it ended; the limit is {self._max_readmissions} (intake.max_readmissions_per_version)"))
                 else:
                     placed = apply_capacity(s, draft, capacity, receipt_id) if capacity is not None else None
                     if placed is not None and placed.requeued:
@@ -186,20 +190,21 @@ class SqlIntakeStore:
         """Why an earlier admission of this version blocks this one, or None.
 
         In-flight versions (accepted, admitted) always block. A ``done`` version blocks unless
-        the work item was reset after it finished (tombstone) or an authorized actor overrode.
-        A ``cancelled`` one blocks automatic triggers (webhooks, scans, goals) but not a manual
-        trigger: a person stopped it, and only a person's deliberate request runs it again."""
+        an authorized actor overrode — a tombstone (the pull request closed, then reopened) does
+        not unblock it: the same head was already reviewed. A ``cancelled`` one blocks automatic
+        triggers (webhooks, scans, goals) until the work item is reset after it (tombstone), but
+        never a manual trigger: a person stopped it, and a person's deliberate request runs it again."""
         if existing is None or existing.status not in BLOCKING_STATUSES:
             return None
         what = f"{draft.work_key}@{draft.input_version} is already {existing.status} (receipt {existing.receipt_id})"
         if existing.status in IN_FLIGHT_STATUSES:
             return what
+        if existing.status == RunStatus.DONE:
+            return None if draft.override else what
         reset_at = as_utc(s.execute(select(WorkItem.reset_at).where(WorkItem.work_key == draft.work_key)).scalar())
         if reset_at is not None and as_utc(existing.updated_at) < reset_at:
             return None
-        if existing.status == RunStatus.CANCELLED:
-            return None if draft.trigger_kind == TriggerKind.MANUAL else f"{what}; only a manual trigger runs it again"
-        return None if draft.override else what
+        return None if draft.trigger_kind == TriggerKind.MANUAL else f"{what}; only a manual trigger runs it again"
 
     @staticmethod
     def _claim_delivery(s: Session, draft: ReceiptDraft, receipt_id: str) -> bool:
@@ -212,14 +217,11 @@ class SqlIntakeStore:
         return s.execute(stmt).scalar_one_or_none() is not None
 
     @staticmethod
-    def _already_claimed(s: Session, draft: ReceiptDraft) -> ReceiptDraft:
-        """Why the claim failed: the same delivery id, else (only the digest can be left) a replay."""
-        same_id = s.execute(select(Delivery.delivery_id).where(
-            Delivery.source == draft.source, Delivery.delivery_id == draft.delivery_id)).first()
-        if same_id is not None or draft.body_digest is None:
-            return draft.with_outcome(Outcome.REJECT, Reason.DUPLICATE_DELIVERY,
-                                      f"delivery {draft.delivery_id} from {draft.source} was already decided")
-        return draft.with_outcome(Outcome.REJECT, Reason.REPLAYED_BODY, replay_message(draft))
+    def _already_claimed_unknown(draft: ReceiptDraft) -> IntakeDecision:
+        """The claim failed but the winner's row is not visible (cannot happen under either
+        ledger's isolation; answered as a duplicate rather than written)."""
+        return IntakeDecision(Outcome.REJECT, str(Reason.DUPLICATE_DELIVERY),
+                              f"delivery {draft.delivery_id} from {draft.source} was already decided", receipt_id="")
 
     @staticmethod
     def _admit_version(s: Session, draft: ReceiptDraft, receipt_id: str, existing: WorkVersion | None) -> int:
@@ -238,6 +240,7 @@ class SqlIntakeStore:
                               status="accepted", receipt_id=receipt_id, updated_at=now))
         else:
             existing.generation, existing.status, existing.receipt_id = generation, "accepted", receipt_id
+            existing.readmissions = (existing.readmissions or 0) + 1
             existing.workflow_id = existing.run_id = existing.result = None
             existing.updated_at = now
             s.add(existing)

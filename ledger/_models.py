@@ -109,6 +109,8 @@ class WorkVersion(SQLModel, table=True):
     run_id: str | None = Field(default=None, max_length=64)
     result: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     updated_at: datetime = _ts()
+    readmissions: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    """Times this version was admitted again after it had ended (bounded by intake's limit)."""
 
 
 class SideEffect(SQLModel, table=True):

@@ -87,11 +87,15 @@ class WorkStore:
                 DeadLetters(self._engine).record(s, {**result, **identity}, owner, workflow_id)
         return done == 1
 
-    def standing(self, work_key: str, input_version: str) -> tuple[WorkItem | None, WorkVersion | None]:
+    def standing(self, work_key: str, input_version: str, with_receipt: bool = False) -> tuple:
         """The work item and the version row as the ledger holds them now (read-only): what an
-        order checks before it runs (``sluicegate.ledger.claim_order``)."""
+        order checks before it runs (``sluicegate.ledger.claim_order``); ``with_receipt``: also
+        the receipt the version row names (None when it has none)."""
         with Session(self._engine, expire_on_commit=False) as s:
-            return s.get(WorkItem, work_key), s.get(WorkVersion, (work_key, input_version))
+            item, version = s.get(WorkItem, work_key), s.get(WorkVersion, (work_key, input_version))
+            if not with_receipt:
+                return item, version
+            return item, version, s.get(Receipt, version.receipt_id) if version is not None else None
 
     def open_versions(self, statuses: Collection[str], older_than_seconds: float, limit: int) -> list[OpenVersion]:
         """Versions in ``statuses`` last written longer ago than the grace period, oldest first."""

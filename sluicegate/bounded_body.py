@@ -2,12 +2,20 @@
 
 A declared ``Content-Length`` over the limit is refused without reading anything; a body that
 grows past the limit while streaming (chunked, or a lying header) is refused as soon as it does.
-Shared by the webhook API and the codec server.
+A read may also have a deadline for the whole body (``timeout``): a sender trickling bytes
+(slow-loris) cannot hold a connection and its buffer for longer. Shared by the webhook API and
+the codec server.
 """
 
 from __future__ import annotations
 
+import asyncio
+
 from starlette.requests import Request
+
+
+class BodyTooSlow(Exception):
+    """The body did not arrive whole within the read deadline."""
 
 
 def declared_too_large(request: Request, limit: int) -> bool:
@@ -16,10 +24,21 @@ def declared_too_large(request: Request, limit: int) -> bool:
     return declared is not None and declared.isdigit() and int(declared) > limit
 
 
-async def read_limited(request: Request, limit: int) -> bytes | None:
-    """The body, or None when it is over ``limit`` bytes."""
+async def read_limited(request: Request, limit: int, timeout: float | None = None) -> bytes | None:
+    """The body, or None when it is over ``limit`` bytes; :class:`BodyTooSlow` when it has not
+    arrived whole within ``timeout`` seconds (``None``: no deadline)."""
     if declared_too_large(request, limit):
         return None
+    if timeout is None:
+        return await _read(request, limit)
+    try:
+        async with asyncio.timeout(timeout):
+            return await _read(request, limit)
+    except TimeoutError:
+        raise BodyTooSlow(f"body not received within {timeout:g}s") from None
+
+
+async def _read(request: Request, limit: int) -> bytes | None:
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)

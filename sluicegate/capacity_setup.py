@@ -28,5 +28,6 @@ def unread_policy(settings: Settings) -> UnreadPolicy:
 
 
 def intake_service(settings: Settings, engine: Engine, forge, admitter: Admitter) -> IntakeService:
-    return IntakeService(SqlIntakeStore(engine), ForgeTargetReader(forge), admitter, capacity_gate(settings, engine),
+    store = SqlIntakeStore(engine, max_readmissions=settings.intake.max_readmissions_per_version)
+    return IntakeService(store, ForgeTargetReader(forge), admitter, capacity_gate(settings, engine),
                          scope=scope_rules(settings), on_decision=record_decision, unread=unread_policy(settings))

@@ -35,6 +35,7 @@ from typing import Iterable, Sequence
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from google.protobuf.message import DecodeError
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec
 from temporalio.exceptions import ApplicationError
@@ -86,7 +87,7 @@ class PayloadKeys:
             raise PayloadKeyError(f"value encrypted with key {kid!r}, which is not configured")
         try:
             return cipher.decrypt(sealed[:NONCE_BYTES], sealed[NONCE_BYTES:], aad)
-        except InvalidTag:
+        except (InvalidTag, ValueError):  # ValueError: a nonce too short to be one
             raise PayloadKeyError(f"value under key {kid!r} does not authenticate (corrupt or tampered)") from None
 
 
@@ -117,6 +118,13 @@ class EncryptionCodec(PayloadCodec):
                     raise plaintext_refused(p.metadata.get("encoding"))
                 out.append(p)  # written before encryption was turned on (migration flag)
                 continue
-            kid = p.metadata.get("encryption-key-id", b"").decode()
-            out.append(Payload.FromString(self._keys.open(kid, p.data, kid.encode())))
+            raw_kid = p.metadata.get("encryption-key-id", b"")
+            try:
+                kid = raw_kid.decode("ascii")
+            except UnicodeDecodeError:
+                raise PayloadKeyError("value names a key id that is not ASCII (corrupt or forged)") from None
+            try:
+                out.append(Payload.FromString(self._keys.open(kid, p.data, raw_kid)))
+            except DecodeError:
+                raise PayloadKeyError(f"value under key {kid!r} is not a payload once opened") from None
         return out

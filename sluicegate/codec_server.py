@@ -11,9 +11,11 @@ body ``{"payloads": [...]}`` (protobuf JSON). It holds the payload keys, so:
 * **Bearer token** (``codec_server.token``, ``SLUICEGATE_CODEC_TOKEN``): every ``/encode`` and
   ``/decode`` needs ``Authorization: Bearer <token>`` (the CLI's ``--codec-auth``). The Temporal
   UI cannot send a header of its own choosing (it forwards only its own OIDC access token), so
-  the token may instead be the path prefix ``/ui/<token>/``: whoever can open that UI can read
-  the endpoint from its settings — and could decode through the UI anyway. Refused: 401, the
-  body never read. Preflight (``OPTIONS``) needs no token, as browsers send none.
+  the token may instead be the path prefix ``/ui/<token>/`` — for ``/decode`` only: whoever can
+  open that UI can read the endpoint from its settings (and could decode through the UI anyway),
+  but the UI never encodes, so the path token must not let anyone seal payloads with the fleet's
+  key (a sealed, forged ``WorkOrder`` would pass the workers' plaintext refusal). ``/encode``
+  takes the bearer header only. Refused: 401, the body never read. Preflight (``OPTIONS``) needs no token, as browsers send none.
 * **CORS** for the UI's origins (``codec_server.ui_origins``; default the dev server's UI):
   methods ``POST, GET, OPTIONS``, headers ``Content-Type, X-Namespace, Authorization``, as
   Temporal's codec-server guide asks. Other origins get no CORS headers.
@@ -34,6 +36,7 @@ from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from google.protobuf import json_format
+from google.protobuf.message import DecodeError
 from temporalio.api.common.v1 import Payloads
 
 from sluicegate.bounded_body import read_limited
@@ -78,6 +81,8 @@ def create_codec_app(codec: EncryptionCodec, token: str, ui_origins: list[str] |
             out = await (codec.decode if decode else codec.encode)(payloads.payloads)
         except PayloadKeyError:
             return _message(422, "a payload is sealed with a key this server does not hold, or does not authenticate")
+        except (ValueError, TypeError, DecodeError):  # a payload the codec cannot take apart: the sender's fault
+            return _message(400, "a payload is malformed")
         return JSONResponse(json_format.MessageToDict(Payloads(payloads=out)))
 
     @app.get("/healthz")
@@ -95,10 +100,6 @@ def create_codec_app(codec: EncryptionCodec, token: str, ui_origins: list[str] |
     @app.post("/ui/{path_token}/decode")
     async def ui_decode(path_token: str, request: Request) -> Response:
         return await apply(request, True, path_token)
-
-    @app.post("/ui/{path_token}/encode")
-    async def ui_encode(path_token: str, request: Request) -> Response:
-        return await apply(request, False, path_token)
 
     return app
 

@@ -25,6 +25,7 @@ from sluicegate.budget_config import StaleReservationsConfig
 from sluicegate.capacity_config import CapacityConfig
 from sluicegate.intake_config import IntakeConfig
 from sluicegate.codec_config import CodecServerConfig
+from sluicegate.config_checks import UniqueKeyLoader, uniqueness_problems
 from sluicegate.console_config import ConsoleConfig
 from sluicegate.durations import parse_duration  # noqa: F401 - re-exported
 from sluicegate.maintenance_config import MaintenanceConfig
@@ -63,6 +64,10 @@ class TemporalConfig(_Section):
     accept_plaintext_payloads: bool = False
     """Migration flag: with a payload key set, still accept unencrypted payloads (histories and
     schedules written before encryption was turned on). Off: they are refused, non-retryable."""
+    require_admission: bool = True
+    """Workers run only work orders that match an admission in the ledger (receipt, work key,
+    version, generation); any other is refused at its claim. Off only for tests that signal
+    orders straight into the workflow, bypassing intake."""
     heartbeat_throttle_seconds: float = Field(default=2.0, gt=0)
     """Longest a worker holds back an activity's heartbeat: a cancel reaches a running model or
     tool call within about this (Temporal delivers cancels in heartbeat answers)."""
@@ -89,6 +94,16 @@ class WebhookApiConfig(_Section):
     refusal_log_lines: int = Field(default=10, ge=1)
     """Log lines for unauthenticated refusals per interval; the rest are counted in the next line."""
     refusal_log_interval_seconds: float = Field(default=60.0, gt=0)
+    body_read_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    """Deadline for a whole request body (webhooks, manual triggers): a slower one is 408 (slow-loris)."""
+    max_concurrent_body_reads: int = Field(default=64, ge=1)
+    """Request bodies read at once by one API process; past it a request is 429 at once."""
+
+
+class IntakeConfig(_Section):
+    max_readmissions_per_version: int = Field(default=3, ge=0, le=100)
+    """How often one (work key, version) may be admitted again after it ended (forced re-runs,
+    requeues, a failed version triggered anew); past it: ``readmission-limit``."""
 
 
 class ActorConfig(_Section):
@@ -195,6 +210,7 @@ class Settings(_Section):
     dev_server: DevServerConfig = Field(default_factory=DevServerConfig)
     ledger: LedgerConfig = Field(default_factory=LedgerConfig)
     webhook_api: WebhookApiConfig = Field(default_factory=WebhookApiConfig)
+    intake: IntakeConfig = Field(default_factory=IntakeConfig)
     codec_server: CodecServerConfig = Field(default_factory=CodecServerConfig)
     console: ConsoleConfig = Field(default_factory=ConsoleConfig)
     sources: dict[str, SourceConfig] = Field(default_factory=dict)
@@ -226,6 +242,9 @@ class Settings(_Section):
     @model_validator(mode="after")
     def _tenancy(self) -> "Settings":
         check_tenancy(self)
+        problems = uniqueness_problems(self)
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
     def path(self, p: Path) -> Path:
@@ -351,7 +370,7 @@ def load_settings(path: Path | str | None = None, env: Mapping[str, str] | None 
     except OSError as exc:
         raise ConfigError(f"cannot read config file {cfg_path}: {exc}") from exc
     try:
-        tree = _substitute_tree(yaml.safe_load(raw_text) or {}, env)
+        tree = _substitute_tree(yaml.load(raw_text, Loader=UniqueKeyLoader) or {}, env)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:
         raise ConfigError(f"{cfg_path} is not valid YAML: {exc}") from exc
     if not isinstance(tree, dict):

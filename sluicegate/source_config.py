@@ -33,6 +33,9 @@ MIN_WHSEC_BYTES = 24
 """The Standard Webhooks spec's lower bound for a signing key (192 bits)."""
 
 
+MAX_EVENT_AGE_SECONDS = 7 * 24 * 3600
+
+
 class SourceConfig(BaseModel):
     """One webhook source. ``secret: x`` (the old single-secret form) is read as ``secrets: [x]``.
 
@@ -48,8 +51,10 @@ class SourceConfig(BaseModel):
     """``owner/repo`` globs this source serves (``acme/*``); a delivery naming any other is ``out-of-scope``."""
     secrets: list[VerifierSecret] = Field(min_length=1)
     """github: webhook secrets; standard-webhooks: ``whsec_<base64>`` keys; cloudevents: bearer tokens."""
-    max_age_seconds: float | None = Field(default=3600, gt=0)
-    """Event-age bound: an event older than this when received is too old; ``null`` = unbounded."""
+    max_age_seconds: float = Field(default=3600, gt=0, le=MAX_EVENT_AGE_SECONDS)
+    """Event-age bound: an event older than this when received is too old; 0 < value ≤ 7 days,
+    never unbounded (a captured delivery older than this is refused by its age, whatever the
+    dedupe window)."""
     mapping: PayloadMapping | None = Field(default=None, validate_default=True)
     """Generic kinds only: where the payload names owner, repo, number, version; which types act."""
     concurrency_key: str | None = None

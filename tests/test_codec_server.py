@@ -45,7 +45,7 @@ def test_encode_then_decode_round_trips_with_the_token(server):
 
 @pytest.mark.parametrize("path, headers", [
     ("/decode", {}), ("/encode", {}), ("/decode", {"Authorization": "Bearer wrong-token-0123456789"}),
-    ("/encode", {"Authorization": f"Basic {TOKEN}"}), ("/ui/wrong/decode", {}), ("/ui/wrong/encode", {})])
+    ("/encode", {"Authorization": f"Basic {TOKEN}"}), ("/ui/wrong/decode", {})])
 def test_without_the_token_nothing_is_encoded_or_decoded(server, path, headers):
     refused = _post(server, path, _body(), **headers)
     assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
@@ -96,3 +96,31 @@ def test_settings_name_what_is_missing():
     assert app_from_settings(settings) is not None
     assert ui_codec_endpoint(settings) == f"http://127.0.0.1:8888/ui/{TOKEN}"
     assert TOKEN not in repr(settings)
+
+
+@pytest.mark.parametrize("path", ["/encode", f"/ui/{TOKEN}/encode"])
+def test_the_ui_path_token_reaches_decode_only(server, path):
+    """The Temporal UI only decodes; its path token (readable from the UI's settings) must not
+    let anyone seal payloads with the fleet's key. /encode takes the bearer header only."""
+    answer = _post(server, path, _body())
+    assert answer.status_code in (401, 404, 405)
+    assert b"binary/encrypted" not in answer.content
+    assert _post(server, "/encode", _body(), Authorization=f"Bearer {TOKEN}").status_code == 200
+
+
+def _sealed(encoding: bytes = b"binary/encrypted", kid: bytes = b"k", data: bytes = b"short") -> bytes:
+    return json_format.MessageToJson(Payloads(payloads=[Payload(
+        metadata={"encoding": encoding, "encryption-key-id": kid}, data=data)])).encode()
+
+
+@pytest.mark.parametrize("body", [
+    b"", b"null", b"[]", b'"payloads"', b"{", b'{"payloads": [1]}', b'{"payloads": {"a": 1}}',
+    b'{"payloads": [{"data": "!!!not base64"}]}', b'{"payloads": [{"metadata": {"encoding": 5}}]}',
+    b"\xff\xfe\x00garbage", b'{"payloads": [], "extra": 1}',
+    _sealed(kid=b"\xff\xfe"), _sealed(data=b""), _sealed(data=b"x" * 5),
+])
+@pytest.mark.parametrize("path", ["/decode", "/encode"])
+def test_malformed_bodies_are_400_never_500(server, path, body):
+    answer = _post(server, path, body, Authorization=f"Bearer {TOKEN}", **{"Content-Type": "application/json"})
+    assert answer.status_code < 500, answer.text
+    assert answer.status_code in (200, 400, 422)

@@ -32,17 +32,17 @@ from intake.decision import Reason
 from intake.errors import InvalidDelivery
 from intake.temporal_admitter import TemporalAdmitter
 from ledger import SqlIntakeStore
-from sluicegate.bounded_body import read_limited
+from sluicegate.bounded_body import declared_too_large, read_limited
 from sluicegate.capacity_setup import intake_service
 from sluicegate.config import Settings
 from sluicegate.resources import open_forge, open_ledger
 from sluicegate.temporal_client import connect
-from webhook_api._body import bounded_headers
+from webhook_api._body import BodyReadGate, BodyTooSlow, bounded_headers
 from webhook_api._manual import manual_trigger, submit_manual
-from webhook_api._refusals import UNKNOWN_SOURCE_LABEL, limit_refusal_log, refuse
+from webhook_api._refusals import NOT_AUTHENTICATED, UNKNOWN_SOURCE_LABEL, limit_refusal_log, refuse
 from webhook_api._rejects import reject_with_receipt
 from webhook_api._responses import LEDGER_DOWN, decision_response, ledger_down_response, unvalidated_response
-from webhook_api._sources import authenticate, normalize
+from webhook_api._sources import HEADER_AUTH_KINDS, authenticate, normalize
 
 tracer = trace.get_tracer("sluicegate.webhook_api")
 log = logging.getLogger("sluicegate.webhook_api")
@@ -65,6 +65,22 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
     app.mount("/console", create_console(settings, lambda: app.state.console))  # the operator console
     api = settings.webhook_api
     limit_refusal_log(api.refusal_log_lines, api.refusal_log_interval_seconds)
+    reads = BodyReadGate(api.max_concurrent_body_reads)
+
+    async def read_body(request: Request, name: str, limit: int) -> bytes | JSONResponse:
+        """The body under ``limit``, the read deadline and the cap on reads at once; else the
+        refusal (counted, no row) to answer."""
+        with reads.slot() as admitted:
+            if not admitted:
+                return refuse(request, name, InvalidDelivery(Reason.BAD_INPUT, "too many request bodies being "
+                                                             "read at once; retry shortly", 429))
+            try:
+                body = await read_limited(request, limit, api.body_read_timeout_seconds)
+            except BodyTooSlow as slow:
+                return refuse(request, name, InvalidDelivery(Reason.BAD_INPUT, str(slow), 408))
+        if body is None:
+            return refuse(request, name, InvalidDelivery(Reason.BAD_INPUT, f"body exceeds {limit} bytes", 413))
+        return body
 
     @app.exception_handler(RequestValidationError)
     async def _unvalidated(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -87,22 +103,30 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
         src = settings.sources.get(source)
         name = source if src is not None else UNKNOWN_SOURCE_LABEL
         with tracer.start_as_current_span(f"webhook {name}", kind=trace.SpanKind.SERVER) as span:
-            if src is None:
-                return refuse(request, name, InvalidDelivery(Reason.UNKNOWN_SOURCE,
-                                                             "no source of that name is configured", 404), source)
-            span.set_attribute("sluicegate.source_kind", src.kind)
             headers = bounded_headers(request)
             if headers is None:
                 return refuse(request, name, InvalidDelivery(Reason.BAD_INPUT, "too many or too long headers", 431))
-            body = await read_limited(request, api.max_body_bytes)
-            if body is None:
+            if declared_too_large(request, api.max_body_bytes):
                 return refuse(request, name, InvalidDelivery(Reason.BAD_INPUT,
                                                              f"body exceeds {api.max_body_bytes} bytes", 413))
-            try:
-                verified = authenticate(src, headers, body)
+            if src is None:  # answered like a bad signature: which names exist is nobody's business
+                return refuse(request, name, InvalidDelivery(Reason.UNKNOWN_SOURCE,
+                                                             "no source of that name is configured", 401), source,
+                              answer=NOT_AUTHENTICATED)
+            span.set_attribute("sluicegate.source_kind", src.kind)
+            try:  # a bearer-token kind authenticates from its headers, before any body byte is read
+                verified = authenticate(src, headers, b"") if src.kind in HEADER_AUTH_KINDS else None
             except InvalidDelivery as err:
                 span.set_attribute("sluicegate.reason", str(err.reason))
-                return refuse(request, name, err)
+                return refuse(request, name, err, answer=NOT_AUTHENTICATED)
+            body = await read_body(request, name, api.max_body_bytes)
+            if isinstance(body, JSONResponse):
+                return body
+            try:
+                verified = verified or authenticate(src, headers, body)
+            except InvalidDelivery as err:
+                span.set_attribute("sluicegate.reason", str(err.reason))
+                return refuse(request, name, err, answer=NOT_AUTHENTICATED)
             span.set_attribute("sluicegate.delivery_id", verified.delivery_id or "")
             try:
                 parsed = normalize(source, src, verified, headers, body, received_at)

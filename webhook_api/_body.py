@@ -8,11 +8,14 @@ buffered whole (a 60 MB body costs at most the cap in memory).
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Iterator
+
 from fastapi import Request
 
-from sluicegate.bounded_body import declared_too_large, read_limited
+from sluicegate.bounded_body import BodyTooSlow, declared_too_large, read_limited
 
-__all__ = ["bounded_headers", "declared_too_large", "read_limited"]
+__all__ = ["BodyReadGate", "BodyTooSlow", "bounded_headers", "declared_too_large", "read_limited"]
 
 MAX_HEADERS = 100
 MAX_HEADER_NAME_BYTES = 256
@@ -30,3 +33,24 @@ def bounded_headers(request: Request) -> dict[str, str] | None:
             return None
         headers[name.decode("latin-1").lower()] = value.decode("latin-1")
     return headers
+
+
+class BodyReadGate:
+    """At most ``limit`` request bodies being read at once by this process; the next one is
+    refused at once (429) instead of queueing. With the read deadline this bounds what slow
+    senders can hold: ``limit`` connections for at most the deadline each."""
+
+    def __init__(self, limit: int) -> None:
+        self._free = limit  # one event loop, no await between test and take: a plain counter is enough
+
+    @contextmanager
+    def slot(self) -> Iterator[bool]:
+        """Yields True with a slot held for the block, False when every slot is taken."""
+        if self._free <= 0:
+            yield False
+            return
+        self._free -= 1
+        try:
+            yield True
+        finally:
+            self._free += 1

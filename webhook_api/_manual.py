@@ -38,7 +38,7 @@ from intake.identity import review_candidate
 from intake.manual_request import MAX_BODY_BYTES, ManualTrigger, parse_manual_body
 from sluicegate.config import ActorConfig, Settings
 from sluicegate.tenancy_config import configured_tenants
-from webhook_api._body import bounded_headers, declared_too_large, read_limited
+from webhook_api._body import BodyTooSlow, bounded_headers, declared_too_large, read_limited
 from webhook_api._refusals import refuse
 from webhook_api._rejects import reject_with_receipt
 from webhook_api._responses import decision_response
@@ -46,6 +46,12 @@ from webhook_api._responses import decision_response
 SOURCE = "manual"
 EVENT_TYPE = "manual.review"
 MAX_OVERRIDE = 256
+
+
+def tenant_request_id(tenant: str, request_id: str) -> str:
+    """The delivery id a manual request is deduplicated under: ``<tenant>:<request id>`` (tenant
+    names hold no ``:``), so two tenants choosing one request id are two deliveries."""
+    return f"{tenant}:{request_id}"
 
 
 def authenticated_actor(authorization: str | None, actors: Mapping[str, ActorConfig]) -> str | None:
@@ -66,7 +72,11 @@ async def manual_trigger(request: Request, settings: Settings) -> JSONResponse:
                                                        "a configured actor's bearer token is required", 401))
     store = request.app.state.store
     fallback_id = f"manual-{uuid.uuid4()}"
-    body = await read_limited(request, MAX_BODY_BYTES)
+    try:
+        body = await read_limited(request, MAX_BODY_BYTES, settings.webhook_api.body_read_timeout_seconds)
+    except BodyTooSlow as slow:
+        return await _reject(store, actor, received_at, InvalidDelivery(
+            Reason.BAD_INPUT, str(slow), 408, fallback_id, EVENT_TYPE), None)
     if body is None:
         return await _reject(store, actor, received_at, InvalidDelivery(
             Reason.BAD_INPUT, f"body exceeds {MAX_BODY_BYTES} bytes", 413, fallback_id, EVENT_TYPE), None)
@@ -102,7 +112,8 @@ async def submit_manual(state, settings: Settings, actor: str, trigger: ManualTr
             policy_reason("override-not-permitted"), f"actor {actor!r} may not force a re-run in tenant {tenant!r} "
             "(role admin required there)", 403, request_id, EVENT_TYPE), tenant)
     ref = PullRequestRef(*trigger.owner_repo, trigger.number)
-    envelope = Envelope(id=request_id, source=SOURCE, type=EVENT_TYPE, subject=ref.target_id, time=received_at,
+    # Request ids are deduplicated per tenant: tenant A's id never collides with (or answers with) B's.
+    envelope = Envelope(id=tenant_request_id(tenant, request_id), source=SOURCE, type=EVENT_TYPE, subject=ref.target_id, time=received_at,
                         received_at=received_at, trigger_kind=TriggerKind.MANUAL, tenant=tenant, actor=actor,
                         override=f"rerun-done: {trigger.reason}"[:MAX_OVERRIDE] if trigger.force else None,
                         data={"reason": trigger.reason})  # who and why are part of the receipt

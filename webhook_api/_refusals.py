@@ -24,6 +24,7 @@ from fastapi import Request
 from fastapi.responses import JSONResponse
 from log_rate_limit import StreamRateLimitFilter
 
+from intake.decision import Reason
 from intake.errors import InvalidDelivery
 from intake.hygiene import printable
 from sluicegate.metrics import record_unauthenticated
@@ -42,14 +43,24 @@ def limit_refusal_log(lines: int, interval_seconds: float) -> None:
         filter_undefined=True, summary_msg="suppressed {numskip} more refusals since the last line"))
 
 
-def refuse(request: Request, source: str, err: InvalidDelivery, asked_for: str | None = None) -> JSONResponse:
+NOT_AUTHENTICATED = InvalidDelivery(Reason.BAD_SIGNATURE, "missing or invalid signature, token or delivery headers",
+                                    401)
+"""The one answer to a webhook whose sender was not authenticated, whatever the source or the check:
+an unknown source name, a missing delivery header, a bad signature or token are told apart only
+in the counter and the log, so the answers do not reveal which source names exist or what kind
+they are."""
+
+
+def refuse(request: Request, source: str, err: InvalidDelivery, asked_for: str | None = None,
+           answer: InvalidDelivery | None = None) -> JSONResponse:
     """Count, log (rate-limited) and answer one unauthenticated request; writes nothing durable.
 
     ``source``: the configured source name (or ``manual``, or :data:`UNKNOWN_SOURCE_LABEL`);
-    ``asked_for``: the unknown name the request used, for the log line only."""
+    ``asked_for``: the unknown name the request used, for the log line only; ``answer``: what the
+    caller is told, when that must be less than ``err`` (default ``err``)."""
     record_unauthenticated(source, str(err.reason), err.http_status)
     client = request.client.host if request.client else "-"
     named = f" (asked for {printable(asked_for, 64)!r})" if asked_for is not None else ""
     log.warning("refused unauthenticated request to %s%s from %s: %s %s: %s", source, named, client,
                 err.http_status, err.reason, err.message)
-    return refused_response(err)
+    return refused_response(answer or err)

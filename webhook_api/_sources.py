@@ -19,6 +19,8 @@ from intake.sources.cloudevents_source import normalize_cloudevent, verify_cloud
 from intake.sources.standard_webhooks import normalize_standard_webhook, verify_standard_webhook
 from sluicegate.source_config import SourceConfig
 
+HEADER_AUTH_KINDS = frozenset({"cloudevents"})
+"""Kinds whose verify stage reads headers only (a bearer token): authenticated before the body is read."""
 _VERIFY = {"github": verify_github, "standard-webhooks": verify_standard_webhook, "cloudevents": verify_cloudevent}
 
 

@@ -64,7 +64,7 @@ with workflow.unsafe.imports_passed_through():
         release_capacity, uncancellable,
     )
     from workflows.claims import ClaimVerdict
-    from workflows.order_claim import CLAIM_ORDER_PATCH, claim_order, unrun_outcome
+    from workflows.order_claim import ADMISSION_PATCH, CLAIM_ORDER_PATCH, claim_order, unrun_outcome
 
 SUPERSEDE_PATCH = "supersede-at-step-boundary"
 CONTINUE_AS_NEW_PATCH = "continue-as-new-between-orders"
@@ -91,10 +91,22 @@ class AgentLoopWorkflow:
         """The current order's outcome is final and being recorded."""
         self._cancel_aware = False
         self._artifact_reads = False
+        self._seen_orders: set[tuple[int, str]] = set()
+        """(generation, receipt id) of every order signalled into this run (patch ``claim-requires-admission``)."""
+        self._proven: set[tuple[int, str]] = set()
+        """Waiting orders the ledger confirmed as admitted (may supersede the running one)."""
 
     @workflow.signal(name=WORK_ORDER_SIGNAL)
     def work_order(self, order: WorkOrder) -> None:
-        if order.generation in self._seen_generations:
+        if workflow.patched(ADMISSION_PATCH):
+            # A re-send is the same generation *and* receipt: a forged order sent first with a
+            # genuine generation must not make the genuine one look re-sent (the claim refuses it).
+            if (order.generation, order.receipt_id) in self._seen_orders:
+                workflow.logger.info("ignoring re-sent work order generation %s", order.generation,
+                                     extra={"work_key": order.work_key})
+                return
+            self._seen_orders.add((order.generation, order.receipt_id))
+        elif order.generation in self._seen_generations:
             workflow.logger.info("ignoring re-sent work order generation %s", order.generation,
                                  extra={"work_key": order.work_key})
             return
@@ -217,7 +229,7 @@ class AgentLoopWorkflow:
         started = workflow.now()
         while True:
             self._check_cancel()
-            if self._killed(outcome) or self._superseded(order, outcome) or self._retry_capped(order, outcome):
+            if self._killed(outcome) or await self._superseded(order, outcome) or self._retry_capped(order, outcome):
                 break
             elapsed = (workflow.now() - started).total_seconds()
             stop = exhausted(order.budget, outcome.steps, outcome.usage, outcome.cost_usd, elapsed)
@@ -288,7 +300,7 @@ class AgentLoopWorkflow:
         rt = order.runtime
         for call in calls:
             self._check_cancel()
-            if self._killed(outcome) or self._superseded(order, outcome):
+            if self._killed(outcome) or await self._superseded(order, outcome):
                 return None
             activity_name = TOOL_ACTIVITIES.get(call.name)
             if call.name == READ_ARTIFACT and not self._artifact_reads:
@@ -330,15 +342,35 @@ class AgentLoopWorkflow:
         outcome.status, outcome.reason = RunStatus.KILLED, f"killed by {self._kill.actor}: {self._kill.reason}"
         return True
 
-    def _superseded(self, order: WorkOrder, outcome: RunOutcome) -> bool:
-        """At a step boundary: is a newer generation waiting? Marks ``outcome`` if so."""
+    async def _superseded(self, order: WorkOrder, outcome: RunOutcome) -> bool:
+        """At a step boundary: is a newer generation waiting? Marks ``outcome`` if so. Under patch
+        ``claim-requires-admission`` only an order the ledger admitted may supersede: a forged one
+        with a higher generation would otherwise end a genuine run."""
         newer = [o for o in self._pending if o.generation > order.generation]
         if not newer or not workflow.patched(SUPERSEDE_PATCH):
             return False
+        if workflow.patched(ADMISSION_PATCH):
+            newer = [o for o in newer if await self._admitted(o)]
+            if not newer:
+                return False
         newest = max(newer, key=lambda o: o.generation)
         outcome.status = RunStatus.SUPERSEDED
         outcome.reason = f"superseded by {newest.input_version} (generation {newest.generation})"
         return True
+
+    async def _admitted(self, pending: WorkOrder) -> bool:
+        """Is this waiting order one intake admitted? A refused one leaves the queue, ``refused``."""
+        if (pending.generation, pending.receipt_id) in self._proven:
+            return True
+        claim = await claim_order(pending, [], self._cancel_aware)
+        if claim.verdict != ClaimVerdict.REFUSED:
+            self._proven.add((pending.generation, pending.receipt_id))
+            return True
+        self._pending.remove(pending)
+        self._finished.append(unrun_outcome(pending, claim))
+        workflow.logger.info("waiting work order %s@%s gen %s refused: %s", pending.work_key, pending.input_version,
+                             pending.generation, claim.reason, extra={"work_key": pending.work_key})
+        return False
 
     def _set_status(self, order: WorkOrder, status: str) -> None:
         if order.runtime.search_attributes:

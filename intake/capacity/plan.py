@@ -84,10 +84,13 @@ class CapacityLimits:
 
 
 def concurrency_key(template: str, candidate: WorkCandidate) -> str:
-    """Fill ``{owner}``, ``{repo}``, ``{number}``, ``{tenant}``, ``{work_key}`` from the candidate."""
+    """Fill ``{owner}``, ``{repo}``, ``{number}``, ``{tenant}``, ``{work_key}`` from the candidate.
+
+    Lower-cased, like the work key: GitHub owner and repository names are case-insensitive, so
+    ``Acme/API`` and ``acme/api`` must share one hold, not get a slot each."""
     t = candidate.target
-    return template.format(owner=t.owner, repo=t.repo, number=t.number, tenant=candidate.tenant,
-                           work_key=candidate.work_key)
+    return template.format(owner=t.owner.lower(), repo=t.repo.lower(), number=t.number, tenant=candidate.tenant,
+                           work_key=candidate.work_key).lower()
 
 
 class CapacityPlanner:

@@ -80,7 +80,8 @@ def test_after_the_batch_receipts_are_stored_and_real_work_still_gets_in(batch, 
     finally:
         engine.dispose()
     assert len(batch.receipt_ids) > 100 and stored == set(batch.receipt_ids)
-    assert table_counts(batch.url)["receipts"] - batch.receipts_before == len(batch.receipt_ids)
+    # A repeat (redelivery, replayed body) is answered with the original's receipt id and writes no row.
+    assert table_counts(batch.url)["receipts"] - batch.receipts_before == len(set(batch.receipt_ids))
     src = batch.settings.sources
     for source in ("github", "stdhooks", "events-structured", "events-binary"):
         owner, repo, number, sha = fresh_pull(sims)

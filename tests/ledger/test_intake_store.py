@@ -42,9 +42,17 @@ def test_same_delivery_twice_is_duplicate_delivery(engine):
     first = store.decide(_draft(key, "sha1", delivery))
     assert store.reject_if_delivery_seen(_draft(key, "sha1", delivery)).reason == Reason.DUPLICATE_DELIVERY
     # Even when the fast check is skipped (a race), the decide transaction catches it.
+    before = _receipt_count(engine)
     again = store.decide(_draft(key, "sha1", delivery))
     assert (again.outcome, again.reason) == (Outcome.REJECT, Reason.DUPLICATE_DELIVERY)
-    assert again.receipt_id != first.receipt_id
+    assert again.receipt_id == first.receipt_id  # answered with the original; a repeat writes no row
+    assert _receipt_count(engine) == before
+
+
+def _receipt_count(engine) -> int:
+    from sqlalchemy import func, select
+    with Session(engine) as s:
+        return s.execute(select(func.count()).select_from(Receipt)).scalar_one()
 
 
 def test_new_delivery_same_version_is_duplicate_work(engine):
@@ -104,14 +112,38 @@ def _finish(engine, key: str, version: str, generation: int) -> None:
                                      run_id=None, result={})
 
 
-def test_closed_then_reopened_target_admits_a_finished_version_again(engine):
+def test_a_done_version_stays_blocking_across_close_and_reopen(engine):
+    """Finding 5: closing and reopening a pull request must not re-run a version already reviewed;
+    only an authenticated admin's forced trigger (``override``) does."""
+    from dataclasses import replace
+
     store, key = SqlIntakeStore(engine), _key()
     first = store.decide(_draft(key, "sha1"))
     _finish(engine, key, "sha1", first.generation)
     assert store.decide(_draft(key, "sha1")).reason == Reason.DUPLICATE_WORK
     store.decide(_draft(key, "sha1", outcome=Outcome.REJECT, reason=Reason.TARGET_CLOSED))  # tombstone
     reopened = store.decide(_draft(key, "sha1"))
-    assert reopened.outcome == Outcome.ACCEPT and reopened.generation == first.generation + 1
+    assert (reopened.outcome, reopened.reason) == (Outcome.REJECT, Reason.DUPLICATE_WORK)
+    forced = store.decide(replace(_draft(key, "sha1"), trigger_kind=TriggerKind.MANUAL, override="rerun-done: x"))
+    assert forced.outcome == Outcome.ACCEPT and forced.generation == first.generation + 1
+
+
+def test_re_admissions_of_one_version_are_limited(engine):
+    """Finding 5: a version that keeps ending and being admitted again (forced re-runs, requeues,
+    a failed version re-triggered) is refused ``readmission-limit`` past the configured count."""
+    from dataclasses import replace
+
+    store, key = SqlIntakeStore(engine, max_readmissions=2), _key()
+    decision = store.decide(_draft(key, "sha1"))
+    admissions = [decision]
+    for _ in range(3):
+        _finish(engine, key, "sha1", decision.generation)
+        decision = store.decide(replace(_draft(key, "sha1"), trigger_kind=TriggerKind.MANUAL, override="rerun-done: x"))
+        admissions.append(decision)
+    assert [d.outcome for d in admissions] == [Outcome.ACCEPT] * 3 + [Outcome.REJECT]
+    assert admissions[-1].reason == Reason.READMISSION_LIMIT
+    assert "2" in admissions[-1].message
+    assert SqlIntakeStore(engine).decide(_draft(_key(), "sha1")).outcome == Outcome.ACCEPT  # other versions unaffected
 
 
 def test_override_reruns_a_done_version_but_never_an_in_flight_one(engine):
@@ -145,17 +177,17 @@ def test_replay_check_before_the_source_read_and_the_same_id_stays_a_duplicate(e
     from dataclasses import replace
 
     store, key, digest, first_id = SqlIntakeStore(engine), _key(), uuid.uuid4().hex * 2, uuid.uuid4().hex
-    store.decide(replace(_draft(key, "sha1", first_id), body_digest=digest))
+    first = store.decide(replace(_draft(key, "sha1", first_id), body_digest=digest))
     replay = replace(_draft(key, "sha1"), body_digest=digest)
+    before = _receipt_count(engine)
     probed = store.reject_if_delivery_seen(replay)
     assert (probed.outcome, probed.reason) == (Outcome.REJECT, Reason.REPLAYED_BODY) and "replay" in probed.message
     again = store.reject_if_delivery_seen(replace(_draft(key, "sha1", first_id), body_digest=digest))
     assert again.reason == Reason.DUPLICATE_DELIVERY
     assert store.reject_if_delivery_seen(replace(_draft(key, "sha1"), body_digest=uuid.uuid4().hex * 2)) is None
     assert store.reject_if_delivery_seen(_draft(key, "sha1")) is None  # no digest (manual, scans): ids only
-    with Session(engine) as s:
-        stored = s.get(Receipt, probed.receipt_id)
-    assert (stored.reason, stored.message) == ("replayed-body", probed.message)
+    assert (probed.receipt_id, again.receipt_id, probed.work_key) == (first.receipt_id, first.receipt_id, key)
+    assert _receipt_count(engine) == before  # repeats are answered from the original, never written
 
 
 def test_pruning_a_delivery_forgets_its_digest(engine):

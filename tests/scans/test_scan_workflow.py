@@ -188,7 +188,8 @@ async def test_retried_intake_attempt_is_a_duplicate_delivery_not_a_second_decis
     finally:
         await forge.aclose()
     assert (first.outcome, again.outcome, again.reason) == ("accept", "reject", "duplicate-delivery")
-    assert [r.outcome for r in ctx.receipts(source="scan:retry")] == ["accept", "reject"]
+    assert again.receipt_id == first.receipt_id  # answered with the first decision's receipt
+    assert [r.outcome for r in ctx.receipts(source="scan:retry")] == ["accept"]  # a repeat writes no row
     assert sims.model_stats()["calls"] == 3
 
 

@@ -76,3 +76,36 @@ def test_no_secret_in_reprs_or_a_cli_traceback(tmp_path):
     output = done.stdout + done.stderr
     assert done.returncode != 0 and "JSONDecodeError" in output, output  # a traceback was printed...
     assert secret not in output  # ...without the locals that hold the token
+
+
+def _changed(tmp_path, text: str, name: str):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_the_published_secrets_are_known_to_the_code_itself():
+    """Finding 8: the guard's list is in code (digests), so it holds whatever file ships."""
+    import hashlib
+
+    from sluicegate.dev_guard import PUBLISHED_SECRET_DIGESTS
+
+    assert {hashlib.sha256(s.strip().encode()).hexdigest() for s in PUBLISHED} <= PUBLISHED_SECRET_DIGESTS
+
+
+def test_the_guard_fails_closed_when_temporal_dev_yaml_is_missing_or_changed(tmp_path):
+    from sluicegate.dev_guard import refuse_published_secrets
+
+    # A deployment's own config that kept the published values (copied from the dev file).
+    deployed = load_settings(_changed(tmp_path, DEFAULT_CONFIG_FILE.read_text(), "deploy.yaml"), env={})
+    text = DEFAULT_CONFIG_FILE.read_text()
+    for value in PUBLISHED:
+        text = text.replace(value, f"rotated-{abs(hash(value))}-0123456789")
+    dev_files = {"missing": tmp_path / "nope.yaml", "changed": _changed(tmp_path, text, "changed.yaml"),
+                 "unreadable": _changed(tmp_path, "sources: [oops", "broken.yaml")}
+    for why, dev_file in dev_files.items():
+        with pytest.raises(ConfigError) as refused:
+            refuse_published_secrets(deployed, "api", "0.0.0.0", dev_file=dev_file)
+        for setting in ("actors.carol.token", "forge.token", "sources.github.secrets[0]", "console.session_key"):
+            assert setting in str(refused.value), (why, str(refused.value))
+        assert not [s for s in PUBLISHED if s in str(refused.value)]

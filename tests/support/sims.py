@@ -54,7 +54,10 @@ def sims():
 def settings_for(sims: Sims, ledger_url: str, **extra: str) -> Settings:
     env = {"FORGE_BASE_URL": sims.forge.base_url, "FORGE_TOKEN": FORGE_TOKEN,
            "OPENAI_BASE_URL": f"{sims.model.base_url}/v1", "OPENAI_API_KEY": MODEL_KEY,
-           "SLUICEGATE_LEDGER_URL": ledger_url, "SLUICEGATE_TELEMETRY_EXPORTER": "none", **extra}
+           "SLUICEGATE_LEDGER_URL": ledger_url, "SLUICEGATE_TELEMETRY_EXPORTER": "none",
+           # Most workflow tests signal orders straight in (tests/support/agent_runs.py), bypassing
+           # intake; tests of the admission check (tests/security/test_forged_order.py) turn it on.
+           "SLUICEGATE__TEMPORAL__REQUIRE_ADMISSION": "false", **extra}
     return load_settings(DEFAULT_CONFIG_FILE, env=env)
 
 

@@ -48,7 +48,7 @@ def _valid_body() -> bytes:
 UNAUTHENTICATED = {
     "missing signature": (lambda b, h: h.pop("x-hub-signature-256"), 401, "bad-signature"),
     "wrong signature": (lambda b, h: h.update({"x-hub-signature-256": "sha256=" + "ab" * 32}), 401, "bad-signature"),
-    "missing event header": (lambda b, h: h.pop("x-github-event"), 400, "bad-input"),
+    "missing event header": (lambda b, h: h.pop("x-github-event"), 401, "bad-signature"),  # one answer before auth
     "oversize body": (lambda b, h: b" " * 70_000 + b, 413, "bad-input"),
     "too many headers": (lambda b, h: h.update({f"x-pad-{i}": "x" for i in range(120)}), 431, "bad-input"),
     "oversize header": (lambda b, h: h.update({"x-pad": "x" * 9000}), 431, "bad-input"),
@@ -95,13 +95,13 @@ def test_authenticated_bad_delivery_gets_4xx_and_a_receipt(api, case):
     assert (receipt.outcome, receipt.reason, receipt.id) == ("reject", reason, r.json()["receipt_id"])
 
 
-def test_unidentifiable_delivery_gets_400_without_receipt(api):
+def test_unidentifiable_delivery_gets_401_without_receipt(api):
     server, _ = api
     body = _valid_body()
     headers = delivery_headers(SECRET, body)
     del headers["x-github-delivery"]
     r = httpx.post(f"{server.base_url}/webhooks/github", content=body, headers=headers, timeout=10)
-    assert r.status_code == 400 and r.json()["receipt_id"] is None
+    assert r.status_code == 401 and r.json()["receipt_id"] is None  # answered as any unauthenticated request
 
 
 def test_forged_delivery_does_not_block_the_genuine_one(api, sims):

@@ -10,6 +10,7 @@ import pytest
 
 from demo.github_payloads import delivery_headers, encode, pull_request_payload
 from tests.webhook_api.deliveries import ce_binary, ce_structured, cloud_event, std_body, std_headers
+from tests.support.ledger_rows import grown, table_counts
 from tests.webhook_api.server import fresh_pull, post, receipts, running_api
 
 
@@ -49,12 +50,19 @@ def test_the_same_signed_content_under_a_new_delivery_id_is_a_replay(kind, sims,
         pull = fresh_pull(sims)
         first_id, replay_id = f"orig-{uuid.uuid4()}", f"replay-{uuid.uuid4()}"
         headers, body, replayed = build(s, pull, first_id)
-        assert post(server, source, headers, body).json()["reason"] == "admitted"
+        first = post(server, source, headers, body).json()
+        assert first["reason"] == "admitted"
         reads = sims.forge_ctl("GET", "/stats").json()["total"]
+        before = table_counts(ledger_url)
         r = post(server, source, *replayed(replay_id))
         assert (r.status_code, r.json()["outcome"], r.json()["reason"]) == (200, "reject", "replayed-body"), r.text
         assert sims.forge_ctl("GET", "/stats").json()["total"] == reads  # refused before the forge was read
-        [receipt] = receipts(ledger_url, replay_id)
-        assert (receipt.reason, receipt.work_key) == ("replayed-body", f"acme/github:{pull[0]}/{pull[1]}#{pull[2]}:review")
-        assert post(server, source, headers, body).json()["reason"] == "duplicate-delivery"  # the same id: as before
+        # Answered with the original receipt; no row for the replay (finding 4: replays cost a counter).
+        assert (r.json()["receipt_id"], r.json()["work_key"]) == (
+            first["receipt_id"], f"acme/github:{pull[0]}/{pull[1]}#{pull[2]}:review")
+        assert receipts(ledger_url, replay_id) == []
+        again = post(server, source, headers, body).json()  # the same id: a redelivery
+        assert (again["reason"], again["receipt_id"]) == ("duplicate-delivery", first["receipt_id"])
         assert post(server, source, *replayed(replay_id)).json()["reason"] == "replayed-body"  # never claimed
+        assert grown(before, table_counts(ledger_url)) == {}
+        assert [x.id for x in receipts(ledger_url, first_id)] == [first["receipt_id"]]  # still queryable

@@ -85,8 +85,8 @@ def _ce_missing_type(s):
 
 
 @pytest.mark.parametrize("build, status, reason, text", [
-    (_replayed, 401, "bad-signature", "in the past"),
-    (_forged_ce, 401, "bad-signature", "Bearer"),
+    (_replayed, 401, "bad-signature", "missing or invalid signature"),  # the detail is in the log only
+    (_forged_ce, 401, "bad-signature", "missing or invalid signature"),
     (_oversize_std, 413, "bad-input", "exceeds"),
 ])
 def test_unauthenticated_generic_deliveries_get_4xx_and_no_row(api, build, status, reason, text):

@@ -202,3 +202,19 @@ def test_the_trigger_cli_names_the_tenant_for_an_actor_in_several(api, sims):
     assert unnamed.exit_code == 1 and "bad-input" in unnamed.output
     named = CliRunner().invoke(app, [*args, "--tenant", "beta"], env=env)
     assert named.exit_code == 0 and f"beta/github:{owner}/{repo}#7:review" in named.output
+
+
+def test_a_manual_request_id_is_deduplicated_per_tenant(api, sims):
+    """Finding 6: tenant beta's request id must neither collide with acme's nor reveal its receipt."""
+    server, _, url = api
+    request_id = f"shared-{uuid.uuid4().hex[:8]}"
+    acme = _pull(sims, "acme")
+    beta = _pull(sims, "beta")
+    first = _manual(server, ALICE, repository=f"{acme[0]}/{acme[1]}", number=acme[2], request_id=request_id)
+    assert first.json()["reason"] == "admitted", first.text
+    other = _manual(server, bearer("bob"), repository=f"{beta[0]}/{beta[1]}", number=beta[2], request_id=request_id)
+    assert other.json()["reason"] == "admitted", other.text
+    assert other.json()["receipt_id"] != first.json()["receipt_id"]
+    again = _manual(server, ALICE, repository=f"{acme[0]}/{acme[1]}", number=acme[2], request_id=request_id)
+    assert again.json()["reason"] == "duplicate-delivery"
+    assert [r.id for r in receipts(url, f"beta:{request_id}")] == [other.json()["receipt_id"]]

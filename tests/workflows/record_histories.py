@@ -7,6 +7,9 @@ Scenarios:
 * ``two-orders`` (default): generation 1, then 2 while 1 runs (the second supersedes).
 * ``late-older``: generation 2, then 1 arriving late (claimed ``superseded`` without a model call).
 * ``cancel`` (or ``--cancel``): cancelled mid model call, one order pending.
+* ``forged``: with ``temporal.require_admission`` on, an order intake admitted (it runs) and a
+  forged one (no admission in the ledger: refused at its claim, no model call; patch
+  ``claim-requires-admission``).
 * ``claim-cancel``: generation 2 runs a slow model call while 1 (late) and 3 arrive; 2 is superseded
   at the step boundary, 1 is claimed ``superseded`` without a model call, 3 claims and runs, and the
   workflow is cancelled during 3's slow model call (both ``claim-order-at-start`` and
@@ -35,7 +38,7 @@ import ledger
 from simulators import ServerThread
 from simulators.forge import create_forge_app
 from simulators.model import create_model_app
-from tests.support.agent_runs import start_order, work_order
+from tests.support.agent_runs import accept_in_ledger, start_order, work_order
 from sluicegate.config import Settings
 from tests.support.sims import FORGE_TOKEN, MODEL_KEY, Sims, settings_for
 from worker import create_worker
@@ -79,7 +82,7 @@ def write(name: str, history) -> None:
 
 NEWER_HEAD = "5c1e6b2d9a8f4e3c7b0a1d2e3f405162738495a6"
 NEWEST_HEAD = "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a291807"
-SCENARIOS = ("two-orders", "late-older", "cancel", "claim-cancel", "artifact-reads")
+SCENARIOS = ("two-orders", "late-older", "cancel", "claim-cancel", "artifact-reads", "forged")
 WORKFLOW_ID = "agent/acme/github:acme/api#42:review"
 
 
@@ -95,9 +98,14 @@ async def main(name: str, scenario: str = "two-orders") -> None:
     if scenario == "artifact-reads":
         await _artifact_reads(name)
         return
-    async with recording("record-histories") as (env, settings, sims):
+    env_extra = {"SLUICEGATE__TEMPORAL__REQUIRE_ADMISSION": "true"} if scenario == "forged" else {}
+    async with recording("record-histories", **env_extra) as (env, settings, sims):
         older, newer = work_order(settings), work_order(settings, version=NEWER_HEAD, generation=2)
-        if scenario == "claim-cancel":
+        if scenario == "forged":
+            older, _ = accept_in_ledger(settings, older)
+            handle = await start_order(env.client, "record-histories", older, workflow_id=WORKFLOW_ID)
+            await start_order(env.client, "record-histories", newer, workflow_id=handle.id)
+        elif scenario == "claim-cancel":
             _slow_model_calls(sims, 3, 60)
             handle = await start_order(env.client, "record-histories", newer, workflow_id=WORKFLOW_ID)
             await _model_calls_started(sims)

@@ -42,3 +42,47 @@ async def test_the_claim_activity_reads_the_ledger(engine):
     second = store.decide(_draft(key, "v2", uuid.uuid4().hex)).generation
     stale = await claim(activities.claim_order, ClaimRequest(key, "v0", first))
     assert (stale.verdict, stale.reason) == (ClaimVerdict.SUPERSEDED, f"superseded by v2 (generation {second})")
+
+
+def _admitted(**kw) -> LedgerStanding:
+    from workflows.claims import AdmissionReceipt
+    receipt = AdmissionReceipt(**{"outcome": "accept", "work_key": "wk", "input_version": "v2", "generation": 2,
+                                  "tenant": "acme", **kw})
+    return LedgerStanding(2, "v2", 2, "admitted", version_receipt_id="r2", receipt=receipt, require_admission=True)
+
+
+@pytest.mark.parametrize("standing, receipt_id, reason", [
+    (_admitted(), "r2", None),
+    (LedgerStanding(require_admission=True), "r2", "unadmitted:no-admission"),
+    (_admitted(), "r-forged", "unadmitted:receipt-mismatch"),
+    (_admitted(outcome="reject"), "r2", "unadmitted:receipt-mismatch"),
+    (_admitted(work_key="other"), "r2", "unadmitted:receipt-mismatch"),
+    (_admitted(input_version="v9"), "r2", "unadmitted:receipt-mismatch"),
+    (_admitted(generation=1), "r2", "unadmitted:receipt-mismatch"),
+    (_admitted(tenant="globex"), "r2", "unadmitted:identity-mismatch"),
+])
+def test_admission_is_required_when_both_sides_ask(standing, receipt_id, reason):
+    req = ClaimRequest("wk", "v2", 2, tenant="acme", receipt_id=receipt_id, require_admission=True)
+    claim = decide_claim(req, standing)
+    assert (claim.verdict, claim.reason or None) == ((ClaimVerdict.REFUSED, reason) if reason else (ClaimVerdict.RUN, None))
+    unpatched = decide_claim(ClaimRequest("wk", "v2", 2, tenant="acme", receipt_id=receipt_id), standing)
+    assert unpatched.verdict == ClaimVerdict.RUN  # a run started before the patch keeps its old rule
+
+
+async def test_the_claim_activity_refuses_what_intake_did_not_admit(engine):
+    owner = f"o{uuid.uuid4().hex[:8]}"
+    key = f"acme/github:{owner}/api#7:review"
+    decision = SqlIntakeStore(engine).decide(_draft(key, "v1", uuid.uuid4().hex))
+    claim = ActivityEnvironment().run
+    activities = WorkLedgerActivities(WorkStore(engine))
+
+    def req(**kw):
+        base = dict(work_key=key, input_version="v1", generation=decision.generation, tenant="acme",
+                    receipt_id=decision.receipt_id, owner=owner, repo="api", number=7, require_admission=True)
+        return ClaimRequest(**{**base, **kw})
+    assert (await claim(activities.claim_order, req())).verdict == ClaimVerdict.RUN
+    for forged, reason in [(req(receipt_id="x" * 32), "unadmitted:receipt-mismatch"),
+                           (req(input_version="v0"), "unadmitted:no-admission"),
+                           (req(repo="other"), "unadmitted:identity-mismatch"),
+                           (req(owner="ACME-not"), "unadmitted:identity-mismatch")]:
+        assert (await claim(activities.claim_order, forged)).reason == reason

@@ -1,0 +1,99 @@
+"""Slow and parallel bodies (finding 3): a CloudEvents source authenticates from its headers
+before any body byte is read; every body read has a deadline (slow-loris) and the number of
+bodies being read at once is capped. All of it unauthenticated: counters, no rows."""
+
+from __future__ import annotations
+
+import socket
+from urllib.parse import urlsplit
+
+import pytest
+
+import ledger
+from demo.github_payloads import delivery_headers, encode, pull_request_payload
+from tests.support.ledger_rows import grown, table_counts
+from tests.webhook_api.server import running_api
+
+
+@pytest.fixture
+def api(sims, temporal_env, tmp_path):
+    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+    ledger.upgrade(url)
+
+    def start(**env: str):
+        return running_api(sims, temporal_env, url, **env)
+    return start, url
+
+
+def _open(server, path: str, headers: dict[str, str], first_bytes: bytes) -> socket.socket:
+    """A request whose headers (and ``first_bytes`` of its body) are sent; the rest never is."""
+    parts = urlsplit(server.base_url)
+    sock = socket.create_connection((parts.hostname, parts.port), timeout=30)
+    head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    sock.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\n{head}\r\n".encode("latin-1") + first_bytes)
+    return sock
+
+
+def _status(sock: socket.socket) -> int:
+    """The status line of the answer (waits for it; the socket's timeout fails the test)."""
+    data = b""
+    while b"\r\n" not in data:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    sock.close()
+    return int(data.split(b" ", 2)[1])
+
+
+def _forged_github(length: int = 2000) -> dict[str, str]:
+    body = encode(pull_request_payload("acme", "api", 42, "f" * 40))
+    headers = delivery_headers("attacker-secret-guess-0001", body)
+    return {**headers, "content-length": str(length)}
+
+
+def test_a_cloudevents_source_refuses_a_bad_token_without_reading_the_body(api):
+    start, url = api
+    with start(SLUICEGATE__WEBHOOK_API__BODY_READ_TIMEOUT_SECONDS="60") as (server, _):
+        before = table_counts(url)
+        # The body is announced and never sent: only an answer from the headers alone comes back.
+        sock = _open(server, "/webhooks/events", {"content-type": "application/cloudevents+json",
+                                                  "authorization": "Bearer not-the-token-0000",
+                                                  "content-length": "5000"}, b"{")
+        sock.settimeout(20)
+        assert _status(sock) == 401
+        assert grown(before, table_counts(url)) == {}
+
+
+@pytest.mark.parametrize("source", ["github", "stdhooks", "events"])
+def test_a_body_that_never_arrives_is_cut_off_at_the_deadline(api, source):
+    start, url = api
+    with start(SLUICEGATE__WEBHOOK_API__BODY_READ_TIMEOUT_SECONDS="1") as (server, s):
+        headers = _forged_github()
+        if source == "events":  # a valid token: the body is read, then must arrive in time
+            headers = {"content-type": "application/cloudevents+json", "content-length": "5000",
+                       "authorization": f"Bearer {s.sources['events'].secret_values()[0]}"}
+        before = table_counts(url)
+        sock = _open(server, f"/webhooks/{source}", headers, b"{\"a")
+        assert _status(sock) == 408
+        assert grown(before, table_counts(url)) == {}
+
+
+def test_bodies_read_at_once_are_capped(api):
+    start, url = api
+    with start(SLUICEGATE__WEBHOOK_API__BODY_READ_TIMEOUT_SECONDS="20",
+               SLUICEGATE__WEBHOOK_API__MAX_CONCURRENT_BODY_READS="2") as (server, _):
+        before = table_counts(url)
+        slow = [_open(server, "/webhooks/github", _forged_github(), b"{") for _ in range(2)]
+        statuses = []
+        for _ in range(200):  # the slow two hold both read slots until their deadline
+            probe = _open(server, "/webhooks/github", _forged_github(), b"")
+            probe.sendall(b"x" * 2000)
+            statuses.append(_status(probe))
+            if statuses[-1] == 429:
+                break
+        assert statuses[-1] == 429, statuses
+        assert set(statuses) <= {401, 429}
+        for sock in slow:
+            sock.close()
+        assert grown(before, table_counts(url)) == {}
