@@ -91,8 +91,16 @@ def _plain(x: Any) -> Any:
 
 
 def config_of(a: argparse.Namespace) -> dict[str, Any]:
-    """The parsed options, as the configuration used (tuples become lists)."""
-    return _plain({k: v for k, v in vars(a).items() if k not in ("json",)})
+    """The parsed options, as the configuration used (tuples become lists, URL passwords hidden)."""
+    return _plain({k: _no_password(v) for k, v in vars(a).items() if k != "json"})
+
+
+def _no_password(v: Any) -> Any:
+    if isinstance(v, str) and "://" in v and "@" in v:
+        scheme, rest = v.split("://", 1)
+        userinfo, host = rest.rsplit("@", 1)
+        return f"{scheme}://{userinfo.split(':', 1)[0]}{':***' if ':' in userinfo else ''}@{host}"
+    return v
 
 
 def finish(a: argparse.Namespace, run: Callable[[], BenchReport], bench: str) -> int:
