@@ -1,7 +1,7 @@
 """Sluicegate capacity benchmark: a burst of deliveries across tenants, against the limits.
 
     .venv/bin/python -m bench.capacity_bench                       # 5,000 deliveries, 20 tenants
-    .venv/bin/python -m bench.capacity_bench --quick               # verification run: 200 deliveries, 5 tenants
+    .venv/bin/python -m bench.capacity_bench --quick               # verification run: 100 deliveries, 5 tenants
     .venv/bin/python -m bench.capacity_bench --deliveries 800 --tenants 8
     .venv/bin/python -m bench.capacity_bench --postgres postgresql://postgres@127.0.0.1:5432/postgres
 
@@ -60,7 +60,7 @@ def _log(line: str) -> None:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = parser(__doc__)
-    p.add_argument("--deliveries", type=int, default=None, help="deliveries in the burst (default 5000; quick 200)")
+    p.add_argument("--deliveries", type=int, default=None, help="deliveries in the burst (default 5000; quick 100)")
     p.add_argument("--tenants", type=int, default=None, help="tenants, the flooder included (default 20; quick 5)")
     p.add_argument("--flood-share", type=float, default=0.5, help="the flooder's share (default %(default)s)")
     p.add_argument("--repos", type=int, default=3, help="repositories per tenant (default %(default)s)")
@@ -84,7 +84,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--forge-thread", action="store_true",
                    help="run the forge simulator in a thread of this process (default: its own process)")
     a = p.parse_args(argv)
-    a.deliveries = a.deliveries or (200 if a.quick else 5000)
+    a.deliveries = a.deliveries or (100 if a.quick else 5000)
     a.tenants = a.tenants or (5 if a.quick else 20)
     a.global_limit = a.global_limit or (6 if a.quick else 40)
     a.tenant_limit = a.tenant_limit or (3 if a.quick else 5)

@@ -50,7 +50,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--dup-seconds", type=float, default=None,
                    help="seconds per side per round for the duplicate comparison (default 4; quick 0.3)")
     p.add_argument("--e2e-per-round", type=int, default=None,
-                   help="deliveries (and bare starts) per side per round (default 500; quick 24)")
+                   help="deliveries (and bare starts) per side per round (default 500; quick 16)")
     p.add_argument("--concurrency", type=int, default=16, help="requests in flight end to end (default 16)")
     p.add_argument("--postgres-url", default=os.environ.get("SLUICEGATE_BENCH_POSTGRES_URL", DEFAULT_PG),
                    help="admin URL; a throwaway database is created and dropped (default %(default)s)")
@@ -59,9 +59,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     a = p.parse_args(argv)
     a.rounds = a.rounds or (2 if a.quick else 3)
     a.dup_seconds = a.dup_seconds or (0.3 if a.quick else 4.0)
-    a.e2e_per_round = a.e2e_per_round or (24 if a.quick else 500)
+    a.e2e_per_round = a.e2e_per_round or (16 if a.quick else 500)
     # A freshly started stack is slow for its first few hundred requests (both sides); warm both up.
-    a.e2e_warmup = a.concurrency if a.quick else max(a.concurrency * 2, a.e2e_per_round // 2)
+    a.e2e_warmup = 4 if a.quick else max(a.concurrency * 2, a.e2e_per_round // 2)
     if min(a.rounds, a.e2e_per_round, a.concurrency) < 1 or a.dup_seconds <= 0:
         p.error("--rounds, --e2e-per-round, --concurrency and --dup-seconds must be positive")
     return a

@@ -77,10 +77,10 @@ def _log(line: str) -> None:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = parser(__doc__)
     p.add_argument("--rounds", type=int, default=None, help="overhead rounds per side (default 3; quick 1)")
-    p.add_argument("--orders", type=int, default=None, help="orders per side per round (default 24; quick 4)")
+    p.add_argument("--orders", type=int, default=None, help="orders per side per round (default 24; quick 2)")
     p.add_argument("--concurrency", type=int, default=8, help="orders in flight per side (default 8)")
     p.add_argument("--warmup", type=int, default=None, help="untimed orders per side first (default 8; quick 1)")
-    p.add_argument("--reviews", type=int, default=None, help="reviews admitted for the restart (default 6; quick 2)")
+    p.add_argument("--reviews", type=int, default=None, help="reviews admitted for the restart (default 6; quick 1)")
     p.add_argument("--delay", type=float, default=None,
                    help="model simulator delay per call in the restart (default 1.5 s; quick 1 s)")
     p.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for the restart's runs")
@@ -93,9 +93,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-postgres", action="store_true", help="SQLite ledger; no kill-after-the-answer batch")
     a = p.parse_args(argv)
     a.rounds = a.rounds or (1 if a.quick else 3)
-    a.orders = a.orders or (4 if a.quick else 24)
+    a.orders = a.orders or (2 if a.quick else 24)
     a.warmup = a.warmup if a.warmup is not None else (1 if a.quick else 8)
-    a.reviews = a.reviews or (2 if a.quick else 6)
+    a.reviews = a.reviews or (1 if a.quick else 6)
     a.delay = a.delay or (1.0 if a.quick else 1.5)
     if min(a.rounds, a.orders, a.concurrency, a.reviews) < 1 or a.delay <= 0:
         p.error("--rounds/--orders/--concurrency/--reviews and --delay must be positive")

@@ -4,7 +4,7 @@ A realistic webhook stream goes through intake, then the same stream naively ("o
 AgentLoop workflow per delivery"), side by side on one dev stack with a worker.
 
     .venv/bin/python -m bench.mixed_stream            # full run: 500 deliveries (~1.5 min on 2 cores)
-    .venv/bin/python -m bench.mixed_stream --quick    # verification run: 40 deliveries
+    .venv/bin/python -m bench.mixed_stream --quick    # verification run: 20 deliveries
     .venv/bin/python -m bench.mixed_stream --deliveries 400 --new 0.5 --redeliver 0.4 --stale 0.1 --concurrency 16
 
 A seeded stream of signed GitHub ``pull_request`` deliveries -- new work, exact
@@ -63,7 +63,7 @@ CAPACITY = ("limits lifted (NO_CAPACITY_LIMITS), the stack's worker drains: this
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = parser(__doc__)
-    p.add_argument("--deliveries", type=int, default=None, help="deliveries in the stream (default 500; quick 40)")
+    p.add_argument("--deliveries", type=int, default=None, help="deliveries in the stream (default 500; quick 20)")
     p.add_argument("--new", type=float, default=0.6, help="weight of new work items (default 0.6)")
     p.add_argument("--redeliver", type=float, default=0.3, help="weight of exact redeliveries (default 0.3)")
     p.add_argument("--stale", type=float, default=0.1, help="weight of stale-head deliveries (default 0.1)")
@@ -73,7 +73,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="seconds to wait for each phase's runs to finish (default 300; quick 120)")
     p.add_argument("--no-naive", action="store_true", help="skip the naive baseline phase")
     a = p.parse_args(argv)
-    a.deliveries = a.deliveries or (40 if a.quick else 500)
+    a.deliveries = a.deliveries or (20 if a.quick else 500)
     a.timeout = a.timeout or (120.0 if a.quick else 300.0)
     if a.deliveries < 1 or a.concurrency < 1:
         p.error("--deliveries and --concurrency must be positive")
