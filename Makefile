@@ -37,7 +37,7 @@ console-screenshots: venv  ## re-take docs/console/*.png: the console's browser 
 BENCHES := intake_bench loop_bench mixed_stream capacity_bench
 
 bench: venv  ## the full intake bench: intake vs. bare baselines (exit 1 only when a verification fails)
-	$(PY) -m bench.intake_bench $(BENCH_ARGS)
+	@$(PY) -m bench.intake_bench $(BENCH_ARGS)
 
 bench-quick: venv  ## every bench with --quick: checks each measurement's verification, not speed
 	@set -e; for b in $(BENCHES); do echo "== $$b --quick"; $(PY) -m bench.$$b --quick $(BENCH_ARGS); done
