@@ -229,7 +229,7 @@ async def _run(a, stack: DevStack, tmp: Path, postgres: bool
 
 
 def _measurements(a, rep: BenchReport, overhead: Overhead | None, restart: Restart | None, batches: list[Batch],
-                  errors: list[str], repo_limit: int | None) -> None:
+                  errors: list[str], repo_limit: int | None, postgres: bool) -> None:
     """Report every measurement (human tables, then one JSON row each) and what verified it."""
     failed = {e.split(":", 1)[0] for e in errors}
     if not a.no_overhead:
@@ -262,7 +262,7 @@ def _measurements(a, rep: BenchReport, overhead: Overhead | None, restart: Resta
                                 f"per repository", verified="calls per PR" not in failed and bool(batches),
                                 error=next((e for e in errors if e.startswith("calls per PR")), None)))
         if batches:
-            verdicts = report_calls_per_pr(batches, restart, bool(a.postgres_ok))
+            verdicts = report_calls_per_pr(batches, restart, postgres)
             # hard: calls == steps without a crash and with a kill after the answer; mid-call is informational
             m.verified = m.verified and all(ok for name, ok in verdicts if not name.startswith("kill mid-call"))
             m.checks = [f"{'PASS' if ok else 'CHECK'} {name}" for name, ok in verdicts]
@@ -281,9 +281,9 @@ def _main(a) -> BenchReport:
         _log(f"  {database}: the stack's ledger is SQLite")
     elif database is not None:
         env["SLUICEGATE_LEDGER_URL"] = database[0]
-    postgres = a.postgres_ok = isinstance(database, tuple)
+    postgres = isinstance(database, tuple)
     stack = DevStack(env, headless=True, with_worker=False, log_dir=tmp / "logs")
-    rep = BenchReport("loop_bench", config_of(a))
+    rep = BenchReport("loop_bench", {**config_of(a), "ledger": "PostgreSQL" if postgres else "SQLite"})
     overhead = restart = None
     batches: list[Batch] = []
     errors: list[str] = []
@@ -303,7 +303,8 @@ def _main(a) -> BenchReport:
         if postgres:
             database[1]()
     try:
-        _measurements(a, rep, overhead, restart, batches, errors, stack.settings.capacity.concurrency_limit)
+        _measurements(a, rep, overhead, restart, batches, errors, stack.settings.capacity.concurrency_limit,
+                      postgres)
     except Exception as exc:  # noqa: BLE001
         traceback.print_exc()
         rep.errors.append(f"report: {type(exc).__name__}: {exc}")
