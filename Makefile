@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv demo up test test-dev-server bench clean drills drill-cancel drill-temporal-restart drill-duplicate-storm \
+.PHONY: venv demo up test test-dev-server bench bench-quick clean drills drill-cancel drill-temporal-restart drill-duplicate-storm \
         drill-worker-crash drill-postgres-restart drill-forge-outage console-screenshots
 
 $(STAMP): pyproject.toml
@@ -48,8 +48,13 @@ drills: drill-cancel drill-temporal-restart drill-duplicate-storm drill-worker-c
 console-screenshots: venv  ## re-take docs/console/*.png: the console's browser tests on a throwaway stack
 	SLUICEGATE_CONSOLE_SCREENSHOTS_DOCS=1 $(PY) -m pytest -q tests/console/test_browser_read.py tests/console/test_browser_write.py
 
-bench: venv
-	$(PY) bench/intake_bench.py
+BENCHES := intake_bench loop_bench mixed_stream capacity_bench
+
+bench: venv  ## the full intake bench: intake vs. bare baselines (exit 1 only when a verification fails)
+	@$(PY) -m bench.intake_bench $(BENCH_ARGS)
+
+bench-quick: venv  ## every bench with --quick: checks each measurement's verification, not speed
+	@set -e; for b in $(BENCHES); do echo "== $$b --quick"; $(PY) -m bench.$$b --quick $(BENCH_ARGS); done
 
 clean:
 	rm -rf var .pytest_cache .hypothesis

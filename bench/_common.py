@@ -4,17 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import statistics
-import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Awaitable, Callable
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # run as a script from anywhere: make the project importable
-    sys.path.insert(0, str(ROOT))
-
-from demo.github_payloads import delivery_headers, encode, pull_request_payload  # noqa: E402
+from bench._harness import Measurement
+from demo.github_payloads import delivery_headers, encode, pull_request_payload
 
 BENCH_SCOPE = {"SLUICEGATE__SOURCES__GITHUB__REPOSITORIES": '["acme/*", "bench*/*"]'}
 """Benchmarks send webhooks for ``bench*`` owners through the dev config's ``github`` source: it must serve them."""
@@ -50,6 +45,10 @@ class Comparison:
     target: float
     unit: str
     base_unit: str = ""
+    capacity: str = ""
+    """How capacity was configured for this measurement (said in the output)."""
+    p95_target: float | None = None
+    """Upper bound for intake p95 / baseline p95, where there is one."""
     intake: list[SideRound] = field(default_factory=list)
     baseline: list[SideRound] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)
@@ -78,6 +77,30 @@ class Comparison:
         """Median over rounds of the per-round ``pct`` latency percentile, in seconds."""
         rounds = self.intake if side == "intake" else self.baseline
         return median([percentile(r.latencies, pct) for r in rounds if r.latencies])
+
+
+    @property
+    def p95_ratio(self) -> float:
+        """Intake p95 / baseline p95 (each the median over rounds of the per-round p95)."""
+        return self.latency("intake", 95) / self.latency("baseline", 95) if self.baseline else float("nan")
+
+    def as_measurement(self) -> Measurement:
+        verified = None if self.skipped else self.error is None
+        figures: dict = {}
+        ratios: dict = {}
+        if self.intake and self.baseline:
+            figures = {"unit": self.unit, "baseline_unit": self.base_unit or self.unit,
+                       "intake_rate": self.intake_rate, "baseline_rate": self.baseline_rate,
+                       "rounds": len(self.intake), "ops": {"intake": [r.ops for r in self.intake],
+                                                           "baseline": [r.ops for r in self.baseline]},
+                       "latency_ms": {f"{s}_p{p}": self.latency(s, p) * 1000
+                                      for s in ("intake", "baseline") for p in (50, 95)}}
+            ratios = {"throughput": self.ratio, "throughput_target_min": self.target,
+                      "throughput_per_round": self.ratios, "p95": self.p95_ratio}
+            if self.p95_target is not None:
+                ratios["p95_target_max"] = self.p95_target
+        return Measurement(self.name, self.capacity, figures, ratios, verified, list(self.checks),
+                           self.skipped, self.error)
 
 
 def median(values: list[float]) -> float:

@@ -1,8 +1,9 @@
 """Sluicegate capacity benchmark: a burst of deliveries across tenants, against the limits.
 
-    .venv/bin/python bench/capacity_bench.py                       # 5,000 deliveries, 20 tenants
-    .venv/bin/python bench/capacity_bench.py --deliveries 800 --tenants 8
-    .venv/bin/python bench/capacity_bench.py --postgres postgresql://postgres@127.0.0.1:5432/postgres
+    .venv/bin/python -m bench.capacity_bench                       # 5,000 deliveries, 20 tenants
+    .venv/bin/python -m bench.capacity_bench --quick               # verification run: 100 deliveries, 5 tenants
+    .venv/bin/python -m bench.capacity_bench --deliveries 800 --tenants 8
+    .venv/bin/python -m bench.capacity_bench --postgres postgresql://postgres@127.0.0.1:5432/postgres
 
 One tenant (the flooder) sends ``--flood-share`` of the deliveries, the others share the
 rest uniformly, in one seeded, interleaved burst. Each delivery is for its own open pull
@@ -29,24 +30,24 @@ from pathlib import Path
 from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-import httpx  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-from sqlmodel import Session, select  # noqa: E402
+import httpx
+from rich.console import Console
+from rich.table import Table
+from sqlmodel import Session, select
 
-import ledger  # noqa: E402
-from bench._common import percentile  # noqa: E402
-from bench._dup import postgres_database  # noqa: E402
-from bench._e2e import run_dir  # noqa: E402
-from intake.decision import Outcome  # noqa: E402
-from ledger import CapacityLedger, DeferredItem, Receipt  # noqa: E402
-from ledger._sql import as_utc  # noqa: E402
-from simulators import free_port, serve_in_thread  # noqa: E402
-from simulators.forge import create_forge_app  # noqa: E402
-from sluicegate.capacity_config import CapacityConfig, TenantCapacity  # noqa: E402
-from bench._capacity import (  # noqa: E402
+import ledger
+from bench._common import percentile
+from bench._dup import postgres_database
+from bench._e2e import run_dir
+from bench._harness import BenchReport, Measurement, config_of, finish, parser
+from intake.decision import Outcome
+from ledger import CapacityLedger, DeferredItem, Receipt
+from ledger._sql import as_utc
+from simulators import free_port, serve_in_thread
+from simulators.forge import create_forge_app
+from sluicegate.capacity_config import CapacityConfig, TenantCapacity
+from bench._capacity import (
     FLOODER, FORGE_TOKEN, CounterSampler, Dispatcher, Result, SimulatedRuns, burst, create_pulls, drive,
 )
 
@@ -58,13 +59,13 @@ def _log(line: str) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--deliveries", type=int, default=5000, help="deliveries in the burst (default %(default)s)")
-    p.add_argument("--tenants", type=int, default=20, help="tenants, the flooder included (default %(default)s)")
+    p = parser(__doc__)
+    p.add_argument("--deliveries", type=int, default=None, help="deliveries in the burst (default 5000; quick 100)")
+    p.add_argument("--tenants", type=int, default=None, help="tenants, the flooder included (default 20; quick 5)")
     p.add_argument("--flood-share", type=float, default=0.5, help="the flooder's share (default %(default)s)")
     p.add_argument("--repos", type=int, default=3, help="repositories per tenant (default %(default)s)")
-    p.add_argument("--global-limit", type=int, default=40, help="global_active_runs (default %(default)s)")
-    p.add_argument("--tenant-limit", type=int, default=5, help="tenant max_active_runs (default %(default)s)")
+    p.add_argument("--global-limit", type=int, default=None, help="global_active_runs (default 40; quick 6)")
+    p.add_argument("--tenant-limit", type=int, default=None, help="tenant max_active_runs (default 5; quick 3)")
     p.add_argument("--key-limit", type=int, default=2, help="concurrency_limit per repo (default %(default)s)")
     p.add_argument("--run-ms", type=float, nargs=2, default=(50.0, 200.0), metavar=("MIN", "MAX"),
                    help="simulated run duration, uniform (default 50 200)")
@@ -76,13 +77,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batch", type=int, default=200, help="dispatch batch (default %(default)s, as configured)")
     p.add_argument("--concurrency", type=int, default=16, help="deliveries submitted in flight (default %(default)s)")
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--timeout", type=float, default=600.0, help="give up draining after this many seconds")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="give up draining after this many seconds (default 600; quick 120)")
     p.add_argument("--postgres", metavar="ADMIN_URL", default=None,
                    help="use a throwaway PostgreSQL database created through ADMIN_URL instead of SQLite")
     p.add_argument("--forge-thread", action="store_true",
                    help="run the forge simulator in a thread of this process (default: its own process)")
-    p.add_argument("--keep", action="store_true", help="keep the temp directory (SQLite ledger)")
     a = p.parse_args(argv)
+    a.deliveries = a.deliveries or (100 if a.quick else 5000)
+    a.tenants = a.tenants or (5 if a.quick else 20)
+    a.global_limit = a.global_limit or (6 if a.quick else 40)
+    a.tenant_limit = a.tenant_limit or (3 if a.quick else 5)
+    a.timeout = a.timeout or (120.0 if a.quick else 600.0)
     if a.tenants < 2 or a.deliveries < a.tenants:
         p.error("need at least 2 tenants and one delivery per tenant")
     return a
@@ -113,7 +119,7 @@ def waits_by_tenant(engine) -> tuple[dict[str, list[float]], Counter]:
 
 
 def report(a, items, res: Result, runs: SimulatedRuns, sampler: CounterSampler, dispatcher: Dispatcher,
-           capacity: CapacityLedger, engine, backend: str) -> bool:
+           capacity: CapacityLedger, engine, backend: str, m: Measurement) -> bool:
     ok = not res.failures
     flooder = FLOODER
     per_tenant = Counter(d.tenant for d in items)
@@ -171,6 +177,9 @@ def report(a, items, res: Result, runs: SimulatedRuns, sampler: CounterSampler, 
         verdict = "[red]FAIL[/]" if not within else "[green]OK[/]" if max(seen_runs, seen_ctr) == limit else \
             "[yellow]OK, never reached[/] (the check proves little)"
         lim.add_row(name, str(limit), str(seen_runs), str(seen_ctr), verdict)
+        m.checks.append(f"{'PASS' if within else 'FAIL'} {name}: limit {limit}, max runs {seen_runs}, "
+                        f"max counter {seen_ctr}")
+        m.figures.setdefault("max_concurrency", {})[name] = {"limit": limit, "runs": seen_runs, "counter": seen_ctr}
     console.print(lim)
 
     ten = Table(title="Wait per tenant, s (admission receipt - first receipt)")
@@ -189,8 +198,14 @@ def report(a, items, res: Result, runs: SimulatedRuns, sampler: CounterSampler, 
     _log(f"flooder p95 / others p95 = {p95_flood:.2f} / {p95_others:.2f} = "
          f"{p95_flood / p95_others if p95_others else float('inf'):.1f}x")
 
+    m.figures.update(deliveries=len(items), drain_seconds=res.drain_seconds, burst_seconds=res.burst_seconds,
+                     deliveries_per_second=len(items) / res.drain_seconds if res.drain_seconds else None,
+                     forge_reads_per_delivery=res.forge_reads / len(items), wait_p95_flooder=p95_flood,
+                     wait_p95_others=p95_others, answers=dict(res.answers))
+    m.ratios = {"wait_p95_flooder_per_others": p95_flood / p95_others if p95_others else None}
     for name, passed, detail in checks:
         ok &= passed
+        m.checks.append(f"{'PASS' if passed else 'FAIL'} {name}: {detail}")
         console.print(f"{'[green]PASS[/]' if passed else '[red]FAIL[/]'} {name}: {detail}")
     for line in res.failures[:20]:
         console.print(f"[red]ERROR[/] {line}", markup=True)
@@ -250,16 +265,18 @@ def _forge_reads(url: str) -> int:
     return sum(n for route, n in stats["requests"].items() if route.startswith("GET "))
 
 
-def main(argv: list[str] | None = None) -> int:
-    a = parse_args(argv)
+def _main(a) -> BenchReport:
     tmp = run_dir()
     drop = None
+    rep = BenchReport("capacity_bench", config_of(a))
+    limits = f"limits under test: global {a.global_limit}, tenant {a.tenant_limit}, per repository {a.key_limit}"
+    m = rep.add(Measurement("capacity burst", f"{limits}; simulated runs drain (SimulatedRuns release their slots, "
+                            "then a dispatch pass runs)", verified=False))
     try:
         if a.postgres:
             db = postgres_database(a.postgres)
             if isinstance(db, str):
-                _log(db)
-                return 1
+                raise RuntimeError(db)
             url, drop = db
             backend = "PostgreSQL"
         else:
@@ -270,8 +287,8 @@ def main(argv: list[str] | None = None) -> int:
                              tenant_defaults=TenantCapacity(max_active_runs=a.tenant_limit),
                              concurrency_limit=a.key_limit, defer_retry_seconds=a.defer_retry, dispatch_batch=a.batch)
         items = burst(a)
-        _log(f"capacity bench ({backend}): {len(items)} deliveries, {a.tenants} tenants, flood share {a.flood_share}, "
-             f"limits global {a.global_limit} / tenant {a.tenant_limit} / repo {a.key_limit}, "
+        _log(f"capacity bench ({backend}){' (quick: verification, not speed)' if a.quick else ''}: {len(items)} "
+             f"deliveries, {a.tenants} tenants, flood share {a.flood_share}, {limits}, "
              f"runs {a.run_ms[0]:.0f}-{a.run_ms[1]:.0f} ms, seed {a.seed}")
         with forge_simulator(a.forge_thread) as forge_url:
             t = time.perf_counter()
@@ -280,12 +297,12 @@ def main(argv: list[str] | None = None) -> int:
             before = _forge_reads(forge_url)
             res, *parts = asyncio.run(drive(a, items, engine, forge_url, cfg))
             res.forge_reads = _forge_reads(forge_url) - before
-        ok = report(a, items, res, *parts, engine=engine, backend=backend)
+        m.figures["backend"] = backend
+        m.verified = report(a, items, res, *parts, engine=engine, backend=backend, m=m)
         engine.dispose()
-        return 0 if ok else 1
-    except Exception:  # noqa: BLE001 - a broken bench exits 1
+    except Exception as exc:  # noqa: BLE001 - a broken bench fails its verification
         traceback.print_exc()
-        return 1
+        m.error = f"{type(exc).__name__}: {exc}"
     finally:
         if drop is not None:
             drop()
@@ -293,6 +310,12 @@ def main(argv: list[str] | None = None) -> int:
             _log(f"kept {tmp}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
+    return rep
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(argv)
+    return finish(a, lambda: _main(a), "capacity_bench")
 
 
 if __name__ == "__main__":

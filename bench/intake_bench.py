@@ -1,13 +1,15 @@
 """Sluicegate intake benchmark: intake vs. its bare baseline, side by side, in one run.
 
-    .venv/bin/python bench/intake_bench.py            # full run (~2-3 min on 2 cores)
-    .venv/bin/python bench/intake_bench.py --quick    # smoke run (~30 s)
+    .venv/bin/python -m bench.intake_bench            # full run (~2-3 min on 2 cores)
+    .venv/bin/python -m bench.intake_bench --quick    # verification run: small sizes, checks correctness
+    .venv/bin/python -m bench.intake_bench --json     # one JSON document on stdout
 
 Measures (see bench/README.md):
   1. duplicate deliveries rejected/s by intake vs. a bare INSERT ... ON CONFLICT DO NOTHING
-     on the same database and engine (SQLite; PostgreSQL when reachable), target >= 0.5;
-  2. admitted deliveries/s end to end (webhook API on the real dev stack) vs. bare
-     signal-with-start against the same dev server, target >= 0.8.
+     on the same database and engine (SQLite; PostgreSQL when reachable), target >= 0.8;
+  2. admitted deliveries/s end to end (webhook API on the real dev stack, capacity limits
+     lifted, no worker) vs. bare signal-with-start against the same dev server at the same
+     concurrency: throughput ratio (target >= 0.9) and p95 ratio (target <= 1.2).
 Sides alternate within each round; the table shows medians of per-round figures.
 Exit status: 0 when every measurement ran and verified (whatever the ratios), 1 otherwise.
 """
@@ -24,15 +26,17 @@ import time
 import traceback
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from rich.console import Console
+from rich.table import Table
 
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from bench import _dup, _e2e  # noqa: E402
-from bench._common import Comparison  # noqa: E402
+from bench import _dup, _e2e
+from bench._common import Comparison
+from bench._harness import BenchReport, config_of, finish, parser
 
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/postgres"
+DUP_TARGET, E2E_TARGET, E2E_P95_TARGET = 0.8, 0.9, 1.2
+DUP_CAPACITY = ("not involved: IntakeService without a capacity gate (a duplicate delivery is rejected "
+                "before capacity is consulted)")
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
 
 
@@ -41,40 +45,37 @@ def _log(line: str) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="smoke run: short rounds, few deliveries (~30 s)")
-    p.add_argument("--rounds", type=int, default=None, help="interleaved rounds per comparison (default 3)")
+    p = parser(__doc__)
+    p.add_argument("--rounds", type=int, default=None, help="interleaved rounds per comparison (default 3; quick 2)")
     p.add_argument("--dup-seconds", type=float, default=None,
-                   help="seconds per side per round for the duplicate comparison (default 4; quick 1)")
+                   help="seconds per side per round for the duplicate comparison (default 4; quick 0.3)")
     p.add_argument("--e2e-per-round", type=int, default=None,
-                   help="deliveries (and bare starts) per side per round (default 500; quick 80)")
+                   help="deliveries (and bare starts) per side per round (default 500; quick 16)")
     p.add_argument("--concurrency", type=int, default=16, help="requests in flight end to end (default 16)")
     p.add_argument("--postgres-url", default=os.environ.get("SLUICEGATE_BENCH_POSTGRES_URL", DEFAULT_PG),
                    help="admin URL; a throwaway database is created and dropped (default %(default)s)")
     p.add_argument("--no-postgres", action="store_true", help="skip the PostgreSQL duplicate comparison")
     p.add_argument("--no-e2e", action="store_true", help="skip the end-to-end comparison (no dev stack)")
-    p.add_argument("--keep", action="store_true", help="keep the temp directory (ledgers, dev-server DB, logs)")
     a = p.parse_args(argv)
-    a.rounds = a.rounds or 3
-    a.dup_seconds = a.dup_seconds or (1.0 if a.quick else 4.0)
-    a.e2e_per_round = a.e2e_per_round or (80 if a.quick else 500)
+    a.rounds = a.rounds or (2 if a.quick else 3)
+    a.dup_seconds = a.dup_seconds or (0.3 if a.quick else 4.0)
+    a.e2e_per_round = a.e2e_per_round or (16 if a.quick else 500)
     # A freshly started stack is slow for its first few hundred requests (both sides); warm both up.
-    a.e2e_warmup = max(a.concurrency * 2, a.e2e_per_round // 2)
+    a.e2e_warmup = 4 if a.quick else max(a.concurrency * 2, a.e2e_per_round // 2)
+    if min(a.rounds, a.e2e_per_round, a.concurrency) < 1 or a.dup_seconds <= 0:
+        p.error("--rounds, --e2e-per-round, --concurrency and --dup-seconds must be positive")
     return a
 
 
-def _dup_sqlite(a, tmp: Path) -> Comparison:
-    return asyncio.run(_dup.measure("duplicate rejects (SQLite)", f"sqlite:///{tmp / 'dup-ledger.sqlite'}",
-                                    a.rounds, a.dup_seconds, _log))
-
-
-def _dup_postgres(a) -> Comparison:
-    name = "duplicate rejects (PostgreSQL)"
+def _dup_run(a, tmp: Path, postgres: bool) -> Comparison:
+    name = f"duplicate rejects ({'PostgreSQL' if postgres else 'SQLite'})"
+    if not postgres:
+        return asyncio.run(_dup.measure(name, f"sqlite:///{tmp / 'dup-ledger.sqlite'}", a.rounds, a.dup_seconds, _log))
     if a.no_postgres:
-        return Comparison(name, 0.5, "rejects/s", skipped="--no-postgres")
+        return Comparison(name, DUP_TARGET, "rejects/s", skipped="--no-postgres")
     db = _dup.postgres_database(a.postgres_url)
     if isinstance(db, str):
-        return Comparison(name, 0.5, "rejects/s", skipped=db)
+        return Comparison(name, DUP_TARGET, "rejects/s", skipped=db)
     url, drop = db
     try:
         return asyncio.run(_dup.measure(name, url, a.rounds, a.dup_seconds, _log))
@@ -85,10 +86,10 @@ def _dup_postgres(a) -> Comparison:
 
 def _e2e_run(a, tmp: Path) -> tuple[Comparison, dict | None]:
     if a.no_e2e:
-        return Comparison("end-to-end admissions", 0.8, "admits/s", skipped="--no-e2e"), None
+        return Comparison("end-to-end admissions", E2E_TARGET, "admits/s", skipped="--no-e2e"), None
     t = time.perf_counter()
     stack = _e2e.start_stack(tmp / "stack")
-    _log(f"  dev stack up in {time.perf_counter() - t:.1f}s (no worker; logs in {stack.log_dir})")
+    _log(f"  dev stack up in {time.perf_counter() - t:.1f}s (logs in {stack.log_dir}); capacity: {_e2e.CAPACITY}")
     try:
         return asyncio.run(_e2e.measure(stack, a.rounds, a.e2e_per_round, a.e2e_warmup, a.concurrency, _log))
     finally:
@@ -98,13 +99,16 @@ def _e2e_run(a, tmp: Path) -> tuple[Comparison, dict | None]:
             raise RuntimeError(f"stack processes still running after stop: {left}")
 
 
-def _guard(name: str, target: float, fn, *args):
+def _guard(name: str, target: float, capacity: str, fn, *args) -> tuple[Comparison, dict | None]:
     """Run one measurement; an exception becomes an errored row instead of ending the run."""
     try:
-        return fn(*args)
-    except Exception as exc:  # noqa: BLE001 - reported in the table and the exit status
+        out = fn(*args)
+    except Exception as exc:  # noqa: BLE001 - reported in the table, the JSON and the exit status
         traceback.print_exc()
-        return Comparison(name, target, "", error=f"{type(exc).__name__}: {exc}")
+        out = Comparison(name, target, "", error=f"{type(exc).__name__}: {exc}")
+    cmp, extra = out if isinstance(out, tuple) else (out, None)
+    cmp.target, cmp.capacity = target, capacity
+    return cmp, extra
 
 
 def _fmt(x: float, spec: str = ",.0f") -> str:
@@ -113,6 +117,7 @@ def _fmt(x: float, spec: str = ",.0f") -> str:
 
 def report(results: list[Comparison], cpu: dict | None) -> None:
     for c in results:
+        _log(f"  capacity [{c.name}] {c.capacity}")
         for line in c.checks:
             _log(f"  check [{c.name}] {line}")
     t = Table(title="Sluicegate intake vs. bare baseline (median of per-round figures)")
@@ -135,6 +140,13 @@ def report(results: list[Comparison], cpu: dict | None) -> None:
             lat.add_row(c.name, *(_fmt(c.latency(s, p) * 1000, ".2f") for s in ("intake", "baseline") for p in (50, 95)),
                         " ".join(f"{r:.2f}" for r in c.ratios))
     console.print(lat)
+    for c in results:
+        if c.p95_target is not None and c.intake and c.baseline:
+            p95_ok = c.p95_ratio <= c.p95_target
+            console.print(f"[bold]{c.name}[/] (same concurrency on both sides): throughput "
+                          f"ratio [bold]{_fmt(c.ratio, '.2f')}[/] (target >= {c.target:.1f}), p95 ratio "
+                          f"[bold]{_fmt(c.p95_ratio, '.2f')}[/] (target <= {c.p95_target:.1f}, "
+                          f"{'[green]PASS[/]' if p95_ok else '[red]ABOVE[/]'}); capacity: {c.capacity}")
     if cpu:
         _log("CPU ms per operation by process, end to end (median over rounds):")
         for side, per in cpu.items():
@@ -147,18 +159,22 @@ def report(results: list[Comparison], cpu: dict | None) -> None:
             console.print(f"[red]ERROR[/] {c.name}: {c.error}", markup=True)
 
 
-def main(argv: list[str] | None = None) -> int:
-    a = parse_args(argv)
+def _run(a) -> BenchReport:
     tmp = Path(_e2e.run_dir())
     started = time.perf_counter()
-    _log(f"intake bench: rounds={a.rounds} dup-seconds={a.dup_seconds} e2e-per-round={a.e2e_per_round} "
-         f"concurrency={a.concurrency} tmp={tmp}")
+    _log(f"intake bench{' (quick: verification, not speed)' if a.quick else ''}: rounds={a.rounds} "
+         f"dup-seconds={a.dup_seconds} e2e-per-round={a.e2e_per_round} concurrency={a.concurrency} tmp={tmp}")
+    rep = BenchReport("intake_bench", config_of(a))
     try:
-        results = [_guard("duplicate rejects (SQLite)", 0.5, _dup_sqlite, a, tmp),
-                   _guard("duplicate rejects (PostgreSQL)", 0.5, _dup_postgres, a)]
-        e2e = _guard("end-to-end admissions", 0.8, _e2e_run, a, tmp)
-        cmp, cpu = e2e if isinstance(e2e, tuple) else (e2e, None)
-        results.append(cmp)
+        results = [_guard("duplicate rejects (SQLite)", DUP_TARGET, DUP_CAPACITY, _dup_run, a, tmp, False)[0],
+                   _guard("duplicate rejects (PostgreSQL)", DUP_TARGET, DUP_CAPACITY, _dup_run, a, tmp, True)[0]]
+        e2e, cpu = _guard("end-to-end admissions", E2E_TARGET, _e2e.CAPACITY, _e2e_run, a, tmp)
+        e2e.p95_target = E2E_P95_TARGET
+        results.append(e2e)
+        for c in results:
+            rep.add(c.as_measurement())
+        if cpu:
+            rep.measurements[-1].figures["cpu_ms_per_op"] = cpu
         report(results, cpu)
     finally:
         if a.keep:
@@ -166,7 +182,12 @@ def main(argv: list[str] | None = None) -> int:
         else:
             shutil.rmtree(tmp, ignore_errors=True)
     _log(f"total {time.perf_counter() - started:.0f}s")
-    return 1 if any(c.error for c in results) else 0
+    return rep
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(argv)
+    return finish(a, lambda: _run(a), "intake_bench")
 
 
 if __name__ == "__main__":

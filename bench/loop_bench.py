@@ -1,8 +1,8 @@
 """Sluicegate agent-loop benchmark: per-step overhead vs. a bare workflow, and a worker restart mid-run.
 
-    .venv/bin/python bench/loop_bench.py            # full run (~1-1.5 min on the 2-core dev box)
-    .venv/bin/python bench/loop_bench.py --quick    # smoke run
-    .venv/bin/python bench/loop_bench.py --help     # --rounds, --orders, --concurrency, --reviews, --delay, --keep
+    .venv/bin/python -m bench.loop_bench            # full run (~1.5-2 min on the 2-core dev box)
+    .venv/bin/python -m bench.loop_bench --quick    # verification run: small sizes, checks correctness
+    .venv/bin/python -m bench.loop_bench --help     # --rounds, --orders, --concurrency, --reviews, --delay, --json
 
 One dev stack (own temp dir, free ports, telemetry off), started without its worker:
 
@@ -34,23 +34,24 @@ import time
 import traceback
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from rich.console import Console
+from rich.table import Table
 
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from bench._crash_calls import Batch, measure_batches  # noqa: E402
-from bench._dup import postgres_database  # noqa: E402
-from bench._e2e import run_dir  # noqa: E402
-from bench._loop import MODEL_STEPS, Overhead, Restart, measure_overhead, measure_restart  # noqa: E402
-from bench._common import BENCH_SCOPE, median  # noqa: E402
-from sluicegate.devstack import DevStack, isolated_overrides  # noqa: E402
+from bench._crash_calls import Batch, measure_batches
+from bench._dup import postgres_database
+from bench._e2e import run_dir
+from bench._loop import MODEL_STEPS, Overhead, Restart, measure_overhead, measure_restart
+from bench._common import BENCH_SCOPE, median
+from bench._harness import BenchReport, Measurement, config_of, finish, parser
+from sluicegate.devstack import DevStack, isolated_overrides
 
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 150)
 
 # Runtime options snapshotted into every work order at admission (API process) -- shortened so a
 # model call cut off by the SIGKILL is retried within seconds instead of after 60 s / 10 s.
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/postgres"
+OVERHEAD_CAPACITY = ("not involved: orders are started directly on the bench's in-process worker "
+                     "(no intake, no capacity gate)")
 RESTART_OVERRIDES = {
     "SLUICEGATE__ACTIVITIES__MODEL_START_TO_CLOSE_SECONDS": "5",
     "SLUICEGATE__ACTIVITIES__TOOL_START_TO_CLOSE_SECONDS": "5",
@@ -74,14 +75,14 @@ def _log(line: str) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="smoke run: 2 rounds of 8 orders, 3 reviews")
-    p.add_argument("--rounds", type=int, default=None, help="overhead rounds per side (default 3; quick 2)")
-    p.add_argument("--orders", type=int, default=None, help="orders per side per round (default 24; quick 8)")
+    p = parser(__doc__)
+    p.add_argument("--rounds", type=int, default=None, help="overhead rounds per side (default 3; quick 1)")
+    p.add_argument("--orders", type=int, default=None, help="orders per side per round (default 24; quick 2)")
     p.add_argument("--concurrency", type=int, default=8, help="orders in flight per side (default 8)")
-    p.add_argument("--warmup", type=int, default=None, help="untimed orders per side first (default 8; quick 4)")
-    p.add_argument("--reviews", type=int, default=None, help="reviews admitted for the restart (default 6; quick 3)")
-    p.add_argument("--delay", type=float, default=1.5, help="model simulator delay per call in the restart (s)")
+    p.add_argument("--warmup", type=int, default=None, help="untimed orders per side first (default 8; quick 1)")
+    p.add_argument("--reviews", type=int, default=None, help="reviews admitted for the restart (default 6; quick 1)")
+    p.add_argument("--delay", type=float, default=None,
+                   help="model simulator delay per call in the restart (default 1.5 s; quick 1 s)")
     p.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for the restart's runs")
     p.add_argument("--no-overhead", action="store_true")
     p.add_argument("--no-restart", action="store_true")
@@ -90,12 +91,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="admin URL; the stack's ledger is a throwaway database there (needed for the "
                         "kill-after-the-answer batch)")
     p.add_argument("--no-postgres", action="store_true", help="SQLite ledger; no kill-after-the-answer batch")
-    p.add_argument("--keep", action="store_true", help="keep the temp directory (ledgers, dev-server DB, logs)")
     a = p.parse_args(argv)
-    a.rounds = a.rounds or (2 if a.quick else 3)
-    a.orders = a.orders or (8 if a.quick else 24)
-    a.warmup = a.warmup if a.warmup is not None else (4 if a.quick else 8)
-    a.reviews = a.reviews or (3 if a.quick else 6)
+    a.rounds = a.rounds or (1 if a.quick else 3)
+    a.orders = a.orders or (2 if a.quick else 24)
+    a.warmup = a.warmup if a.warmup is not None else (1 if a.quick else 8)
+    a.reviews = a.reviews or (1 if a.quick else 6)
+    a.delay = a.delay or (1.0 if a.quick else 1.5)
     if min(a.rounds, a.orders, a.concurrency, a.reviews) < 1 or a.delay <= 0:
         p.error("--rounds/--orders/--concurrency/--reviews and --delay must be positive")
     return a
@@ -127,7 +128,7 @@ def report_overhead(o: Overhead) -> None:
         _log(f"  check {c}")
 
 
-def report_restart(r: Restart) -> bool:
+def report_restart(r: Restart) -> list[tuple[str, bool, str]]:
     t = Table(title=f"Worker SIGKILL mid-run: {r.reviews} reviews via the webhook API, model simulator "
                     f"+{r.delay}s per call")
     for col in ("figure", "value"):
@@ -169,10 +170,10 @@ def report_restart(r: Restart) -> bool:
     for name, ok, detail in verdicts:
         v.add_row(name, detail, "[green]PASS[/]" if ok else "[yellow]CHECK[/]")
     console.print(v)
-    return verdicts[0][1]
+    return verdicts
 
 
-def report_calls_per_pr(batches: list[Batch], restart: Restart | None, postgres: bool) -> None:
+def report_calls_per_pr(batches: list[Batch], restart: Restart | None, postgres: bool) -> list[tuple[str, bool]]:
     t = Table(title="Model calls per PR (3 model steps per review), with and without a worker SIGKILL")
     for col in ("scenario", "reviews", "model calls", "calls per PR", "extra = calls - steps", "retried attempts",
                 "comments", "verdict"):
@@ -182,15 +183,18 @@ def report_calls_per_pr(batches: list[Batch], restart: Restart | None, postgres:
         rows.append(("kill mid-call (measurement 2: the answer never reached a worker)", restart.reviews,
                      restart.calls, restart.steps, restart.history_retries, restart.comments))
     rows += [(b.scenario, b.reviews, b.calls, b.steps, b.retries, b.comments) for b in batches[1:]]
+    verdicts = []
     for name, reviews, calls, steps, retries, comments in rows:
         mid = name.startswith("kill mid-call")
         ok = calls == steps or (mid and restart is not None and calls - steps == restart.cut_off)
+        verdicts.append((name, ok))
         t.add_row(name, str(reviews), str(calls), f"{calls / reviews:.2f}", str(calls - steps), str(retries),
                   str(comments), ("[green]PASS[/]" if ok else "[yellow]CHECK[/]") + (
                       " (extra == cut off)" if mid else " (calls == steps)"))
     console.print(t)
     if not postgres:
         _log("  kill after the answer: not measured (needs the PostgreSQL ledger; --no-postgres or unreachable)")
+    return verdicts
 
 
 async def _run(a, stack: DevStack, tmp: Path, postgres: bool
@@ -224,12 +228,53 @@ async def _run(a, stack: DevStack, tmp: Path, postgres: bool
     return overhead, restart, batches, errors
 
 
-def main(argv: list[str] | None = None) -> int:
-    a = parse_args(argv)
+def _measurements(a, rep: BenchReport, overhead: Overhead | None, restart: Restart | None, batches: list[Batch],
+                  errors: list[str], repo_limit: int | None, postgres: bool) -> None:
+    """Report every measurement (human tables, then one JSON row each) and what verified it."""
+    failed = {e.split(":", 1)[0] for e in errors}
+    if not a.no_overhead:
+        m = rep.add(Measurement("per-step overhead: AgentLoop vs. bare workflow", OVERHEAD_CAPACITY,
+                                verified=overhead is not None, error=next((e for e in errors if e.startswith(
+                                    "overhead")), None)))
+        if overhead is not None:
+            report_overhead(overhead)
+            m.checks = list(overhead.checks)
+            m.figures = {side: {"ms_per_model_step": overhead.per_step_ms(side),
+                                "p50_ms_per_step": overhead.latency_per_step_ms(side, 50),
+                                "p95_ms_per_step": overhead.latency_per_step_ms(side, 95)} for side in ("loop", "bare")}
+            m.figures.update(orders=overhead.orders, concurrency=overhead.concurrency, rounds=len(overhead.loop))
+            m.ratios = {"step": median(overhead.ratios), "step_target_max": 1.2, "step_per_round": overhead.ratios,
+                        "p95": overhead.latency_per_step_ms("loop", 95) / overhead.latency_per_step_ms("bare", 95)}
+    limits = f"dev config limits (per repository {repo_limit})"
+    if not a.no_restart:
+        m = rep.add(Measurement("worker SIGKILL mid-run", f"{limits}, the stack's worker drains; {a.reviews} reviews "
+                                f"per repository", verified="restart" not in failed and restart is not None,
+                                error=next((e for e in errors if e.startswith("restart")), None)))
+        if restart is not None:
+            verdicts = report_restart(restart)
+            m.verified = verdicts[0][1]
+            m.checks = [f"{'PASS' if ok else 'CHECK'} {name}: {detail}" for name, ok, detail in verdicts]
+            m.figures = {"calls": restart.calls, "completed": restart.completed, "steps": restart.steps,
+                         "cut_off": restart.cut_off, "late": restart.late, "retries": restart.history_retries,
+                         "comments": restart.comments, "statuses": restart.statuses}
+    if not a.no_crash_calls:
+        m = rep.add(Measurement("model calls per PR", f"{limits}, the stack's worker drains; {a.reviews} reviews "
+                                f"per repository", verified="calls per PR" not in failed and bool(batches),
+                                error=next((e for e in errors if e.startswith("calls per PR")), None)))
+        if batches:
+            verdicts = report_calls_per_pr(batches, restart, postgres)
+            # hard: calls == steps without a crash and with a kill after the answer; mid-call is informational
+            m.verified = m.verified and all(ok for name, ok in verdicts if not name.startswith("kill mid-call"))
+            m.checks = [f"{'PASS' if ok else 'CHECK'} {name}" for name, ok in verdicts]
+            m.figures = {b.scenario: {"reviews": b.reviews, "calls": b.calls, "calls_per_pr": b.per_pr,
+                                      "steps": b.steps, "retries": b.retries, "comments": b.comments} for b in batches}
+
+
+def _main(a) -> BenchReport:
     tmp = run_dir()
     started = time.perf_counter()
-    _log(f"loop bench: rounds={a.rounds} orders={a.orders} concurrency={a.concurrency} warmup={a.warmup} "
-         f"reviews={a.reviews} delay={a.delay}s tmp={tmp}")
+    _log(f"loop bench{' (quick: verification, not speed)' if a.quick else ''}: rounds={a.rounds} orders={a.orders} "
+         f"concurrency={a.concurrency} warmup={a.warmup} reviews={a.reviews} delay={a.delay}s tmp={tmp}")
     env = {**isolated_overrides(tmp), "SLUICEGATE_TELEMETRY_EXPORTER": "none", **RESTART_OVERRIDES, **BENCH_SCOPE}
     database = None if a.no_postgres else postgres_database(a.postgres)
     if isinstance(database, str):
@@ -238,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         env["SLUICEGATE_LEDGER_URL"] = database[0]
     postgres = isinstance(database, tuple)
     stack = DevStack(env, headless=True, with_worker=False, log_dir=tmp / "logs")
+    rep = BenchReport("loop_bench", {**config_of(a), "ledger": "PostgreSQL" if postgres else "SQLite"})
     overhead = restart = None
     batches: list[Batch] = []
     errors: list[str] = []
@@ -248,33 +294,34 @@ def main(argv: list[str] | None = None) -> int:
         overhead, restart, batches, errors = asyncio.run(_run(a, stack, tmp, postgres))
     except Exception as exc:  # noqa: BLE001
         traceback.print_exc()
-        errors.append(f"{type(exc).__name__}: {exc}")
+        rep.errors.append(f"{type(exc).__name__}: {exc}")
     finally:
         stack.stop()
         left = stack.leftover()
         if left:
-            errors.append(f"stack processes still running after stop: {left}")
+            rep.errors.append(f"stack processes still running after stop: {left}")
         if postgres:
             database[1]()
     try:
-        if overhead is not None:
-            report_overhead(overhead)
-        if restart is not None:
-            report_restart(restart)
-        if batches:
-            report_calls_per_pr(batches, restart, postgres)
+        _measurements(a, rep, overhead, restart, batches, errors, stack.settings.capacity.concurrency_limit,
+                      postgres)
     except Exception as exc:  # noqa: BLE001
         traceback.print_exc()
-        errors.append(f"report: {type(exc).__name__}: {exc}")
+        rep.errors.append(f"report: {type(exc).__name__}: {exc}")
     finally:
         if a.keep:
             _log(f"kept {tmp}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
-    for e in errors:
+    for e in errors + rep.errors:
         console.print(f"[bold red]ERROR[/] {e}")
     _log(f"total {time.perf_counter() - started:.0f}s")
-    return 1 if errors else 0
+    return rep
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(argv)
+    return finish(a, lambda: _main(a), "loop_bench")
 
 
 if __name__ == "__main__":

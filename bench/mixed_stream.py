@@ -3,9 +3,9 @@
 A realistic webhook stream goes through intake, then the same stream naively ("one
 AgentLoop workflow per delivery"), side by side on one dev stack with a worker.
 
-    .venv/bin/python bench/mixed_stream.py            # full run: 500 deliveries (~1.5 min on 2 cores)
-    .venv/bin/python bench/mixed_stream.py --quick    # smoke run: 120 deliveries (~30 s)
-    .venv/bin/python bench/mixed_stream.py --deliveries 400 --new 0.5 --redeliver 0.4 --stale 0.1 --concurrency 16
+    .venv/bin/python -m bench.mixed_stream            # full run: 500 deliveries (~1.5 min on 2 cores)
+    .venv/bin/python -m bench.mixed_stream --quick    # verification run: 20 deliveries
+    .venv/bin/python -m bench.mixed_stream --deliveries 400 --new 0.5 --redeliver 0.4 --stale 0.1 --concurrency 16
 
 A seeded stream of signed GitHub ``pull_request`` deliveries -- new work, exact
 redeliveries, late deliveries for a head that has moved on -- goes to the real webhook
@@ -26,22 +26,20 @@ import time
 import traceback
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from rich.console import Console
+from rich.table import Table
 
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from activities.keys import marker_for, operation_key  # noqa: E402
-from bench._common import BENCH_SCOPE, NO_CAPACITY_LIMITS  # noqa: E402
-from bench._e2e import run_dir  # noqa: E402
-from bench._mixed import (  # noqa: E402
+from activities.keys import marker_for, operation_key
+from bench._common import BENCH_SCOPE, NO_CAPACITY_LIMITS
+from bench._e2e import run_dir
+from bench._harness import BenchReport, Measurement, config_of, finish, parser
+from bench._mixed import (
     CATEGORIES, IntakeResult, NaiveResult, expected_workflow_ids, intake_phase, latency_ms, naive_phase,
 )
-from bench._stream import EXPECTED, KINDS, Stream, build_stream  # noqa: E402
-from sluicegate.devstack import DevStack, isolated_overrides  # noqa: E402
-from workflows.review_task import POST_COMMENT  # noqa: E402
+from bench._stream import EXPECTED, KINDS, Stream, build_stream
+from sluicegate.devstack import DevStack, isolated_overrides
+from workflows.review_task import POST_COMMENT
 
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 150)
 
@@ -59,13 +57,13 @@ class Check:
     """A failed fatal check (an invariant) makes the exit status 1; others are warnings."""
 
 
-# This bench measures dedupe and supersede against the naive baseline; capacity limits would
-# defer part of the burst and replace queued versions, which bench/capacity_bench.py measures.
+CAPACITY = ("limits lifted (NO_CAPACITY_LIMITS), the stack's worker drains: this bench measures dedupe and "
+            "supersede against the naive baseline; capacity_bench measures the limits")
+"""Capacity limits would defer part of the burst and replace queued versions while they wait."""
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="smoke run: 120 deliveries (~25-40 s)")
-    p.add_argument("--deliveries", type=int, default=None, help="deliveries in the stream (default 500; quick 120)")
+    p = parser(__doc__)
+    p.add_argument("--deliveries", type=int, default=None, help="deliveries in the stream (default 500; quick 20)")
     p.add_argument("--new", type=float, default=0.6, help="weight of new work items (default 0.6)")
     p.add_argument("--redeliver", type=float, default=0.3, help="weight of exact redeliveries (default 0.3)")
     p.add_argument("--stale", type=float, default=0.1, help="weight of stale-head deliveries (default 0.1)")
@@ -74,9 +72,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=None,
                    help="seconds to wait for each phase's runs to finish (default 300; quick 120)")
     p.add_argument("--no-naive", action="store_true", help="skip the naive baseline phase")
-    p.add_argument("--keep", action="store_true", help="keep the temp directory (ledger, dev-server DB, logs)")
     a = p.parse_args(argv)
-    a.deliveries = a.deliveries or (120 if a.quick else 500)
+    a.deliveries = a.deliveries or (20 if a.quick else 500)
     a.timeout = a.timeout or (120.0 if a.quick else 300.0)
     if a.deliveries < 1 or a.concurrency < 1:
         p.error("--deliveries and --concurrency must be positive")
@@ -265,20 +262,49 @@ async def _run(a, stack: DevStack, stream: Stream) -> tuple[IntakeResult, NaiveR
     return intake, naive
 
 
-def main(argv: list[str] | None = None) -> int:
-    a = parse_args(argv)
+def _measurements(a, rep: BenchReport, stream: Stream, intake: IntakeResult | None, naive: NaiveResult | None,
+                  ichecks: list[Check], nchecks: list[Check], error: str | None) -> None:
+    def rows(checks: list[Check]) -> list[str]:
+        return [f"{'PASS' if c.ok else 'FAIL' if c.fatal else 'WARN'} {c.name}: {c.detail}" for c in checks]
+
+    m = rep.add(Measurement("mixed stream through intake", CAPACITY, verified=intake is not None and all(
+        c.ok for c in ichecks if c.fatal), checks=rows(ichecks), error=None if intake is not None else error))
+    if intake is not None:
+        wall = intake.send_seconds
+        m.figures = {"deliveries": len(intake.answers), "send_seconds": wall,
+                     "deliveries_per_second": len(intake.answers) / wall if wall else None,
+                     "p50_ms": latency_ms(intake.answers, None, 50), "p95_ms": latency_ms(intake.answers, None, 95),
+                     "answers": dict(Counter(x.category for x in intake.answers)),
+                     "work_versions": len(intake.versions), "model_calls": intake.phase.calls,
+                     "comments": len(intake.phase.comments), "seconds_to_finish": intake.phase.seconds_to_finish}
+    if a.no_naive:
+        rep.add(Measurement("naive: one AgentLoop workflow per delivery", CAPACITY, skipped="--no-naive"))
+        return
+    n = rep.add(Measurement("naive: one AgentLoop workflow per delivery", CAPACITY,
+                            verified=naive is not None and all(c.ok for c in nchecks if c.fatal), checks=rows(nchecks),
+                            error=None if naive is not None else error))
+    if naive is not None:
+        n.figures = {"workflows": naive.starts, "model_calls": naive.phase.calls, "comments": len(naive.phase.comments),
+                     "seconds_to_finish": naive.phase.seconds_to_finish}
+        if intake is not None and intake.phase.calls:
+            n.ratios = {"model_calls_naive_per_intake": naive.phase.calls / intake.phase.calls}
+
+
+def _main(a) -> BenchReport:
     tmp = run_dir()
     started = time.perf_counter()
     stream = build_stream(a.deliveries, {"new": a.new, "redeliver": a.redeliver, "stale": a.stale}, a.seed)
-    _log(f"mixed-stream bench: deliveries={a.deliveries} mix new/redeliver/stale={a.new}/{a.redeliver}/{a.stale} "
-         f"concurrency={a.concurrency} seed={a.seed} tmp={tmp}")
+    _log(f"mixed-stream bench{' (quick: verification, not speed)' if a.quick else ''}: deliveries={a.deliveries} "
+         f"mix new/redeliver/stale={a.new}/{a.redeliver}/{a.stale} concurrency={a.concurrency} seed={a.seed} "
+         f"tmp={tmp}")
+    _log(f"  capacity: {CAPACITY}")
+    rep = BenchReport("mixed_stream", config_of(a))
     intake = naive = None
-    checks: list[Check] = []
+    ichecks: list[Check] = []
+    nchecks: list[Check] = []
     error: str | None = None
     stack = DevStack({**isolated_overrides(tmp), "SLUICEGATE_TELEMETRY_EXPORTER": "none", **NO_CAPACITY_LIMITS,
-                      **BENCH_SCOPE},
-                     headless=True,
-                     log_dir=tmp / "logs")
+                      **BENCH_SCOPE}, headless=True, log_dir=tmp / "logs")
     try:
         t = time.perf_counter()
         stack.start()
@@ -291,31 +317,39 @@ def main(argv: list[str] | None = None) -> int:
         stack.stop()
         left = stack.leftover()
         if left:
-            error = (error + "; " if error else "") + f"stack processes still running after stop: {left}"
+            rep.errors.append(f"stack processes still running after stop: {left}")
     try:
         if intake is not None:
-            checks += intake_checks(stream, intake)
+            ichecks = intake_checks(stream, intake)
         if naive is not None:
-            checks += naive_checks(stream, naive)
-        report(a, stream, intake, naive, checks)
+            nchecks = naive_checks(stream, naive)
+        report(a, stream, intake, naive, ichecks + nchecks)
+        _measurements(a, rep, stream, intake, naive, ichecks, nchecks, error)
     except Exception as exc:  # noqa: BLE001
         traceback.print_exc()
-        error = (error + "; " if error else "") + f"report: {type(exc).__name__}: {exc}"
+        rep.errors.append(f"report: {type(exc).__name__}: {exc}")
     finally:
         if a.keep:
             _log(f"kept {tmp}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
-    failed = [c.name for c in checks if c.fatal and not c.ok]
+    failed = [c.name for c in ichecks + nchecks if c.fatal and not c.ok]
     if error:
         console.print(f"[bold red]ERROR[/] {error}")
+        if intake is not None:  # the error came after the intake phase: not tied to a measurement row
+            rep.errors.append(error)
     if failed:
         console.print(f"[bold red]FAIL[/] {len(failed)} invariant(s) failed: " + "; ".join(failed))
     if intake is not None and naive is not None and intake.phase.calls:
         _log(f"model calls: intake {intake.phase.calls}, naive {naive.phase.calls} "
              f"-> naive/intake = {naive.phase.calls / intake.phase.calls:.2f}")
     _log(f"total {time.perf_counter() - started:.0f}s")
-    return 1 if error or failed else 0
+    return rep
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(argv)
+    return finish(a, lambda: _main(a), "mixed_stream")
 
 
 if __name__ == "__main__":
