@@ -1,7 +1,7 @@
 """Per-version re-admission count.
 
 Revision ID: 0015_trustfix
-Revises: 0013_journal
+Revises: 0014_durable
 Create Date: 2026-11-30
 
 ``work_versions.readmissions`` counts how often a version that had ended was admitted again
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0015_trustfix"
-down_revision = "0013_journal"
+down_revision = "0014_durable"
 branch_labels = None
 depends_on = None
 
