@@ -100,12 +100,6 @@ class WebhookApiConfig(_Section):
     """Request bodies read at once by one API process; past it a request is 429 at once."""
 
 
-class IntakeConfig(_Section):
-    max_readmissions_per_version: int = Field(default=3, ge=0, le=100)
-    """How often one (work key, version) may be admitted again after it ended (forced re-runs,
-    requeues, a failed version triggered anew); past it: ``readmission-limit``."""
-
-
 class ActorConfig(_Section):
     """An operator allowed to send manual triggers, with a role per tenant (``intake/actors.py``)."""
 
@@ -232,7 +226,6 @@ class Settings(_Section):
     goals: GoalsConfig = Field(default_factory=GoalsConfig)
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
     capacity: CapacityConfig = Field(default_factory=CapacityConfig)
-    intake: IntakeConfig = Field(default_factory=IntakeConfig)
     dev_mode: bool = False
     """Local development (``SLUICEGATE_DEV_MODE=1``, set by the dev stack, tests and benches):
     the API and worker may start with the secrets published in temporal-dev.yaml, on loopback only."""

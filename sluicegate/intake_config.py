@@ -1,4 +1,4 @@
-"""``intake:`` — how long the admission path may wait on the authoritative source, and how a
+"""``intake:`` — how many times a version may be re-admitted, how long the admission path may wait on the authoritative source, and how a
 delivery that could not be checked comes back.
 
 The freshness read has its own deadline, well inside GitHub's 10 s for answering a webhook: past
@@ -22,6 +22,9 @@ class IntakeConfig(BaseModel):
     """First wait before a queued unread delivery is re-checked."""
     source_retry_max_seconds: float = Field(default=300.0, gt=0)
     """Cap of the exponential backoff between re-checks."""
+    max_readmissions_per_version: int = Field(default=3, ge=0, le=100)
+    """How often one (work key, version) may be admitted again after it ended (forced re-runs,
+    requeues, a failed version triggered anew); past it: ``readmission-limit``."""
 
     @model_validator(mode="after")
     def _ordered(self) -> "IntakeConfig":

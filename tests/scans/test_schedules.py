@@ -229,7 +229,7 @@ async def test_ticks_missed_while_the_server_was_down_follow_the_catchup_window(
     env = await server()
     settings = _with_schedule(dev_ctx, sid, interval="2s", catchup_window="10s", overlap="skip")
     schedule = settings.schedules[sid]
-    first_tick = datetime.now(UTC) + timedelta(seconds=3)
+    first_tick = datetime.now(UTC) + timedelta(seconds=8)  # room for a loaded machine before the outage
     desired = sched.schedule_for(sid, schedule, settings)
     desired.spec.start_at = first_tick  # no tick before the outage: every tick falls into it
     handle = await env.client.create_schedule(sid, desired)
@@ -239,7 +239,8 @@ async def test_ticks_missed_while_the_server_was_down_follow_the_catchup_window(
     await env.shutdown()
     down_at = datetime.now(UTC)
     dev_ctx.push("api", 44, head_sha=NEW_HEAD)  # a change while Temporal is down
-    await asyncio.sleep(16)  # > catch-up window + a tick: the outage's first ticks age out
+    # Back up 14 s after the first tick (> catch-up window + a tick): the outage's first ticks age out.
+    await asyncio.sleep((first_tick + timedelta(seconds=14) - datetime.now(UTC)).total_seconds())
     env = await server()
     up_at = datetime.now(UTC)
     try:
