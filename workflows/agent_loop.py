@@ -64,7 +64,7 @@ with workflow.unsafe.imports_passed_through():
         release_capacity, uncancellable,
     )
     from workflows.claims import ClaimVerdict
-    from workflows.order_claim import ADMISSION_PATCH, CLAIM_ORDER_PATCH, claim_order, unrun_outcome
+    from workflows.order_claim import ADMISSION_PATCH, CLAIM_ORDER_PATCH, REFUSED, claim_order, unrun_outcome
 
 SUPERSEDE_PATCH = "supersede-at-step-boundary"
 CONTINUE_AS_NEW_PATCH = "continue-as-new-between-orders"
@@ -280,7 +280,11 @@ class AgentLoopWorkflow:
         recorded). A cancel already requested, or one arriving during the claim, propagates (the order
         is then recorded ``cancelled``, never claimed)."""
         self._check_cancel()
-        claim = await claim_order(order, [*self._pending, *self._finished], self._cancel_aware)
+        seen = [*self._pending, *self._finished]
+        if workflow.patched(ADMISSION_PATCH):  # only orders proven admitted may make this one look stale
+            seen = [*(o for o in self._pending if (o.generation, o.receipt_id) in self._proven),
+                    *(o for o in self._finished if o.status != REFUSED)]
+        claim = await claim_order(order, seen, self._cancel_aware)
         if claim.verdict == ClaimVerdict.RUN:
             return True
         outcome = unrun_outcome(order, claim)

@@ -74,3 +74,23 @@ async def test_a_forged_newer_generation_neither_supersedes_nor_shadows_the_genu
     result = await run_orders(temporal_env.client, settings, task_queue, shadow, again)
     assert sorted((o.receipt_id, o.status) for o in result.orders) == sorted(
         [(shadow.receipt_id, "refused"), (again.receipt_id, "done")])
+
+
+async def test_a_forged_newer_order_queued_before_the_genuine_one_runs_does_not_make_it_stale(
+        temporal_env, settings, sims, task_queue):
+    """Both orders are waiting before the workflow's first step (the forged one refused first):
+    the refused order is no evidence of a newer generation."""
+    from tests.support.agent_runs import start_order
+    from worker import create_worker
+    from contextlib import AsyncExitStack
+
+    genuine, _ = accept_in_ledger(settings, work_order(settings))
+    newer = replace(genuine, input_version="5c1e6b2d9a8f4e3c7b0a1d2e3f405162738495a6",
+                    generation=genuine.generation + 1, receipt_id="e" * 32)
+    handle = await start_order(temporal_env.client, task_queue, newer)  # no worker yet: both wait
+    await start_order(temporal_env.client, task_queue, genuine, workflow_id=handle.id)
+    async with AsyncExitStack() as stack:
+        async with await create_worker(temporal_env.client, settings, stack, task_queue):
+            result = await handle.result()
+    assert sorted((o.generation, o.status) for o in result.orders) == [(genuine.generation, "done"),
+                                                                       (newer.generation, "refused")]

@@ -156,5 +156,5 @@ def test_forcing_a_rerun_needs_an_admin_and_is_recorded(api, sims):
     forced = httpx.post(f"{server.base_url}/v1/triggers/manual", json={**body, "request_id": "force-by-carol"},
                         headers={"Authorization": "Bearer dev-admin-token-carol"})
     assert forced.status_code == 202 and forced.json()["generation"] == first["generation"] + 1
-    [receipt] = _receipts(url, "force-by-carol")
+    [receipt] = _receipts(url, "acme:force-by-carol")  # request ids are deduplicated per tenant
     assert (receipt.actor, receipt.override) == ("carol", "rerun-done: the model missed a bug")
