@@ -171,8 +171,10 @@ class ActivitiesConfig(_Section):
     model_heartbeat_seconds: float = 10
     tool_start_to_close_seconds: float = 30
     tool_heartbeat_seconds: float = 10
-    tool_max_attempts: int = 5
-    max_task_retries: int = 20
+    tool_max_attempts: int = 12
+    """Attempts per tool call: 1+2+4+8+16 s then 30 s apart, about 3.5 min, so a forge outage of a
+    few minutes is waited out instead of failing every run in flight (drill `forge-outage`)."""
+    max_task_retries: int = 40
     """Retries summed over all steps of one order; past it the order fails to the dead letters."""
 
 

@@ -59,6 +59,7 @@ async def test_a_verified_delivery_the_forge_cannot_answer_is_queued_then_admitt
         assert (item.tenant, item.input_version, item.blocked_on) == ("acme", sha, "source-unavailable")
         again = await asyncio.to_thread(post, server, "github", headers, body)  # redelivered while queued
         assert (again.status_code, again.json()["reason"]) == (200, "duplicate-delivery")
+        assert again.json()["receipt_id"] == r.json()["receipt_id"]  # the original's receipt, no new row
         assert [i.id for i in _waiting(fresh_ledger_url)] == [item.id]
 
         async with AsyncExitStack() as stack:  # the worker's dispatcher, wired as in production
@@ -71,7 +72,7 @@ async def test_a_verified_delivery_the_forge_cannot_answer_is_queued_then_admitt
                 version = s.get(WorkVersion, (item.work_key, sha))
         assert ended.status == "admitted" and version.status == "admitted"
         decided = [(rc.outcome, rc.reason) for rc in receipts(fresh_ledger_url, headers["x-github-delivery"])]
-        assert decided == [("defer", reason), ("reject", "duplicate-delivery"), ("accept", "admitted")]
+        assert decided == [("defer", reason), ("accept", "admitted")]  # the redelivery wrote no row
 
 
 @pytest.mark.postgres
