@@ -51,7 +51,7 @@ console = Console(highlight=False, width=None if sys.stdout.isatty() else 150)
 # model call cut off by the SIGKILL is retried within seconds instead of after 60 s / 10 s.
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/postgres"
 OVERHEAD_CAPACITY = ("not involved: orders are started directly on the bench's in-process worker "
-                     "(no intake, no capacity gate)")
+                     "(no intake, no capacity gate, and no admission check in the claim: no receipt backs them)")
 RESTART_OVERRIDES = {
     "SLUICEGATE__ACTIVITIES__MODEL_START_TO_CLOSE_SECONDS": "5",
     "SLUICEGATE__ACTIVITIES__TOOL_START_TO_CLOSE_SECONDS": "5",

@@ -85,7 +85,8 @@ class DemoDriver:
                           json={"repository": repo, "number": number, "request_id": request_id,
                                 "reason": "operator asked for a review of a PR whose webhook never arrived"})
         [tenant] = self.settings.actors[actor].tenants  # a one-tenant actor: its tenant is implied
-        return self._record(label, request_id, self._key(tenant, repo, number), r.json().get("input_version"),
+        delivery_id = f"{tenant}:{request_id}"  # manual request ids are recorded per tenant
+        return self._record(label, delivery_id, self._key(tenant, repo, number), r.json().get("input_version"),
                             expect, r)
 
     @staticmethod
