@@ -148,7 +148,12 @@ class ModelActivities:
 
     async def _client_for(self, req: ModelRequest) -> AsyncOpenAI:
         try:
-            return await self._clients.for_tenant(req.tenant or None)
+            mark = None
+            if self._kills is not None:
+                # The shared default client follows global kills only; a tenant's own, its kills too.
+                mark = await asyncio.to_thread(self._kills.newest_covering_tenant,
+                                               self._clients.slot(req.tenant or None) or None)
+            return await self._clients.for_tenant(req.tenant or None, mark)
         except ModelKeyUnavailable as exc:
             raise ApplicationError(f"no model key for tenant {req.tenant!r}: {exc}", type="ModelKeyUnavailable",
                                    non_retryable=True) from None

@@ -97,6 +97,8 @@ def credentials_from_settings(model, resolve: Callable[[Path], Path]) -> Callabl
 class _Cached:
     client: AsyncOpenAI
     expires_at: float | None
+    kill_mark: str | None = None
+    """The newest kill covering the tenant when the client was built (``for_tenant``)."""
 
 
 class ModelClients:
@@ -124,11 +126,16 @@ class ModelClients:
     def slot(self, tenant: str | None) -> str:
         return tenant if tenant in self._own else DEFAULT_TENANT
 
-    async def for_tenant(self, tenant: str | None) -> AsyncOpenAI:
+    async def for_tenant(self, tenant: str | None, kill_mark: str | None = None) -> AsyncOpenAI:
+        """The tenant's client. ``kill_mark``: id of the newest kill (lifted or not) covering the
+        tenant; a client built under another mark is rebuilt, so a kill and unkill this worker never
+        saw a call for still re-reads the key (a key rotated during the kill is the one used)."""
         slot = self.slot(tenant)
         async with self._lock:
             cached = self._cache.get(slot)
-            if cached is not None and (cached.expires_at is None or self._clock() < cached.expires_at - self._margin):
+            fresh = cached is not None and (cached.expires_at is None
+                                            or self._clock() < cached.expires_at - self._margin)
+            if fresh and cached.kill_mark == kill_mark:
                 return cached.client
             if cached is not None:
                 del self._cache[slot]
@@ -137,7 +144,7 @@ class ModelClients:
             issued = await self._exchange(slot, configured)
             client = AsyncOpenAI(base_url=configured.base_url, api_key=issued.api_key.get_secret_value(),
                                  max_retries=0, timeout=self._timeout)
-            self._cache[slot] = _Cached(client, issued.expires_at)
+            self._cache[slot] = _Cached(client, issued.expires_at, kill_mark)
             return client
 
     async def revoke(self, tenant: str | None) -> bool:

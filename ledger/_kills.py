@@ -66,6 +66,19 @@ class KillSwitch:
         with Session(self._engine, expire_on_commit=False) as s:
             return s.exec(query).first()
 
+    def newest_covering_tenant(self, tenant: str | None) -> str | None:
+        """Id of the newest kill ever recorded (lifted or not) for this tenant or for everything.
+
+        The worker's model-client cache compares it with the one its client was built under: a
+        kill since then means the client is rebuilt (the key re-read), even when no call of the
+        tenant reached this worker while the kill was in force."""
+        covers = [Kill.scope == "all"]
+        if tenant:
+            covers.append((Kill.scope == "tenant") & (Kill.target == tenant))
+        query = select(Kill.id).where(or_(*covers)).order_by(Kill.created_at.desc(), Kill.id.desc()).limit(1)
+        with Session(self._engine) as s:
+            return s.exec(query).first()
+
     def in_force(self) -> list[Kill]:
         with Session(self._engine, expire_on_commit=False) as s:
             return list(s.exec(select(Kill).where(Kill.lifted_at.is_(None)).order_by(Kill.created_at)))
