@@ -115,9 +115,10 @@ def _drill(sizes: Sizes, stack: DevStack, report: DrillReport) -> None:
     waiting = _waiting(stack)
     report.check("nothing left waiting in the deferred queue", not waiting, few(waiting))
     check_reviews(report, stack, web, pulls, rows, label=" (all fresh)")
-    queued = [a for a in answers if a.body.get("queued") is True and a.body.get("reason") == "source-unavailable"]
+    queued = [a for a in answers if a.body.get("queued") is True
+              and a.body.get("reason") in ("source-unavailable", "freshness-deadline")]
     fives = Counter(f.split(" ")[0] for a in answers for f in a.failures)
-    report.figure(f"deliveries queued (202 source-unavailable, decided later): {len(queued)}; answers 503 "
+    report.figure(f"deliveries queued (202 source-unavailable or freshness-deadline, decided later): {len(queued)}; answers 503 "
                   f"(redelivered): {fives.get('503', 0)} for {sum('503' in a.failures for a in answers)} deliveries"
                   + "".join(f"; {k} x{n}" for k, n in sorted(fives.items()) if k != "503"))
     letters = [x for p in pulls for x in leftovers(stack, p.work_key)[2]]
