@@ -61,7 +61,10 @@ class _OneClient:
     def __init__(self, client: AsyncOpenAI) -> None:
         self._client = client
 
-    async def for_tenant(self, tenant: str | None) -> AsyncOpenAI:
+    def slot(self, tenant: str | None) -> str:
+        return ""  # one client for everyone: it follows global kills only
+
+    async def for_tenant(self, tenant: str | None, kill_mark: str | None = None) -> AsyncOpenAI:
         return self._client
 
     async def revoke(self, tenant: str | None) -> bool:
