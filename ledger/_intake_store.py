@@ -11,7 +11,8 @@ the same time. The delivery insert is ``ON CONFLICT DO NOTHING``; the work-versi
 insert relies on its primary key, and the loser's transaction fails with an integrity
 error and is decided again, when it sees the winner's row and becomes
 ``duplicate-work``. Generations are bumped with an atomic upsert, so every admission of
-a work key gets a distinct, increasing fencing token.
+a work key gets a distinct, increasing fencing token. Re-admitting an ended version reads
+its row ``FOR UPDATE``: a second replica waits for the first's commit and sees it.
 """
 
 from __future__ import annotations
@@ -137,7 +138,9 @@ class SqlIntakeStore:
                 # Lost a race to the same delivery id or body: answered from the winner, no row.
                 return _original_decision(s, draft) or self._already_claimed_unknown(draft)
             elif draft.outcome == Outcome.ACCEPT:
-                existing = s.get(WorkVersion, (draft.work_key, draft.input_version))
+                # Locked (FOR UPDATE on PostgreSQL; SQLite's BEGIN IMMEDIATE already serializes):
+                # two replicas re-admitting one ended version decide one after the other.
+                existing = s.get(WorkVersion, (draft.work_key, draft.input_version), with_for_update=True)
                 blocked = self._blocking_reason(s, draft, existing)
                 if blocked is not None:
                     draft = draft.with_outcome(Outcome.REJECT, Reason.DUPLICATE_WORK, blocked)
