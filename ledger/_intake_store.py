@@ -96,7 +96,8 @@ class SqlIntakeStore:
 
     def __init__(self, engine: Engine, max_readmissions: int = DEFAULT_MAX_READMISSIONS) -> None:
         """``max_readmissions``: how often one (work key, version) may be admitted again after it
-        ended (forced re-runs, requeues, a failed version triggered anew)."""
+        ended (forced re-runs, requeues, a failed version triggered anew). Re-admitting a version
+        that ended ``killed`` does not count (docs/security.md)."""
         self._engine = engine
         self._max_readmissions = max_readmissions
 
@@ -242,8 +243,9 @@ class SqlIntakeStore:
             s.add(WorkVersion(work_key=draft.work_key, input_version=draft.input_version, generation=generation,
                               status="accepted", receipt_id=receipt_id, updated_at=now))
         else:
+            if existing.status != RunStatus.KILLED:  # a kill is an operator's stop, not a runaway re-run
+                existing.readmissions = (existing.readmissions or 0) + 1
             existing.generation, existing.status, existing.receipt_id = generation, "accepted", receipt_id
-            existing.readmissions = (existing.readmissions or 0) + 1
             existing.workflow_id = existing.run_id = existing.result = None
             existing.updated_at = now
             s.add(existing)

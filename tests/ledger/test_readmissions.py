@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace as _replace
 import uuid
 from datetime import UTC, datetime
 
@@ -64,3 +65,24 @@ def test_two_replicas_readmitting_one_ended_version_at_once_admit_it_once(postgr
         assert (b.outcome, b.reason) == (Outcome.REJECT, Reason.DUPLICATE_WORK), (b.outcome, b.reason, row.readmissions)
     finally:
         engine.dispose()
+
+
+def test_readmissions_of_a_killed_version_do_not_count_toward_the_limit(engine):
+    """Intake consults no kill and a 'killed' version does not block, so automatic triggers of the
+    head during a kill admit it again (each run ends 'killed'). Those re-admissions do not count:
+    after the unkill an admin's forced re-run is admitted, not refused 'readmission-limit'."""
+    tenant, key = _key()
+    store = SqlIntakeStore(engine, max_readmissions=3)
+
+    def end(status: str) -> None:
+        with Session(engine) as s, s.begin():
+            s.execute(update(WorkVersion).where(WorkVersion.work_key == key).values(status=status))
+
+    assert store.decide(_draft(tenant, key, "v1", kind=TriggerKind.EVENT)).outcome == Outcome.ACCEPT
+    end("killed")
+    for _ in range(3):  # e.g. ready_for_review / reopened / a scan during the kill
+        assert store.decide(_draft(tenant, key, "v1", kind=TriggerKind.EVENT)).outcome == Outcome.ACCEPT
+        end("killed")
+    # unkill; an admin forces the review of the current head
+    forced = store.decide(_replace(_draft(tenant, key, "v1"), override="rerun-done: after the unkill"))
+    assert forced.outcome == Outcome.ACCEPT, (forced.reason, forced.message)
