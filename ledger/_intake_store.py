@@ -65,7 +65,8 @@ _DRAFT_FIELDS = tuple(f for f in ReceiptDraft.__dataclass_fields__ if f in _RECE
 def _original_decision(conn, draft: ReceiptDraft) -> IntakeDecision | None:
     """A repeat answered from the original: the delivery id already recorded
     (``duplicate-delivery``), else its body digest under another id (``replayed-body``) — with
-    the original delivery's receipt id and work, and no row written for the repeat."""
+    the original delivery's receipt id and work, whether it is still queued and the workflow it
+    admitted (from the ledger, as they are now), and no row written for the repeat."""
     by_id = (_DELIVERIES.c.source == draft.source) & (_DELIVERIES.c.delivery_id == draft.delivery_id)
     row = conn.execute(select(_DELIVERIES.c.receipt_id).where(by_id)).first()
     reason, message = Reason.DUPLICATE_DELIVERY, f"delivery {draft.delivery_id} from {draft.source} was already decided"
@@ -75,12 +76,24 @@ def _original_decision(conn, draft: ReceiptDraft) -> IntakeDecision | None:
         reason, message = Reason.REPLAYED_BODY, replay_message(draft)
     if row is None:
         return None
-    original = conn.execute(select(_RECEIPTS.c.work_key, _RECEIPTS.c.input_version, _RECEIPTS.c.generation)
+    original = conn.execute(select(_RECEIPTS.c.work_key, _RECEIPTS.c.input_version, _RECEIPTS.c.generation,
+                                   _RECEIPTS.c.workflow_id, _RECEIPTS.c.run_id)
                             .where(_RECEIPTS.c.id == row.receipt_id)).first()
+    if original is None:
+        return IntakeDecision(Outcome.REJECT, str(reason), message, receipt_id=row.receipt_id, queued=False)
     return IntakeDecision(Outcome.REJECT, str(reason), message, receipt_id=row.receipt_id,
-                          work_key=original.work_key if original else None,
-                          input_version=original.input_version if original else None,
-                          generation=original.generation if original else None)
+                          work_key=original.work_key, input_version=original.input_version,
+                          generation=original.generation, workflow_id=original.workflow_id,
+                          run_id=original.run_id, queued=_still_queued(conn, original.work_key, row.receipt_id))
+
+
+def _still_queued(conn, work_key: str | None, receipt_id: str) -> bool:
+    """Does a waiting deferred item hold this receipt (not replaced by a newer version, not decided)?"""
+    if work_key is None:
+        return False
+    items = DeferredItem.__table__.c
+    return conn.execute(select(items.id).where(items.work_key == work_key, items.status == "waiting",
+                                               items.receipt_id == receipt_id)).first() is not None
 
 
 def replay_message(draft: ReceiptDraft) -> str:
