@@ -94,6 +94,9 @@ class IntakeDecision:
     workflow_id: str | None = None
     run_id: str | None = None
     retry_after_seconds: float | None = None
+    queued: bool | None = None
+    """Set on a repeat answered from the original (``duplicate-delivery``, ``replayed-body``): does
+    a waiting deferred item still hold the original receipt? None: follow the outcome (a defer is queued)."""
 
     def as_json(self) -> dict[str, object]:
         return {k: (str(v) if isinstance(v, StrEnum) else v) for k, v in self.__dict__.items()}

@@ -11,7 +11,8 @@ the same time. The delivery insert is ``ON CONFLICT DO NOTHING``; the work-versi
 insert relies on its primary key, and the loser's transaction fails with an integrity
 error and is decided again, when it sees the winner's row and becomes
 ``duplicate-work``. Generations are bumped with an atomic upsert, so every admission of
-a work key gets a distinct, increasing fencing token.
+a work key gets a distinct, increasing fencing token. Re-admitting an ended version reads
+its row ``FOR UPDATE``: a second replica waits for the first's commit and sees it.
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ _DRAFT_FIELDS = tuple(f for f in ReceiptDraft.__dataclass_fields__ if f in _RECE
 def _original_decision(conn, draft: ReceiptDraft) -> IntakeDecision | None:
     """A repeat answered from the original: the delivery id already recorded
     (``duplicate-delivery``), else its body digest under another id (``replayed-body``) — with
-    the original delivery's receipt id and work, and no row written for the repeat."""
+    the original delivery's receipt id and work, whether it is still queued and the workflow it
+    admitted (from the ledger, as they are now), and no row written for the repeat."""
     by_id = (_DELIVERIES.c.source == draft.source) & (_DELIVERIES.c.delivery_id == draft.delivery_id)
     row = conn.execute(select(_DELIVERIES.c.receipt_id).where(by_id)).first()
     reason, message = Reason.DUPLICATE_DELIVERY, f"delivery {draft.delivery_id} from {draft.source} was already decided"
@@ -74,12 +76,24 @@ def _original_decision(conn, draft: ReceiptDraft) -> IntakeDecision | None:
         reason, message = Reason.REPLAYED_BODY, replay_message(draft)
     if row is None:
         return None
-    original = conn.execute(select(_RECEIPTS.c.work_key, _RECEIPTS.c.input_version, _RECEIPTS.c.generation)
+    original = conn.execute(select(_RECEIPTS.c.work_key, _RECEIPTS.c.input_version, _RECEIPTS.c.generation,
+                                   _RECEIPTS.c.workflow_id, _RECEIPTS.c.run_id)
                             .where(_RECEIPTS.c.id == row.receipt_id)).first()
+    if original is None:
+        return IntakeDecision(Outcome.REJECT, str(reason), message, receipt_id=row.receipt_id, queued=False)
     return IntakeDecision(Outcome.REJECT, str(reason), message, receipt_id=row.receipt_id,
-                          work_key=original.work_key if original else None,
-                          input_version=original.input_version if original else None,
-                          generation=original.generation if original else None)
+                          work_key=original.work_key, input_version=original.input_version,
+                          generation=original.generation, workflow_id=original.workflow_id,
+                          run_id=original.run_id, queued=_still_queued(conn, original.work_key, row.receipt_id))
+
+
+def _still_queued(conn, work_key: str | None, receipt_id: str) -> bool:
+    """Does a waiting deferred item hold this receipt (not replaced by a newer version, not decided)?"""
+    if work_key is None:
+        return False
+    items = DeferredItem.__table__.c
+    return conn.execute(select(items.id).where(items.work_key == work_key, items.status == "waiting",
+                                               items.receipt_id == receipt_id)).first() is not None
 
 
 def replay_message(draft: ReceiptDraft) -> str:
@@ -95,7 +109,8 @@ class SqlIntakeStore:
 
     def __init__(self, engine: Engine, max_readmissions: int = DEFAULT_MAX_READMISSIONS) -> None:
         """``max_readmissions``: how often one (work key, version) may be admitted again after it
-        ended (forced re-runs, requeues, a failed version triggered anew)."""
+        ended (forced re-runs, requeues, a failed version triggered anew). Re-admitting a version
+        that ended ``killed`` does not count (docs/security.md)."""
         self._engine = engine
         self._max_readmissions = max_readmissions
 
@@ -137,7 +152,9 @@ class SqlIntakeStore:
                 # Lost a race to the same delivery id or body: answered from the winner, no row.
                 return _original_decision(s, draft) or self._already_claimed_unknown(draft)
             elif draft.outcome == Outcome.ACCEPT:
-                existing = s.get(WorkVersion, (draft.work_key, draft.input_version))
+                # Locked (FOR UPDATE on PostgreSQL; SQLite's BEGIN IMMEDIATE already serializes):
+                # two replicas re-admitting one ended version decide one after the other.
+                existing = s.get(WorkVersion, (draft.work_key, draft.input_version), with_for_update=True)
                 blocked = self._blocking_reason(s, draft, existing)
                 if blocked is not None:
                     draft = draft.with_outcome(Outcome.REJECT, Reason.DUPLICATE_WORK, blocked)
@@ -239,8 +256,9 @@ class SqlIntakeStore:
             s.add(WorkVersion(work_key=draft.work_key, input_version=draft.input_version, generation=generation,
                               status="accepted", receipt_id=receipt_id, updated_at=now))
         else:
+            if existing.status != RunStatus.KILLED:  # a kill is an operator's stop, not a runaway re-run
+                existing.readmissions = (existing.readmissions or 0) + 1
             existing.generation, existing.status, existing.receipt_id = generation, "accepted", receipt_id
-            existing.readmissions = (existing.readmissions or 0) + 1
             existing.workflow_id = existing.run_id = existing.result = None
             existing.updated_at = now
             s.add(existing)

@@ -7,7 +7,9 @@ quota, rate-limited, breaker-open, and a source that could not be read — ``sou
 ``freshness-deadline``), so the sender must not redeliver; ``out-of-scope`` → 403 (decided,
 with a receipt: a misconfigured sender sees it fail, and a redelivery is a 200 duplicate);
 invalid input → the 4xx its check chose. Every body carries the receipt id (when one was
-written), outcome and reason.
+written), outcome and reason. A repeat (``duplicate-delivery``, ``replayed-body``) is a 200 that
+tells the original's state from the ledger: ``queued`` (a waiting deferred item holds the original
+receipt) and ``admitted`` (the original receipt admitted a workflow, whose ids it carries).
 
 503 means one thing: the ledger could not be reached, so nothing was recorded and the sender
 must deliver again (``ledger_down_response``; on-call: docs/runbook.md, "API answers 503").
@@ -44,8 +46,8 @@ def decision_response(decision: IntakeDecision) -> JSONResponse:
     headers = {}
     if decision.retry_after_seconds is not None:
         headers["Retry-After"] = str(int(max(1, decision.retry_after_seconds)))
-    body = decision.as_json() | {"admitted": decision.workflow_id is not None,
-                                 "queued": decision.outcome == Outcome.DEFER}
+    queued = decision.queued if decision.queued is not None else decision.outcome == Outcome.DEFER
+    body = decision.as_json() | {"admitted": decision.workflow_id is not None, "queued": queued}
     return JSONResponse(body, status_code=status, headers=headers)
 
 

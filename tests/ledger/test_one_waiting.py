@@ -105,6 +105,36 @@ def test_migration_0014_merges_duplicate_waiting_items_keeping_the_newest(empty_
         engine.dispose()
 
 
+
+def test_migration_0014_keeps_the_newest_event_not_the_last_touched_item(empty_ledger_url):
+    """The merge follows the queue's rule (emitted_later): a V1 item retried just now (updated_at
+    touched) does not beat the V2 item whose event is newer — V1 would be dropped as stale on
+    dispatch and V2 lost."""
+    ledger.upgrade(empty_ledger_url, "0013_journal")
+    engine = ledger.make_engine(empty_ledger_url)
+    try:
+        tenant, key = _key()
+        now = utcnow()
+
+        def row(version: str, emitted: datetime, updated: datetime) -> dict:
+            item = _row(tenant, key, "waiting", emitted)
+            item.input_version, item.updated_at, item.receipt_id = version, updated, f"r-{version}"
+            item.payload = {"envelope": {"id": version, "time": emitted.isoformat()}, "candidate": {}}
+            return {c.name: getattr(item, c.name) for c in DeferredItem.__table__.columns}
+
+        v1 = row("v1", now - timedelta(minutes=10), now)  # enqueued first, retried just now
+        v2 = row("v2", now - timedelta(minutes=5), now - timedelta(minutes=5))
+        late_v0 = row("v0", now - timedelta(minutes=20), now - timedelta(minutes=1))  # an older event, enqueued last
+        late_v0["enqueued_at"] = now - timedelta(minutes=1)
+        with engine.begin() as conn:
+            for r in (v1, v2, late_v0):
+                conn.execute(DeferredItem.__table__.insert().values(r))
+        ledger.upgrade(empty_ledger_url)
+        [kept] = _waiting(engine, tenant)
+        assert kept.input_version == "v2"
+    finally:
+        engine.dispose()
+
 @pytest.mark.postgres
 def test_two_connections_queueing_one_key_at_once_leave_one_waiting_item(postgres_url):
     engine = ledger.make_engine(postgres_url)

@@ -59,6 +59,7 @@ async def test_a_verified_delivery_the_forge_cannot_answer_is_queued_then_admitt
         assert (item.tenant, item.input_version, item.blocked_on) == ("acme", sha, "source-unavailable")
         again = await asyncio.to_thread(post, server, "github", headers, body)  # redelivered while queued
         assert (again.status_code, again.json()["reason"]) == (200, "duplicate-delivery")
+        assert (again.json()["queued"], again.json()["admitted"]) == (True, False)  # the original's state
         assert again.json()["receipt_id"] == r.json()["receipt_id"]  # the original's receipt, no new row
         assert [i.id for i in _waiting(fresh_ledger_url)] == [item.id]
 
