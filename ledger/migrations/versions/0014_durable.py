@@ -7,7 +7,7 @@ Create Date: 2026-12-01
 ``ux_deferred_waiting`` is a partial unique index (``WHERE status = 'waiting'``) on PostgreSQL and
 SQLite alike: the database, not a read-then-insert, keeps the deferred queue at one waiting item
 per key. Before it is built, duplicates a race left behind are merged by the queue's own rule
-(``intake.capacity.payload.emitted_later``, as ``ledger._deferred.enqueue`` applies it): taken in
+(``emitted_later``, copied here from ``intake.capacity.payload`` as ``ledger._deferred.enqueue`` applies it): taken in
 ``enqueued_at`` order (then id), each item replaces the one kept unless the kept one's event was
 emitted strictly later — so the newest *event* stays, with ties and unknown times going to the
 later-enqueued item, and not the last-touched one (a retry touches ``updated_at``). The others end
@@ -17,10 +17,11 @@ Dead-letter ids are now ``dl_`` + a whole SHA-256 (67 characters; the column hol
 widening). Old letters keep their ids; ``ix_dead_letters_admission`` lets a retried outcome find
 its letter whichever scheme named it.
 """
+from datetime import datetime
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
-
-from intake.capacity.payload import emitted_later
 
 revision = "0014_durable"
 down_revision = "0013_journal"
@@ -33,6 +34,16 @@ _ITEMS = sa.table("deferred_items", sa.column("id", sa.String), sa.column("tenan
                   sa.column("enqueued_at", sa.DateTime), sa.column("payload", sa.JSON),
                   sa.column("last_error", sa.String))
 _MERGED_NOTE = "merged into the newest waiting item (0014_durable)"
+
+
+def emitted_later(queued: dict[str, Any], incoming: dict[str, Any]) -> bool:
+    """``intake.capacity.payload.emitted_later`` as of this revision, copied so that the migration
+    keeps doing what it did when written whatever later becomes of the application's copy."""
+    try:
+        mine, theirs = queued["envelope"].get("time"), incoming["envelope"].get("time")
+        return bool(mine and theirs) and datetime.fromisoformat(mine) > datetime.fromisoformat(theirs)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return False
 
 
 def _merge_duplicates(conn) -> None:
