@@ -77,7 +77,9 @@ def fill(stack: DevStack) -> Filled:
         sha = _pull(web, repo, number)
         assert web.send_opened(repo, number, sha).status_code == 202
         filled.done_keys.append(f"acme/github:{repo}#{number}:review")
-    dup = web.send_opened("acme/api", 42, web.head("acme/api", 42))  # the same version again: duplicate-work
+    # The same version again in another event (an identical body would be a replay, answered with the
+    # first receipt and no row of its own): duplicate-work, with a receipt.
+    dup = web.send_opened("acme/api", 42, web.head("acme/api", 42), action="synchronize")
     assert dup.status_code == 200
     bad = httpx.post(f"{web.api}/webhooks/github", content=b"{}", timeout=10,
                      headers={"x-github-event": "pull_request", "x-github-delivery": str(uuid.uuid4()),
