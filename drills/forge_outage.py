@@ -124,7 +124,7 @@ def _drill(sizes: Sizes, stack: DevStack, report: DrillReport) -> None:
     letters = [x for p in pulls for x in leftovers(stack, p.work_key)[2]]
     report.figure(f"dead letters: {len(letters)}; versions by status: "
                   + ", ".join(f"{k} {n}" for k, n in sorted(Counter(v.status for v in rows).items())))
-    admitted = Counter(a.delivery.pull for a in answers if a.body.get("admitted") is True)
+    admitted = Counter(a.delivery.pull for a in answers if a.body.get("outcome") == "accept")
     again = sum(n > 1 for n in admitted.values())
     report.figure(f"versions admitted more than once (a run failed on the outage, a later delivery re-ran it): "
                   f"{again}")
