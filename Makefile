@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv demo up test test-dev-server bench bench-quick clean drills drill-cancel drill-temporal-restart drill-duplicate-storm \
+.PHONY: venv demo up test quick-pass test-dev-server bench bench-quick clean drills drill-cancel drill-temporal-restart drill-duplicate-storm \
         drill-worker-crash drill-postgres-restart drill-forge-outage console-screenshots
 
 $(STAMP): pyproject.toml
@@ -20,9 +20,12 @@ demo: venv  ## start the embedded stack, play the webhook stream, check invarian
 up: venv  ## bring the same stack up until Ctrl-C (Temporal UI on :8233)
 	$(PY) -m sluicegate.devstack
 
-test: venv  ## whole suite on the time-skipping server, then workflow tests on the dev server
-	$(PY) -m pytest
+test: venv  ## whole suite on the time-skipping server, then workflow tests on the dev server (drills and benches: quick-pass)
+	$(PY) -m pytest -m "not quick_pass"
 	$(PY) -m pytest --temporal-env local tests/workflows
+
+quick-pass: venv  ## every drill and bench at its --quick size, checking verification (CI runs it after `make test`)
+	$(PY) -m pytest -m quick_pass
 
 drill-cancel: venv  ## operator cancel (Temporal CLI and starter.py cancel) on a throwaway stack
 	$(PY) starter.py drill cancel

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.e2e, pytest.mark.quick_pass, pytest.mark.timeout(420)]
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCHES = ("intake_bench", "loop_bench", "mixed_stream", "capacity_bench")
