@@ -1,7 +1,8 @@
 """The authoritative-source reader for pull requests: the forge, read fresh on every intake.
 
 A 404 is an answer (the pull request does not exist); any other forge error means the source
-cannot be read now and intake defers, asking the sender to come back after the delay the forge
+cannot be read now (permanently so when the mapper says retrying cannot help: bad credentials, a
+forbidden repository) and intake defers, asking the sender to come back after the delay the forge
 error mapper (``sluicegate.forge_errors``) derived: a rate limit's own delay, a 5xx's
 ``Retry-After``, or intake's default.
 """
@@ -24,7 +25,7 @@ class ForgeTargetReader:
         except ForgeError as exc:
             if exc.not_found:
                 return TargetSnapshot(exists=False)
-            raise SourceUnavailable(str(exc), exc.retry_after) from None
+            raise SourceUnavailable(str(exc), exc.retry_after, permanent=not exc.retryable) from None
         return TargetSnapshot(exists=True, open=pull.get("state") == "open",
                               current_version=(pull.get("head") or {}).get("sha"),
                               draft=bool(pull.get("draft")))

@@ -20,11 +20,16 @@ from intake.receipts import ReceiptDraft
 
 
 class SourceUnavailable(Exception):
-    """The authoritative source could not be read (timeout, 5xx, rate limit)."""
+    """The authoritative source could not be read (timeout, 5xx, rate limit).
 
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
+    ``permanent`` marks an answer that trying again cannot change by itself (bad credentials, a
+    forbidden repository, a malformed request): a queued item read that way dead-letters after the
+    dispatcher's failure limit instead of waiting forever."""
+
+    def __init__(self, message: str, retry_after: float | None = None, permanent: bool = False) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.permanent = permanent
 
 
 class TargetReader(Protocol):

@@ -39,7 +39,7 @@ from intake.sources.age import event_age_seconds, too_old
 from intake.ports import Admission, Admitter, CapacityContext, IntakeStore, TargetReader
 from intake.receipts import ReceiptDraft, draft_for
 from intake.scope import ScopeRules
-from intake.unread import Requeue, UnreadPolicy, Unread, read_within, unread_context, unread_draft
+from intake.unread import Requeue, SourceRefused, UnreadPolicy, Unread, read_within, unread_context, unread_draft
 
 log = logging.getLogger("sluicegate.intake")
 __all__ = ["IntakeService", "Requeue"]
@@ -91,7 +91,8 @@ class IntakeService:
         """Decide deferred item ``item_id`` again: freshness, policy, capacity; admit if it fits.
 
         Raises ``KeyError``/``ValueError``/``TypeError`` for a payload that cannot be read
-        (poison) and :class:`Requeue` when the source cannot be read now, with a wait that grows
+        (poison), :class:`SourceRefused` when the source refuses the read for good, and
+        :class:`Requeue` when the source cannot be read now, with a wait that grows
         with ``attempts`` (the item's re-decisions so far)."""
         envelope, candidate = from_payload(payload)
         started = time.perf_counter()
@@ -140,6 +141,8 @@ class IntakeService:
         if isinstance(snapshot, Unread):
             retry = self._unread.wait(attempts + 1 if resume_item is not None else 0, snapshot.retry_after)
             if resume_item is not None:
+                if snapshot.permanent:  # waiting cannot help: a dispatch failure, dead-lettered past the limit
+                    raise SourceRefused(snapshot.message)
                 raise Requeue(Block.SOURCE, retry, snapshot.message)
             ctx = await asyncio.to_thread(unread_context, self._capacity, envelope, candidate)
             return await asyncio.to_thread(self._store.decide, unread_draft(envelope, candidate, snapshot, retry), ctx)

@@ -10,6 +10,13 @@ it again later. Each failed re-check waits twice as long as the one before, from
 ``retry_seconds`` up to ``max_seconds``, never less than the source's own ``Retry-After``, plus
 up to 20 % jitter so a backlog does not return in step (``sluicegate.retry_after``).
 
+Waiting only helps a source that is down. When the source answers that retrying cannot help (a
+non-retryable forge error: bad credentials, a forbidden repository) or the read fails in a way no
+mapper knows (a bug), the delivery is still queued on arrival — verified means durable, and
+credentials get fixed — but a queued item re-read that way raises :class:`SourceRefused`: the
+dispatcher counts it as a failure and, past its failure limit, the item is ``dead`` with a dead
+letter an admin can retry (``starter.py dlq``), instead of being re-read forever.
+
 No Temporal, HTTP or database here: the reader, the gate and the store are injected.
 """
 
@@ -39,6 +46,10 @@ class Requeue(Exception):
         self.block, self.retry_after = block, retry_after
 
 
+class SourceRefused(Exception):
+    """A queued item's source refuses the read for good (or failed unexpectedly): a dispatch failure."""
+
+
 @dataclass(frozen=True)
 class UnreadPolicy:
     """``intake:`` settings (``sluicegate.intake_config``) as intake uses them."""
@@ -54,11 +65,13 @@ class UnreadPolicy:
 
 @dataclass(frozen=True)
 class Unread:
-    """Why the source could not be read: the reason, the source's own wait (if any), a message."""
+    """Why the source could not be read: the reason, the source's own wait (if any), a message, and
+    whether waiting can help (``permanent``: a non-retryable answer or an unexpected failure)."""
 
     reason: Reason
     retry_after: float | None
     message: str
+    permanent: bool = False
 
 
 async def read_within(reader: TargetReader, candidate: WorkCandidate, deadline: float) -> TargetSnapshot | Unread:
@@ -68,13 +81,15 @@ async def read_within(reader: TargetReader, candidate: WorkCandidate, deadline: 
         async with asyncio.timeout(deadline):
             return await reader.read(candidate.target, tenant=candidate.tenant)
     except SourceUnavailable as exc:
-        return Unread(Reason.SOURCE_UNAVAILABLE, exc.retry_after, f"cannot read {target} from the source: {exc}")
+        return Unread(Reason.SOURCE_UNAVAILABLE, exc.retry_after, f"cannot read {target} from the source: {exc}",
+                      permanent=exc.permanent)
     except TimeoutError:
         return Unread(Reason.FRESHNESS_DEADLINE, None,
                       f"the source did not answer for {target} within the {deadline:g}s freshness deadline")
     except Exception as exc:  # noqa: BLE001 - an unmapped failure must not lose a verified delivery either
         log.exception("reading %s failed unexpectedly; the delivery is queued", target)
-        return Unread(Reason.SOURCE_UNAVAILABLE, None, f"cannot read {target} from the source: {type(exc).__name__}")
+        return Unread(Reason.SOURCE_UNAVAILABLE, None, f"cannot read {target} from the source: {type(exc).__name__}",
+                      permanent=True)
 
 
 def unread_draft(envelope: Envelope, candidate: WorkCandidate, unread: Unread, retry: float) -> ReceiptDraft:

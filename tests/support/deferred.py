@@ -9,16 +9,17 @@ from ledger import DeferredItem, DeferredQueue
 from ledger._sql import as_utc, utcnow
 
 
-async def pass_when_due(queue: DeferredQueue, service, item_id: str) -> DispatchReport:
-    """Wait until the item is due (its ``next_attempt_at``), then run one dispatch pass."""
+async def pass_when_due(queue: DeferredQueue, service, item_id: str, **dispatch) -> DispatchReport:
+    """Wait until the item is due (its ``next_attempt_at``), then run one dispatch pass
+    (``dispatch``: keyword arguments of :func:`dispatch_once`)."""
     wait = (as_utc(queue.get(item_id).next_attempt_at) - utcnow()).total_seconds()
     if wait > 0:
         await asyncio.sleep(wait + 0.05)
-    return await dispatch_once(queue, service, {})
+    return await dispatch_once(queue, service, {}, **dispatch)
 
 
-async def dispatch_until_decided(queue: DeferredQueue, service, item_id: str,
-                                 passes: int = 40) -> tuple[DeferredItem, list[DispatchReport]]:
+async def dispatch_until_decided(queue: DeferredQueue, service, item_id: str, passes: int = 40,
+                                 **dispatch) -> tuple[DeferredItem, list[DispatchReport]]:
     """Run dispatch passes, each once the item is due, until it is no longer ``waiting``.
     Returns the item as it ended and the passes' reports; fails after ``passes`` passes."""
     reports: list[DispatchReport] = []
@@ -26,5 +27,5 @@ async def dispatch_until_decided(queue: DeferredQueue, service, item_id: str,
         item = queue.get(item_id)
         if item.status != "waiting":
             return item, reports
-        reports.append(await pass_when_due(queue, service, item_id))
+        reports.append(await pass_when_due(queue, service, item_id, **dispatch))
     raise AssertionError(f"deferred item {item_id} still waiting after {passes} passes: {queue.get(item_id)}")

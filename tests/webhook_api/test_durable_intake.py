@@ -20,6 +20,8 @@ import ledger
 from demo.github_payloads import delivery_headers, encode, pull_request_payload
 from intake.temporal_admitter import TemporalAdmitter
 from ledger import DeferredItem, DeferredQueue, WorkVersion
+from ledger._dead_letters import DeadLetters
+from ledger._deferred import PoisonLetters
 from sluicegate.capacity_setup import intake_service
 from sluicegate.resources import open_forge
 from tests.support.deferred import dispatch_until_decided
@@ -74,6 +76,35 @@ async def test_a_verified_delivery_the_forge_cannot_answer_is_queued_then_admitt
         assert ended.status == "admitted" and version.status == "admitted"
         decided = [(rc.outcome, rc.reason) for rc in receipts(fresh_ledger_url, headers["x-github-delivery"])]
         assert decided == [("defer", reason), ("accept", "admitted")]  # the redelivery wrote no row
+
+
+async def test_a_queued_item_the_forge_refuses_for_good_dead_letters_instead_of_waiting_forever(
+        sims, temporal_env, fresh_ledger_url):
+    """A non-retryable forge answer (401 bad credentials) still queues the verified delivery, but
+    re-reading it cannot help: each dispatch counts a failure, and past the limit the item is
+    ``dead`` with a dead letter an admin can retry — not re-read every few minutes forever."""
+    with running_api(sims, temporal_env, fresh_ledger_url, **QUICK) as (server, settings):
+        owner, repo, number, sha = pull = fresh_pull(sims)
+        sims.forge_ctl("POST", "/faults", json={"method": "GET", "path": f"/repos/{owner}/{repo}/pulls/{number}$",
+                                                "status": 401, "times": 1000})
+        body = encode(pull_request_payload(*pull))
+        headers = delivery_headers(settings.sources["github"].secret, body, delivery_id=f"d-{uuid.uuid4()}")
+        r = await asyncio.to_thread(post, server, "github", headers, body)
+        assert (r.status_code, r.json()["reason"], r.json()["queued"]) == (202, "source-unavailable", True), r.text
+        [item] = _waiting(fresh_ledger_url)
+
+        async with AsyncExitStack() as stack:
+            engine = ledger.make_engine(fresh_ledger_url)
+            stack.callback(engine.dispose)
+            service = intake_service(settings, engine, open_forge(settings, stack),
+                                     TemporalAdmitter(temporal_env.client, settings, search_attributes=False))
+            letters = PoisonLetters(engine, settings.dead_letters.owner_for)
+            ended, reports = await dispatch_until_decided(DeferredQueue(engine), service, item.id, passes=6,
+                                                          dead_letters=letters, max_failures=3, retry_after=0.05)
+            open_letters = DeadLetters(engine).list()
+        assert ended.status == "dead" and ended.failures == 3 and "401" in ended.last_error
+        assert [rep.dead for rep in reports] == [[], [], [item.id]]
+        assert [(d.work_key, d.reason) for d in open_letters] == [(item.work_key, "deferred-dispatch-failed")]
 
 
 @pytest.mark.postgres
