@@ -97,7 +97,8 @@ class WebhookApiConfig(_Section):
     body_read_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
     """Deadline for a whole request body (webhooks, manual triggers): a slower one is 408 (slow-loris)."""
     max_concurrent_body_reads: int = Field(default=64, ge=1)
-    """Request bodies read at once by one API process; past it a request is 429 at once."""
+    """Request bodies read at once by one API process for one source; past it a request to that
+    source is 429 at once (other sources keep their own slots)."""
 
 
 class ActorConfig(_Section):

@@ -79,7 +79,7 @@ def test_a_body_that_never_arrives_is_cut_off_at_the_deadline(api, source):
         assert grown(before, table_counts(url)) == {}
 
 
-def test_bodies_read_at_once_are_capped(api):
+def test_bodies_read_at_once_are_capped_per_source(api):
     start, url = api
     with start(SLUICEGATE__WEBHOOK_API__BODY_READ_TIMEOUT_SECONDS="20",
                SLUICEGATE__WEBHOOK_API__MAX_CONCURRENT_BODY_READS="2") as (server, _):
@@ -94,6 +94,10 @@ def test_bodies_read_at_once_are_capped(api):
                 break
         assert statuses[-1] == 429, statuses
         assert set(statuses) <= {401, 429}
+        # Another source keeps its own slots: its body is read (and, forged, refused 401), not 429.
+        other = _open(server, "/webhooks/stdhooks", _forged_github(), b"")
+        other.sendall(b"x" * 2000)
+        assert _status(other) == 401
         for sock in slow:
             sock.close()
         assert grown(before, table_counts(url)) == {}
