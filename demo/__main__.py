@@ -34,7 +34,8 @@ def main() -> int:
     fresh_ledger(s)
     console.print(f"Starting Temporal dev server ({s.dev_server.db_filename}), simulators, worker and webhook API ...")
     try:
-        stack.start()
+        with console.status("starting the stack ..."):
+            stack.start()
     except StackError as exc:
         console.print(f"[red]could not start the stack:[/] {exc}")
         return 2
@@ -45,7 +46,8 @@ def main() -> int:
         finally:
             driver.close()
         console.print(f"Sent {len(sent)} deliveries; waiting for admitted runs to finish ...")
-        wait_for_runs(s)
+        with console.status("waiting for runs ...") as waiting:
+            wait_for_runs(s, progress=lambda line: waiting.update(f"waiting for runs: {line}"))
         seen = observe(s)
         verdict = judge(sent, seen)
         render(console, sent, seen, verdict)

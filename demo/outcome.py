@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,17 +53,23 @@ class Verdict:
         self.checks.append(Check(name, ok, detail))
 
 
-def wait_for_runs(settings: Settings, timeout: float = 180.0) -> list[WorkVersion]:
+def wait_for_runs(settings: Settings, timeout: float = 180.0,
+                  progress: Callable[[str], None] | None = None) -> list[WorkVersion]:
     """Wait until nothing waits in the deferred queue and every admitted work version has
-    finished; returns the versions."""
+    finished; returns the versions. ``progress`` hears a one-line state after each look."""
     engine = make_engine(settings.ledger_url())
-    deadline = time.monotonic() + timeout
+    started = time.monotonic()
+    deadline = started + timeout
     try:
         while True:
             with Session(engine) as s:
                 versions = list(s.exec(select(WorkVersion)).all())
-                queued = s.exec(select(DeferredItem).where(DeferredItem.status == "waiting")).first()
-            if (queued is None and all(v.status in TERMINAL for v in versions)) or time.monotonic() > deadline:
+                queued = len(s.exec(select(DeferredItem.id).where(DeferredItem.status == "waiting")).all())
+            finished = sum(v.status in TERMINAL for v in versions)
+            if progress is not None:
+                progress(f"{finished}/{len(versions)} work versions finished, {queued} queued "
+                         f"({time.monotonic() - started:.0f}s of at most {timeout:.0f}s)")
+            if (queued == 0 and finished == len(versions)) or time.monotonic() > deadline:
                 return versions
             time.sleep(0.5)
     finally:
