@@ -64,6 +64,9 @@ class Reason(StrEnum):
     """The delivery is malformed: body, content type or required fields."""
     UNSUPPORTED_EVENT = "unsupported-event"
     """The source sent an event type Sluicegate does not handle."""
+    UNSUPPORTED_SCHEMA = "unsupported-schema"
+    """A verified delivery names a payload schema version its source's mapping does not accept
+    (or none, where the mapping requires one): 422; the raw body is kept for replay."""
     READMISSION_LIMIT = "readmission-limit"
     """This (work key, version) was admitted again after it ended as often as allowed."""
     UNKNOWN_SOURCE = "unknown-source"

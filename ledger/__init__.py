@@ -45,3 +45,6 @@ from ledger._reads import (
 __all__ += ["Chain", "ReceiptFilter", "explain", "list_receipts"]
 __all__ += ["ReceiptPage", "ReceiptQuery", "budget_days", "dead_letters_page", "decision_counts", "decisions_by_hour",
             "finished_runs", "open_dead_letter_counts", "receipts_page", "recent_kills"]
+from ledger._kept import KeptCaps, KeptContent, KeptDeliveries, KeptDelivery
+
+__all__ += ["KeptCaps", "KeptContent", "KeptDeliveries", "KeptDelivery"]

@@ -16,6 +16,7 @@ and what keeps a row **load-bearing** — such a row is never pruned, whatever i
 | ``dead_letters`` | ``created_at`` | ``open`` (only ``resolved`` and ``retried`` letters go) |
 | ``model_journal`` | ``created_at`` | its reservation is still ``reserved`` (the stale sweep settles it with the journaled usage), or its work version is still ``accepted``/``admitted`` (a retry of the step, or a re-run of the generation, is served the answer instead of paying the provider again) |
 | ``cancel_requests`` | ``created_at`` | a version of its work key is still ``accepted``/``admitted`` (a cancelled outcome recorded later confirms its actor from the request) |
+| ``kept_deliveries`` | ``created_at`` | (nothing: a kept body is evidence for a replay, bounded in time by design) |
 
 Not pruned, on purpose: ``work_items`` (the fencing generation; forgetting it would let a
 stale holder's generation count again), ``work_versions`` (work dedupe: a done version
@@ -49,6 +50,7 @@ from ledger._cancels import CancelRequest
 from ledger._capacity_models import AdmissionCount, CapacityCounter, CapacityHold, DeferredItem
 from ledger._credentials import Credential
 from ledger._dead_letters import DeadLetter
+from ledger._kept import KeptDelivery
 from ledger._model_journal import ModelJournalEntry
 from ledger._models import Receipt, SideEffect, WorkVersion
 from ledger._sql import utcnow
@@ -115,6 +117,7 @@ RULES: dict[str, Rule] = {
                                                          DeadLetter.status.in_(("resolved", "retried")))),
     "model_journal": Rule(ModelJournalEntry, _model_journal),
     "cancel_requests": Rule(CancelRequest, _cancel_requests),
+    "kept_deliveries": Rule(KeptDelivery, lambda cutoff: KeptDelivery.created_at < cutoff),
 }
 
 

@@ -28,6 +28,7 @@ from sluicegate.codec_config import CodecServerConfig
 from sluicegate.config_checks import UniqueKeyLoader, uniqueness_problems
 from sluicegate.console_config import ConsoleConfig
 from sluicegate.durations import parse_duration  # noqa: F401 - re-exported
+from sluicegate.kept_config import KeptDeliveriesConfig
 from sluicegate.maintenance_config import MaintenanceConfig
 from sluicegate.model_config import ModelConfig, Price, TenantModelConfig  # noqa: F401 - re-exported
 from sluicegate.schedule_config import GoalsConfig, ScheduleConfig  # noqa: F401 - ScheduleConfig re-exported
@@ -229,6 +230,8 @@ class Settings(_Section):
     goals: GoalsConfig = Field(default_factory=GoalsConfig)
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
     capacity: CapacityConfig = Field(default_factory=CapacityConfig)
+    kept_deliveries: KeptDeliveriesConfig = Field(default_factory=KeptDeliveriesConfig)
+    """Caps on bodies kept after ``unsupported-schema`` for replay (``sluicegate/kept_config.py``)."""
     dev_mode: bool = False
     """Local development (``SLUICEGATE_DEV_MODE=1``, set by the dev stack, tests and benches):
     the API and worker may start with the secrets published in temporal-dev.yaml, on loopback only."""

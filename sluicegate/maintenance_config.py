@@ -17,7 +17,7 @@ from sluicegate.durations import Duration
 MIN_RETENTION = timedelta(hours=1)
 RETAINED_TABLES = ("receipts", "side_effects", "credentials", "budget_reservations", "budget_days",
                    "admission_counts", "deferred_items", "capacity_counters", "dead_letters", "model_journal",
-                   "cancel_requests", "artifacts")
+                   "cancel_requests", "artifacts", "kept_deliveries")
 
 
 class _Section(BaseModel):
@@ -51,6 +51,8 @@ class RetentionConfig(_Section):
     the audit of who cancelled what stays in the version's recorded outcome."""
     artifacts: Duration | None = timedelta(days=30)
     """Files under ``artifacts.dir`` not written for this long."""
+    kept_deliveries: Duration | None = timedelta(days=7)
+    """Raw bodies kept after ``unsupported-schema`` for replay (``kept_deliveries``), from when kept."""
     batch_size: int = Field(default=500, ge=1, le=10_000)
     """Rows deleted per transaction (on SQLite the write lock is held for one batch)."""
     max_batches: int = Field(default=100, ge=1)

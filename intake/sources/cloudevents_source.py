@@ -10,7 +10,8 @@ nothing else — not even the body's ``id`` is read before it holds; a failure i
 unauthenticated (counted, never recorded). :func:`normalize_cloudevent`: mode
 (``Content-Type: application/cloudevents+json`` is structured, otherwise any ``ce-*`` header
 is binary; batches are refused); body JSON; required attributes ``id``, ``source``, ``type``,
-``specversion`` (1.0); the library's attribute validation; for an actionable ``type``, the
+``specversion`` (1.0); the library's attribute validation; the schema version, when the
+mapping names ``schema_versions`` (``unsupported-schema``); for an actionable ``type``, the
 work identity from the mapping. A bearer token signs nothing, so a captured event resent
 under a new ``id`` is caught by its digest — everything but the id: in binary mode the
 ``ce-*`` headers, content type and body; in structured mode the event without ``id`` — and
@@ -49,6 +50,7 @@ from intake.sources import ParsedDelivery, VerifiedDelivery
 from intake.sources._common import (MAX_DELIVERY_ID, MAX_EVENT_TYPE, MAX_SUBJECT, content_digest, decode_json,
                                     delivery_id_from, identity_text, media_type, utc)
 from intake.sources.mapping import PayloadMapping, resolve_candidate
+from intake.sources.schema_version import schema_version
 
 STRUCTURED = "application/cloudevents+json"
 BATCH = "application/cloudevents-batch+json"
@@ -112,7 +114,8 @@ def normalize_cloudevent(verified: VerifiedDelivery, headers: Mapping[str, str],
                               422, delivery_id)
     event = _read_event(headers, body, structured, delivery_id)
     digest = _structured_digest(document) if structured else _binary_digest(headers, body)
-    return _normalize(event, "time" in present, source, tenant, mapping, received_at, delivery_id, digest)
+    return _normalize(event, headers, "time" in present, source, tenant, mapping, received_at, delivery_id,
+                      digest)
 
 
 def _structured_digest(document: dict[str, Any]) -> str:
@@ -167,12 +170,14 @@ def _what_failed(exc: Exception) -> str:
     return "attribute(s) " + "; ".join(parts)
 
 
-def _normalize(event: CloudEvent, has_time: bool, source: str, tenant: str, mapping: PayloadMapping,
-               received_at: datetime, delivery_id: str, digest: str) -> ParsedDelivery:
+def _normalize(event: CloudEvent, headers: Mapping[str, str], has_time: bool, source: str, tenant: str,
+               mapping: PayloadMapping, received_at: datetime, delivery_id: str, digest: str) -> ParsedDelivery:
     event_type = identity_text(event.get_type(), MAX_EVENT_TYPE)
     if event_type is None:
         raise InvalidDelivery(Reason.BAD_INPUT, f"CloudEvent type must be 1-{MAX_EVENT_TYPE} printable characters",
                               422, delivery_id)
+    document: dict[str, Any] = {**event.get_attributes(), "data": event.get_data()}
+    schema_version(mapping.schema_versions, headers, document, delivery_id, event_type)  # before any mapping path
     subject = event.get_subject()
     if subject is not None and identity_text(subject, MAX_SUBJECT) is None:
         raise InvalidDelivery(Reason.BAD_INPUT, f"CloudEvent subject must be 1-{MAX_SUBJECT} printable characters",
@@ -181,7 +186,6 @@ def _normalize(event: CloudEvent, has_time: bool, source: str, tenant: str, mapp
     if has_time and time is None:
         raise InvalidDelivery(Reason.BAD_INPUT, "CloudEvent time is outside years 1-9999 UTC", 422, delivery_id,
                               event_type)
-    document: dict[str, Any] = {**event.get_attributes(), "data": event.get_data()}
     envelope = Envelope(id=delivery_id, source=source, type=event_type, subject=subject, time=time,
                         received_at=received_at,
                         trigger_kind=TriggerKind.EVENT, tenant=tenant, body_digest=digest)

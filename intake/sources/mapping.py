@@ -26,38 +26,10 @@ from intake.envelope import PullRequestRef, WorkCandidate
 from intake.errors import InvalidDelivery
 from intake.hygiene import input_version, pr_number, repo_name
 from intake.identity import review_candidate
+from intake.sources.paths import _MISSING, is_missing, parse_path, resolve
+from intake.sources.schema_version import SchemaVersions
 
-_MISSING = object()
-
-
-def parse_path(path: str) -> tuple[str, ...]:
-    """Split a JSON Pointer or dotted path into segments; raises ``ValueError`` when unusable."""
-    if not path:
-        raise ValueError("path must not be empty")
-    if path.startswith("/"):
-        return tuple(p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/"))
-    segments = tuple(path.split("."))
-    if "" in segments:
-        raise ValueError(f"dotted path {path!r} has an empty segment")
-    return segments
-
-
-def resolve(document: Any, path: str) -> Any:
-    """The value at ``path`` in ``document``, or the module's missing sentinel."""
-    node = document
-    for segment in parse_path(path):
-        if isinstance(node, dict) and segment in node:
-            node = node[segment]
-        elif isinstance(node, list) and segment.isdecimal() and segment.isascii() and int(segment) < len(node):
-            node = node[int(segment)]
-        else:
-            return _MISSING
-    return node
-
-
-def is_missing(value: Any) -> bool:
-    return value is _MISSING
-
+__all__ = ["PayloadMapping", "is_missing", "parse_path", "resolve", "resolve_candidate"]
 
 class PayloadMapping(BaseModel):
     """Where a generic source's payload says which pull request and version it is about."""
@@ -79,6 +51,10 @@ class PayloadMapping(BaseModel):
     time: str | None = "timestamp"
     """Standard Webhooks only: path to the event time (ISO 8601 or Unix seconds); when absent
     from a payload, the ``webhook-timestamp`` header is used."""
+
+    schema_versions: SchemaVersions | None = None
+    """Which payload schema versions this mapping was written for, read from a header or a field
+    (``intake/sources/schema_version.py``); ``null``: the payload is not versioned."""
 
     @field_validator("owner", "repo", "number", "version", "type", "time")
     @classmethod

@@ -6,7 +6,8 @@ delivery id), then ``webhook-timestamp`` and ``webhook-signature`` verified by t
 any one verifying is enough) with the library's ±5 minute timestamp tolerance, so a captured
 delivery cannot be replayed later; every failure here is unauthenticated (counted, never
 recorded). :func:`normalize_standard_webhook`: content type; JSON body; event type and time;
-for an actionable type, the work identity from the source's mapping (a receipt on failure).
+the schema version, when the mapping names ``schema_versions`` (``unsupported-schema``); for an
+actionable type, the work identity from the source's mapping (a receipt on failure).
 The same body re-signed under a new ``webhook-id`` verifies; its digest lets the ledger
 refuse it (``replayed-body``).
 
@@ -37,6 +38,7 @@ from intake.sources import ParsedDelivery, VerifiedDelivery
 from intake.sources._common import (MAX_EVENT_TYPE, content_digest, decode_json, delivery_id_from, header,
                                     identity_text, media_type, utc)
 from intake.sources.mapping import PayloadMapping, is_missing, resolve, resolve_candidate
+from intake.sources.schema_version import schema_version
 
 SIGNED_HEADERS = ("webhook-id", "webhook-timestamp", "webhook-signature")
 # The pinned library's messages, turned into ones that tell the sender what to fix.
@@ -81,6 +83,8 @@ def normalize_standard_webhook(verified: VerifiedDelivery, headers: Mapping[str,
     if media_type(headers) != "application/json":
         raise InvalidDelivery(Reason.BAD_INPUT, "content type must be application/json", 415, delivery_id)
     data = decode_json(body, delivery_id, None)
+    # Before any mapping path is read: under another schema they may point at something else.
+    schema_version(mapping.schema_versions, headers, data, delivery_id)
     event_type = identity_text(resolve(data, mapping.type), MAX_EVENT_TYPE)
     if event_type is None:
         raise InvalidDelivery(Reason.BAD_INPUT, f"payload has no event type at {mapping.type} "

@@ -1,0 +1,197 @@
+"""Kept deliveries: the raw body of a verified delivery that could not be mapped, for a while.
+
+A verified delivery rejected ``unsupported-schema`` (its payload names a schema version its
+source's mapping does not accept) is not lost: its raw body and the headers its parser reads
+are kept here, with its reject receipt, so an operator can replay it through intake once a
+mapping for that version exists (``POST /v1/replays``, ``starter.py replay``). Only verified
+deliveries reach this table: the API checks the signature or token before it parses.
+
+Bounds, all configured (``kept_deliveries``, ``maintenance.retention.kept_deliveries``):
+
+* one body over ``max_body_bytes`` is not kept (its receipt says so);
+* the table holds at most ``max_total_bytes`` (bodies plus headers); once full, new ones are
+  not kept (their receipts say so) until retention removes old rows. The sum is read and the row
+  inserted in one transaction: SQLite serializes writers, so the cap holds exactly; on PostgreSQL
+  (read committed) concurrent inserts can overshoot it by at most one body per concurrent request;
+* rows older than the retention age are deleted by the prune schedule (``ledger/_retention.py``).
+
+At rest: with payload keys configured (``temporal.payload_key``) the headers and the body are
+sealed with AES-256-GCM under the current key exactly as artifacts are, bound to the row's
+source and delivery id (a row's ciphertext moved to another row does not open); ``key_id``
+names the key. Without keys they are stored as they came (``key_id`` null).
+
+One row per (source, delivery id): a sender redelivering the same rejected delivery gets another
+receipt, not another copy. Replaying twice admits once: intake's delivery dedupe answers the
+second replay ``duplicate-delivery`` with the first one's receipt.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from sqlalchemy import Column, DateTime, Index, LargeBinary, UniqueConstraint, func, insert, select, update
+from sqlalchemy.engine import Engine
+from sqlmodel import Field, Session, SQLModel
+
+from intake.decision import IntakeDecision
+from intake.receipts import ReceiptDraft
+from ledger._intake_store import _RECEIPTS, _decision_from_row, _receipt_row
+from ledger._sql import dialect_insert, new_id, utcnow
+
+MIB = 1024 * 1024
+_AAD = b"sluicegate-kept-delivery\x1f"
+
+
+class Sealer(Protocol):
+    """What sealing needs of ``sluicegate.codec.PayloadKeys`` (the ledger does not import it)."""
+
+    key_id: str
+
+    def seal(self, plain: bytes, aad: bytes) -> bytes: ...
+
+    def open(self, kid: str, sealed: bytes, aad: bytes) -> bytes: ...
+
+
+class KeptDelivery(SQLModel, table=True):
+    __tablename__ = "kept_deliveries"
+    __table_args__ = (UniqueConstraint("source", "delivery_id", name="uq_kept_deliveries_delivery"),
+                      Index("ix_kept_deliveries_created_at", "created_at"),
+                      Index("ix_kept_deliveries_delivery_id", "delivery_id"))
+
+    id: str = Field(primary_key=True, max_length=40)
+    created_at: datetime = Field(sa_type=DateTime(timezone=True))
+    source: str = Field(max_length=128)
+    delivery_id: str = Field(max_length=256)
+    tenant: str = Field(max_length=128)
+    event_type: str | None = Field(default=None, max_length=128)
+    received_at: datetime = Field(sa_type=DateTime(timezone=True))
+    receipt_id: str = Field(max_length=40)
+    """The ``unsupported-schema`` receipt the delivery was answered with."""
+    key_id: str | None = Field(default=None, max_length=16)
+    """The payload key ``meta`` and ``body`` are sealed with; null: stored as received."""
+    meta: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    """JSON: the headers (less credentials) and what verification established."""
+    body: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    size_bytes: int
+    """Stored bytes (meta plus body) counted against the total cap."""
+    replay_receipt_id: str | None = Field(default=None, max_length=40)
+    """The receipt of the first replay that reached a decision."""
+    replayed_by: str | None = Field(default=None, max_length=128)
+    replayed_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+
+
+@dataclass(frozen=True)
+class KeptCaps:
+    max_body_bytes: int = MIB
+    max_total_bytes: int = 256 * MIB
+    retention: timedelta | None = timedelta(days=7)
+    """Only for the receipt's message (the prune schedule applies it)."""
+
+
+@dataclass(frozen=True)
+class KeptContent:
+    """A kept delivery opened: what the normalize stage needs to run again."""
+
+    row: KeptDelivery
+    headers: dict[str, str]
+    verified_id: str | None
+    """The delivery id verification read from the headers (``VerifiedDelivery.delivery_id``)."""
+    verified_type: str | None
+    body: bytes
+
+
+DROPPED_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
+"""Credentials are never kept (a bearer token is the CloudEvents sender's secret)."""
+
+
+class KeptDeliveries:
+    def __init__(self, engine: Engine, keys: Sealer | None = None, caps: KeptCaps = KeptCaps()) -> None:
+        self._engine = engine
+        self._keys = keys
+        self._caps = caps
+
+    def reject_and_keep(self, draft: ReceiptDraft, headers: dict[str, str], body: bytes,
+                        verified_id: str | None, verified_type: str | None) -> tuple[IntakeDecision, bool]:
+        """Write ``draft``'s reject receipt and keep the delivery, in one transaction; returns the
+        decision and whether the body is kept (now or by an earlier copy)."""
+        assert draft.delivery_id is not None and draft.tenant is not None
+        meta = json.dumps({"headers": {k: v for k, v in headers.items() if k not in DROPPED_HEADERS},
+                           "verified_id": verified_id, "verified_type": verified_type}).encode()
+        receipt_id = new_id()
+        with Session(self._engine) as s, s.begin():
+            kept, why = self._keep(s, draft, receipt_id, meta, body)
+            note = f" Body kept for replay ({self._kept_for()}): starter.py replay {draft.delivery_id}." if kept \
+                else f" Body not kept: {why}."
+            row = _receipt_row(_with_message(draft, draft.message + note), receipt_id)
+            s.execute(insert(_RECEIPTS), row)
+        return _decision_from_row(row), kept
+
+    def _kept_for(self) -> str:
+        days = self._caps.retention.total_seconds() / 86400 if self._caps.retention else None
+        return f"{days:g} days" if days is not None else "until removed"
+
+    def _keep(self, s: Session, draft: ReceiptDraft, receipt_id: str, meta: bytes, body: bytes) -> tuple[bool, str]:
+        if len(body) > self._caps.max_body_bytes:
+            return False, f"over kept_deliveries.max_body_bytes ({self._caps.max_body_bytes})"
+        if self._exists(s, draft.source, draft.delivery_id):
+            return True, ""
+        aad = _aad(draft.source, draft.delivery_id)
+        sealed_meta, sealed_body = (self._keys.seal(meta, aad), self._keys.seal(body, aad)) if self._keys \
+            else (meta, body)
+        size = len(sealed_meta) + len(sealed_body)
+        used = s.execute(select(func.coalesce(func.sum(KeptDelivery.size_bytes), 0))).scalar_one()
+        if used + size > self._caps.max_total_bytes:
+            return False, f"kept_deliveries.max_total_bytes ({self._caps.max_total_bytes}) reached"
+        values = dict(id=new_id(), created_at=utcnow(), source=draft.source, delivery_id=draft.delivery_id,
+                      tenant=draft.tenant, event_type=draft.event_type, received_at=draft.received_at,
+                      receipt_id=receipt_id, key_id=self._keys.key_id if self._keys else None, meta=sealed_meta,
+                      body=sealed_body, size_bytes=size)
+        s.execute(dialect_insert(s, KeptDelivery).values(**values)
+                  .on_conflict_do_nothing(index_elements=["source", "delivery_id"]))
+        return True, ""
+
+    @staticmethod
+    def _exists(s: Session, source: str, delivery_id: str) -> bool:
+        return s.execute(select(KeptDelivery.id).where(KeptDelivery.source == source,
+                                                       KeptDelivery.delivery_id == delivery_id)).first() is not None
+
+    def find(self, delivery_id: str, source: str | None = None) -> list[KeptDelivery]:
+        """The kept deliveries with this id (one per source; ``source`` narrows it)."""
+        query = select(KeptDelivery).where(KeptDelivery.delivery_id == delivery_id)
+        if source is not None:
+            query = query.where(KeptDelivery.source == source)
+        with Session(self._engine, expire_on_commit=False) as s:
+            return list(s.scalars(query.order_by(KeptDelivery.source)))
+
+    def open(self, row: KeptDelivery) -> KeptContent:
+        """Unseal a row; raises ``PayloadKeyError`` (from the keys) when its key is not configured,
+        ``LookupError`` when it is sealed and no keys are configured at all."""
+        meta, body = row.meta, row.body
+        if row.key_id is not None:
+            if self._keys is None:
+                raise LookupError(f"kept delivery is sealed with key {row.key_id!r}; no payload key is configured")
+            aad = _aad(row.source, row.delivery_id)
+            meta, body = self._keys.open(row.key_id, meta, aad), self._keys.open(row.key_id, body, aad)
+        data: dict[str, Any] = json.loads(meta)
+        return KeptContent(row, dict(data["headers"]), data.get("verified_id"), data.get("verified_type"), body)
+
+    def mark_replayed(self, row_id: str, receipt_id: str | None, actor: str) -> None:
+        """Record the first replay that reached a decision (later ones leave it as it is)."""
+        with Session(self._engine) as s, s.begin():
+            s.execute(update(KeptDelivery).where(KeptDelivery.id == row_id, KeptDelivery.replay_receipt_id.is_(None))
+                      .values(replay_receipt_id=receipt_id, replayed_by=actor[:128], replayed_at=utcnow()))
+
+    def used_bytes(self) -> int:
+        with Session(self._engine) as s:
+            return int(s.execute(select(func.coalesce(func.sum(KeptDelivery.size_bytes), 0))).scalar_one())
+
+
+def _aad(source: str, delivery_id: str) -> bytes:
+    return _AAD + source.encode() + b"\x1f" + delivery_id.encode("utf-8", "surrogatepass")
+
+
+def _with_message(draft: ReceiptDraft, message: str) -> ReceiptDraft:
+    return replace(draft, message=message[:1000])
