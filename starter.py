@@ -11,6 +11,7 @@
     python starter.py kills                    # kills newest first, in force and lifted
     python starter.py cancel 'acme/github:acme/api#42:review' --actor A --reason R   # recorded, then cancelled
     python starter.py reconcile                # give runs that closed without an outcome their real one
+    python starter.py replay DELIVERY_ID       # re-run a delivery kept after unsupported-schema (admins)
     python starter.py drill cancel | temporal-restart | duplicate-storm | worker-crash | postgres-restart
         | forge-outage [--quick]               # one drill on its own throwaway stack
     python starter.py dlq list | show ID | retry ID --reason R
@@ -40,6 +41,7 @@ from sluicegate.config import load_settings
 from sluicegate.dlq_cli import dlq_app
 from sluicegate.drill_cli import drill_app
 from sluicegate.operator_cli import explain_cmd, kill_cmd, kills_cmd, ledger_app, outbox_app, receipts, unkill_cmd
+from sluicegate.replay_cli import replay_cmd
 from sluicegate.runs_cli import cancel_cmd, reconcile_cmd
 from sluicegate.status_cli import breaker_app, status_cmd
 from sluicegate.trigger_cli import goal_app, schedule_app
@@ -100,6 +102,7 @@ app.command("kills")(kills_cmd)
 app.command("status")(status_cmd)
 app.command("cancel")(cancel_cmd)
 app.command("reconcile")(reconcile_cmd)
+app.command("replay")(replay_cmd)
 
 
 if __name__ == "__main__":

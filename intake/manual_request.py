@@ -62,9 +62,10 @@ class ManualTrigger(BaseModel):
         return owner, repo
 
 
-def problems(exc: ValidationError, limit: int = 5) -> str:
-    """The fields a validation error is about, with what was expected — never the input."""
-    known = set(ManualTrigger.model_fields)
+def problems(exc: ValidationError, limit: int = 5, model: type[BaseModel] | None = None) -> str:
+    """The fields a validation error is about, with what was expected — never the input.
+    ``model``: the request model whose fields may be named (default :class:`ManualTrigger`)."""
+    known = set((model or ManualTrigger).model_fields)
     parts = []
     for err in exc.errors(include_input=False, include_url=False)[:limit]:
         loc = [str(p) for p in err["loc"] if str(p) != "body"]

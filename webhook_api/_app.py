@@ -1,4 +1,5 @@
-"""FastAPI application: ``POST /webhooks/{source}``, ``POST /v1/triggers/manual``, ``GET /healthz``,
+"""FastAPI application: ``POST /webhooks/{source}``, ``POST /v1/triggers/manual``, ``POST /v1/replays``
+(``_replay``), ``GET /healthz``,
 and the operator console mounted at ``/console`` (``console/``).
 
 Stateless: everything durable is in the ledger and Temporal, so any number of API
@@ -9,7 +10,8 @@ configured; headers are bounded; the body is streamed under ``webhook_api.max_bo
 (413 before it is buffered whole); the kind's verify stage checks the signature or token on
 the raw bytes; only then is the body parsed. Anything refused before authentication is
 counted and logged at a bounded rate and writes no row (``_refusals``); an authenticated but
-invalid delivery gets a reject receipt (``_rejects``). The manual trigger follows the same
+invalid delivery gets a reject receipt (``_rejects``); one rejected ``unsupported-schema``
+also has its body kept for replay (``_kept``). The manual trigger follows the same
 order (``_manual``). No error body echoes input, including the framework's own validation
 errors (handled app-wide). A ledger that cannot be reached is the one 503 (``_responses``).
 """
@@ -39,8 +41,9 @@ from sluicegate.resources import open_forge, open_ledger
 from sluicegate.temporal_client import connect
 from webhook_api._body import BodyReadGate, BodyTooSlow, bounded_headers
 from webhook_api._manual import manual_trigger, submit_manual
+from webhook_api._replay import replay
 from webhook_api._refusals import NOT_AUTHENTICATED, UNKNOWN_SOURCE_LABEL, limit_refusal_log, refuse
-from webhook_api._rejects import reject_with_receipt
+from webhook_api._kept import kept_deliveries, reject_or_keep
 from webhook_api._responses import LEDGER_DOWN, decision_response, ledger_down_response, unvalidated_response
 from webhook_api._sources import HEADER_AUTH_KINDS, authenticate, normalize
 
@@ -56,6 +59,7 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
             forge = open_forge(settings, stack)
             temporal = client or await connect(settings)
             app.state.store = SqlIntakeStore(engine)
+            app.state.kept = kept_deliveries(settings, engine)  # bodies kept after unsupported-schema
             app.state.intake = intake_service(settings, engine, forge,
                                               TemporalAdmitter(temporal, settings, search_attributes))
             app.state.console = ConsolePorts(engine, temporal, partial(submit_manual, app.state, settings))
@@ -134,8 +138,8 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
                 parsed = normalize(source, src, verified, headers, body, received_at)
             except InvalidDelivery as err:
                 span.set_attribute("sluicegate.reason", str(err.reason))
-                return await reject_with_receipt(request.app.state.store, err, source=source, tenant=src.tenant,
-                                                 received_at=received_at)
+                return await reject_or_keep(request.app.state, err, source=source, tenant=src.tenant,
+                                            headers=headers, body=body, verified=verified, received_at=received_at)
             decision = await request.app.state.intake.submit(parsed.envelope, parsed.candidate,
                                                              max_age_seconds=parsed.max_age_seconds)
             span.set_attribute("sluicegate.delivery_id", parsed.envelope.id)
@@ -149,5 +153,10 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
     async def manual(request: Request) -> JSONResponse:
         with tracer.start_as_current_span("manual trigger", kind=trace.SpanKind.SERVER):
             return await manual_trigger(request, settings)
+
+    @app.post("/v1/replays")
+    async def replays(request: Request) -> JSONResponse:
+        with tracer.start_as_current_span("replay", kind=trace.SpanKind.SERVER):
+            return await replay(request, settings)
 
     return app

@@ -1,0 +1,56 @@
+"""Authenticated but invalid webhooks: the reject receipt, and for ``unsupported-schema`` the kept body.
+
+Reached only after the source's verify stage accepted the signature or token (bound,
+authenticate, then parse), so only a sender that proved who it is can make Sluicegate keep a
+body. An ``unsupported-schema`` delivery's receipt and its kept copy (``ledger/_kept.py``) are
+written in one transaction; the answer is still 422, with ``kept`` saying whether a replay will
+be possible (a body over a cap is answered, but not kept).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import datetime
+from typing import Mapping
+
+from fastapi.responses import JSONResponse
+from sqlalchemy.engine import Engine
+
+from intake.decision import Outcome, Reason
+from intake.envelope import TriggerKind
+from intake.errors import InvalidDelivery
+from intake.receipts import ReceiptDraft
+from intake.sources import VerifiedDelivery
+from ledger import KeptCaps, KeptDeliveries
+from sluicegate.config import Settings
+from sluicegate.temporal_client import payload_keys
+from webhook_api._rejects import reject_with_receipt
+from webhook_api._responses import invalid_response
+
+
+def kept_deliveries(settings: Settings, engine: Engine) -> KeptDeliveries:
+    """The kept-delivery store with the configured caps, sealed with the payload keys when set."""
+    cfg = settings.kept_deliveries
+    caps = KeptCaps(cfg.max_body_bytes, cfg.max_total_bytes, settings.maintenance.retention.kept_deliveries)
+    return KeptDeliveries(engine, payload_keys(settings), caps)
+
+
+def with_fields(response: JSONResponse, **fields) -> JSONResponse:
+    """``response`` with more fields in its JSON body (same status and headers)."""
+    headers = {k: v for k, v in response.headers.items() if k.lower() not in ("content-length", "content-type")}
+    return JSONResponse(json.loads(response.body) | fields, status_code=response.status_code, headers=headers)
+
+
+async def reject_or_keep(state, err: InvalidDelivery, *, source: str, tenant: str, headers: Mapping[str, str],
+                         body: bytes, verified: VerifiedDelivery, received_at: datetime) -> JSONResponse:
+    """Answer a verified delivery its normalize stage refused (``state``: the app's, with ``store``
+    and ``kept``): every refusal gets its receipt; ``unsupported-schema`` also keeps the body."""
+    if err.reason != Reason.UNSUPPORTED_SCHEMA or err.delivery_id is None:
+        return await reject_with_receipt(state.store, err, source=source, tenant=tenant, received_at=received_at)
+    draft = ReceiptDraft(outcome=Outcome.REJECT, reason=str(err.reason), message=err.message,
+                         trigger_kind=TriggerKind.EVENT, source=source, received_at=received_at,
+                         delivery_id=err.delivery_id, event_type=err.event_type, tenant=tenant)
+    decision, kept = await asyncio.to_thread(state.kept.reject_and_keep, draft, dict(headers), body,
+                                             verified.delivery_id, verified.event_type)
+    return with_fields(invalid_response(err, decision.receipt_id), kept=kept)
