@@ -1,0 +1,83 @@
+"""The kept-delivery store on SQLite and PostgreSQL: one row per delivery however often it is
+redelivered (one receipt each), sealed rows open only with their key and for their own row, and
+retention removes rows past their age with the prune schedule's rule."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import update
+from sqlmodel import Session, select
+
+import ledger
+from intake.decision import Outcome, Reason
+from intake.envelope import TriggerKind
+from intake.receipts import ReceiptDraft
+from ledger import KeptDeliveries, KeptDelivery, Receipt, Retention
+from sluicegate.codec import PayloadKeyError, PayloadKeys, new_key, parse_key
+
+BODY = b'{"schema": "9", "data": {}}'
+
+
+@pytest.fixture
+def engine(fresh_ledger_url):
+    eng = ledger.make_engine(fresh_ledger_url)
+    yield eng
+    eng.dispose()
+
+
+def _draft(delivery_id: str, source: str = "stdhooks") -> ReceiptDraft:
+    return ReceiptDraft(outcome=Outcome.REJECT, reason=str(Reason.UNSUPPORTED_SCHEMA), message="unsupported",
+                        trigger_kind=TriggerKind.EVENT, source=source, received_at=datetime.now(UTC),
+                        delivery_id=delivery_id, tenant="acme")
+
+
+def _keys() -> PayloadKeys:
+    return PayloadKeys(parse_key(new_key()))
+
+
+def test_a_redelivered_rejection_is_kept_once_and_answered_each_time(engine):
+    store = KeptDeliveries(engine)
+    first, kept1 = store.reject_and_keep(_draft("d1"), {"content-type": "application/json",
+                                                        "authorization": "Bearer token"}, BODY, "d1", None)
+    second, kept2 = store.reject_and_keep(_draft("d1"), {}, BODY, "d1", None)
+    assert (kept1, kept2) == (True, True) and first.receipt_id != second.receipt_id
+    [row] = store.find("d1")
+    assert row.receipt_id == first.receipt_id
+    content = store.open(row)
+    assert (content.body, content.headers, content.verified_id) == (BODY, {"content-type": "application/json"}, "d1")
+    with Session(engine) as s:
+        assert len(s.exec(select(Receipt).where(Receipt.delivery_id == "d1")).all()) == 2
+
+
+def test_sealed_rows_open_only_with_their_key_and_for_their_own_row(engine):
+    keys = _keys()
+    sealed = KeptDeliveries(engine, keys)
+    sealed.reject_and_keep(_draft("d2"), {}, BODY, "d2", None)
+    sealed.reject_and_keep(_draft("d3"), {}, b"other", "d3", None)
+    [row] = sealed.find("d2")
+    assert BODY not in row.body and row.key_id == keys.key_id
+    assert sealed.open(row).body == BODY
+    with pytest.raises(PayloadKeyError):
+        KeptDeliveries(engine, _keys()).open(row)  # another deployment's key
+    with pytest.raises(LookupError):
+        KeptDeliveries(engine).open(row)  # no key configured
+    [other] = sealed.find("d3")
+    with pytest.raises(PayloadKeyError):  # ciphertext moved onto another row does not open
+        sealed.open(replace_body(row, other))
+
+
+def replace_body(row: KeptDelivery, other: KeptDelivery) -> KeptDelivery:
+    return KeptDelivery.model_validate(row.model_dump() | {"body": other.body})
+
+
+def test_retention_removes_kept_rows_past_their_age(engine):
+    store = KeptDeliveries(engine)
+    store.reject_and_keep(_draft("old"), {}, BODY, "old", None)
+    store.reject_and_keep(_draft("new"), {}, BODY, "new", None)
+    with Session(engine) as s, s.begin():
+        s.execute(update(KeptDelivery).where(KeptDelivery.delivery_id == "old")
+                  .values(created_at=datetime.now(UTC) - timedelta(days=8)))
+    assert Retention(engine).prune("kept_deliveries", timedelta(days=7)) == 1
+    assert (store.find("old"), len(store.find("new"))) == ([], 1)
