@@ -5,7 +5,10 @@ Validated at start-up, with the dotted path in the error, against these failure 
 * a ``standard-webhooks`` secret that is not ``whsec_<base64>``: the library would decode
   whatever it is given into *some* key and every delivery would fail as ``bad-signature``;
 * a generic source (``standard-webhooks``, ``cloudevents``) without a mapping: it could
-  never name work; a ``github`` source with one: it would be silently ignored;
+  never name work; a ``github`` source with one: it would be silently ignored. So a ``github``
+  source has no ``mapping.schema_versions`` either — unversioned by decision: GitHub sends no
+  per-delivery schema version, its payloads change additively, and ``intake/github.py`` checks a
+  fixed, small shape field by field (docs/webhooks.md, "Evolving a mapping");
 * the old single ``secret:`` key next to ``secrets:``: which one wins would be a guess;
 * no ``repositories``: a source that serves "whatever its payload names" would let its
   sender pick any repository the forge credential can read (``out-of-scope`` needs a list);
