@@ -5,9 +5,10 @@ retention removes rows past their age with the prune schedule's rule."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import inspect, update
 from sqlmodel import Session, select
 
 import ledger
@@ -81,3 +82,31 @@ def test_retention_removes_kept_rows_past_their_age(engine):
                   .values(created_at=datetime.now(UTC) - timedelta(days=8)))
     assert Retention(engine).prune("kept_deliveries", timedelta(days=7)) == 1
     assert (store.find("old"), len(store.find("new"))) == ([], 1)
+
+
+
+def _below_0017() -> str:
+    """The revision 0017_schema is chained onto (whatever the integrator re-chained it to)."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(Path(ledger.__file__).parent / "migrations"))
+    return ScriptDirectory.from_config(cfg).get_revision("0017_schema").down_revision
+
+
+def _tables(url: str) -> set[str]:
+    engine = ledger.make_engine(url)
+    try:
+        return set(inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def test_migration_0017_adds_only_its_table_and_goes_back_down(empty_ledger_url):
+    ledger.upgrade(empty_ledger_url, _below_0017())
+    before = _tables(empty_ledger_url)
+    ledger.upgrade(empty_ledger_url, "0017_schema")
+    assert _tables(empty_ledger_url) - before == {"kept_deliveries"}
+    ledger.downgrade(empty_ledger_url, _below_0017())
+    assert _tables(empty_ledger_url) == before
