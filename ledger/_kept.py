@@ -17,7 +17,7 @@ Bounds, all configured (``kept_deliveries``, ``maintenance.retention.kept_delive
 
 At rest: with payload keys configured (``temporal.payload_key``) the headers and the body are
 sealed with AES-256-GCM under the current key exactly as artifacts are, bound to the row's
-source and delivery id (a row's ciphertext moved to another row does not open); ``key_id``
+source and delivery id and to the column (ciphertext moved to another row or column does not open); ``key_id``
 names the key. Without keys they are stored as they came (``key_id`` null).
 
 One row per (source, delivery id): a sender redelivering the same rejected delivery gets another
@@ -117,7 +117,8 @@ class KeptDeliveries:
                         verified_id: str | None, verified_type: str | None) -> tuple[IntakeDecision, bool]:
         """Write ``draft``'s reject receipt and keep the delivery, in one transaction; returns the
         decision and whether the body is kept (now or by an earlier copy)."""
-        assert draft.delivery_id is not None and draft.tenant is not None
+        if draft.delivery_id is None or draft.tenant is None:
+            raise ValueError("only an identified delivery of a known tenant can be kept")
         meta = json.dumps({"headers": {k: v for k, v in headers.items() if k not in DROPPED_HEADERS},
                            "verified_id": verified_id, "verified_type": verified_type}).encode()
         receipt_id = new_id()
@@ -139,8 +140,8 @@ class KeptDeliveries:
         if self._exists(s, draft.source, draft.delivery_id):
             return True, ""
         aad = _aad(draft.source, draft.delivery_id)
-        sealed_meta, sealed_body = (self._keys.seal(meta, aad), self._keys.seal(body, aad)) if self._keys \
-            else (meta, body)
+        sealed_meta, sealed_body = (self._keys.seal(meta, aad + b"meta"), self._keys.seal(body, aad + b"body")) \
+            if self._keys else (meta, body)
         size = len(sealed_meta) + len(sealed_body)
         used = s.execute(select(func.coalesce(func.sum(KeptDelivery.size_bytes), 0))).scalar_one()
         if used + size > self._caps.max_total_bytes:
@@ -174,7 +175,8 @@ class KeptDeliveries:
             if self._keys is None:
                 raise LookupError(f"kept delivery is sealed with key {row.key_id!r}; no payload key is configured")
             aad = _aad(row.source, row.delivery_id)
-            meta, body = self._keys.open(row.key_id, meta, aad), self._keys.open(row.key_id, body, aad)
+            meta = self._keys.open(row.key_id, meta, aad + b"meta")
+            body = self._keys.open(row.key_id, body, aad + b"body")
         data: dict[str, Any] = json.loads(meta)
         return KeptContent(row, dict(data["headers"]), data.get("verified_id"), data.get("verified_type"), body)
 
@@ -190,7 +192,7 @@ class KeptDeliveries:
 
 
 def _aad(source: str, delivery_id: str) -> bytes:
-    return _AAD + source.encode() + b"\x1f" + delivery_id.encode("utf-8", "surrogatepass")
+    return _AAD + source.encode() + b"\x1f" + delivery_id.encode("utf-8", "surrogatepass") + b"\x1f"
 
 
 def _with_message(draft: ReceiptDraft, message: str) -> ReceiptDraft:

@@ -66,11 +66,13 @@ def test_sealed_rows_open_only_with_their_key_and_for_their_own_row(engine):
         KeptDeliveries(engine).open(row)  # no key configured
     [other] = sealed.find("d3")
     with pytest.raises(PayloadKeyError):  # ciphertext moved onto another row does not open
-        sealed.open(replace_body(row, other))
+        sealed.open(_with(row, body=other.body))
+    with pytest.raises(PayloadKeyError):  # nor onto another column of its own row
+        sealed.open(_with(row, meta=row.body, body=row.meta))
 
 
-def replace_body(row: KeptDelivery, other: KeptDelivery) -> KeptDelivery:
-    return KeptDelivery.model_validate(row.model_dump() | {"body": other.body})
+def _with(row: KeptDelivery, **columns: bytes) -> KeptDelivery:
+    return KeptDelivery.model_validate(row.model_dump() | columns)
 
 
 def test_retention_removes_kept_rows_past_their_age(engine):
