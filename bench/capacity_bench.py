@@ -67,7 +67,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tenants", type=int, default=None, help="tenants, the flooder included (default 20; quick 5)")
     p.add_argument("--flood-share", type=float, default=0.5, help="the flooder's share (default %(default)s)")
     p.add_argument("--repos", type=int, default=3, help="repositories per tenant (default %(default)s)")
-    p.add_argument("--global-limit", type=int, default=None, help="global_active_runs (default 40; quick 6)")
+    p.add_argument("--global-limit", type=int, default=None,
+                   help="global_active_runs (default 40; quick and priority flood 6)")
     p.add_argument("--tenant-limit", type=int, default=None, help="tenant max_active_runs (default 5; quick 3)")
     p.add_argument("--key-limit", type=int, default=2, help="concurrency_limit per repo (default %(default)s)")
     p.add_argument("--run-ms", type=float, nargs=2, default=None, metavar=("MIN", "MAX"),
@@ -98,7 +99,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     a = p.parse_args(argv)
     a.deliveries = a.deliveries or (100 if a.quick else 5000)
     a.tenants = a.tenants or (5 if a.quick else 20)
-    a.global_limit = a.global_limit or (6 if a.quick else 40)
+    a.global_limit = a.global_limit or (6 if a.quick or a.priority_flood else 40)
     a.tenant_limit = a.tenant_limit or (3 if a.quick else 5)
     a.timeout = a.timeout or (120.0 if a.quick else 600.0)
     a.run_ms = a.run_ms or ((400.0, 800.0) if a.priority_flood else (50.0, 200.0))
