@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from temporalio import activity
 
 from activities.artifacts import PREFIX, ArtifactStore
-from activities.gateway import killed_error
+from activities.gateway import refuse_if_killed
 from intake.identity import with_tenant
 from ledger import KillSwitch
 from workflows.contracts import ToolRequest, ToolResult
@@ -77,10 +77,7 @@ class ArtifactTools:
     @activity.defn(name="sluicegate.tool.read_artifact")
     async def read_artifact(self, req: ToolRequest) -> ToolResult:
         work_key = with_tenant(req.work_key, req.tenant)
-        if self._kills is not None:
-            kill = await asyncio.to_thread(self._kills.active_for, work_key, req.tenant or None)
-            if kill is not None:
-                raise killed_error(kill)
+        await refuse_if_killed(self._kills, work_key, req.tenant)
         return ToolResult(content=await self._answer(req, work_key), attempt=activity.info().attempt)
 
     async def _answer(self, req: ToolRequest, work_key: str) -> str:

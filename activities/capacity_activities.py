@@ -17,6 +17,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from intake.capacity import CapacityPlanner
 from intake.capacity.dispatch import DispatchReport, RoomCheck, dispatch_once
+from intake.capacity.fairness import DEFAULT_AGING_SECONDS
 from intake.identity import workflow_id_for
 from ledger import CapacityLedger, DeferredQueue, PoisonLetters, WorkItem
 from workflows.capacity_contracts import DispatchRequest, DispatchResult, ReapRequest, ReleaseRequest
@@ -34,7 +35,7 @@ itself must never fail because the queue is slow (the scheduled pass carries on)
 class CapacityActivities:
     def __init__(self, client: Client, capacity: CapacityLedger, queue: DeferredQueue, service,
                  poison: PoisonLetters, engine, defaults: DispatchRequest | None = None,
-                 planner: CapacityPlanner | None = None) -> None:
+                 planner: CapacityPlanner | None = None, aging_seconds: float | None = DEFAULT_AGING_SECONDS) -> None:
         self._client = client
         self._capacity = capacity
         self._queue = queue
@@ -44,6 +45,7 @@ class CapacityActivities:
         self._defaults = defaults or DispatchRequest()
         self._dispatching = asyncio.Lock()
         self._planner = planner or CapacityPlanner.unlimited()
+        self._aging_seconds = aging_seconds
 
     async def _dispatch(self, req: DispatchRequest) -> DispatchReport:
         async with self._dispatching:  # one pass at a time per worker; the ledger keeps passes safe anyway
@@ -51,7 +53,8 @@ class CapacityActivities:
             room = RoomCheck(await asyncio.to_thread(self._capacity.counters), self._planner)
             return await dispatch_once(self._queue, self._service, {t: len(k) for t, k in active.items()},
                                        dead_letters=self._poison, batch=req.batch, max_failures=req.max_failures,
-                                       retry_after=req.retry_after_seconds, room=room)
+                                       retry_after=req.retry_after_seconds, room=room,
+                                       aging_seconds=self._aging_seconds)
 
     @activity.defn(name="sluicegate.capacity.release")
     async def release(self, req: ReleaseRequest) -> DispatchResult:
@@ -122,4 +125,4 @@ def capacity_activities(client: Client, settings, engine, forge, admitter) -> Ca
                               intake_service(settings, engine, forge, admitter),
                               PoisonLetters(engine, settings.dead_letters.owner_for), engine,
                               DispatchRequest(cap.dispatch_batch, cap.max_dispatch_failures, cap.defer_retry_seconds),
-                              CapacityPlanner(cap.limits(settings.sources)))
+                              CapacityPlanner(cap.limits(settings.sources)), cap.aging_seconds)

@@ -51,6 +51,7 @@ class ForgeTools:
 
     @activity.defn(name="sluicegate.tool.get_pull_request_diff")
     async def get_pull_request_diff(self, req: ToolRequest) -> ToolResult:
+        await self._gateway.refuse_if_killed(with_tenant(req.work_key, req.tenant), req.tenant)
         self._check_egress(req.tenant)
         try:
             async with heartbeating():

@@ -80,6 +80,13 @@ def killed_error(kill: Kill) -> ApplicationError:
                             non_retryable=True)
 
 
+async def refuse_if_killed(kills: KillSwitch | None, work_key: str, tenant: str | None) -> None:
+    """Raise :func:`killed_error` while a kill covers the work key, its tenant or everything.
+    Every tool calls it first, reads included: a kill stops a run's reads as well as its writes."""
+    if kills is not None and (kill := await asyncio.to_thread(kills.active_for, work_key, tenant or None)):
+        raise killed_error(kill)
+
+
 class ToolGateway:
     def __init__(self, ledger: SideEffectLedger, kills: KillSwitch | None = None,
                  credentials: CredentialBroker | None = None, breakers=None, provider: str = "forge") -> None:
@@ -90,12 +97,13 @@ class ToolGateway:
         self._breakers = breakers
         self._provider = provider
 
+    async def refuse_if_killed(self, work_key: str, tenant: str | None) -> None:
+        """For tools that read through the gateway's kill switch without a side effect."""
+        await refuse_if_killed(self._kills, work_key, tenant)
+
     async def mutate(self, m: Mutation, perform: Callable[[], Awaitable[Effect]],
                      reconcile: Callable[[], Awaitable[Effect | None]]) -> MutationResult:
-        if self._kills is not None:
-            kill = await asyncio.to_thread(self._kills.active_for, m.work_key, m.tenant)
-            if kill is not None:
-                raise killed_error(kill)
+        await self.refuse_if_killed(m.work_key, m.tenant)
         credential = None
         if self._credentials is not None:
             credential = await asyncio.to_thread(self._credentials.issue, m.tenant or "", m.work_key, m.generation)

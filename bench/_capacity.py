@@ -18,9 +18,15 @@ from datetime import UTC, datetime
 
 import httpx
 
+from sqlmodel import Session, select
+
 from bench._common import head_sha
+from intake.decision import Outcome
+from ledger import Receipt
+from ledger._sql import as_utc
 from intake.capacity import CapacityPlanner
 from intake.capacity.dispatch import DispatchReport, RoomCheck, dispatch_once
+from intake.capacity.fairness import DEFAULT_AGING_SECONDS
 from intake.capacity.gate import CapacityGate
 from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
 from intake.forge_reader import ForgeTargetReader
@@ -79,14 +85,35 @@ async def create_pulls(base_url: str, items: list[Delivery]) -> None:
         await asyncio.gather(*(one(d) for d in items))
 
 
+def admission_waits(engine) -> tuple[dict[str, tuple[str, float]], Counter]:
+    """Per admitted work key: (tenant, admission receipt time - first receipt time in seconds);
+    and every receipt counted by outcome/reason."""
+    first: dict[str, datetime] = {}
+    admitted: dict[str, datetime] = {}
+    tenant_of: dict[str, str] = {}
+    reasons: Counter = Counter()
+    with Session(engine) as s:
+        rows = s.execute(select(Receipt.work_key, Receipt.tenant, Receipt.outcome, Receipt.reason, Receipt.created_at))
+        for key, tenant, outcome, reason, at in rows:
+            at = as_utc(at)
+            tenant_of[key] = tenant
+            first[key] = min(first.get(key, at), at)
+            if outcome == str(Outcome.ACCEPT):
+                admitted[key] = at
+            reasons[f"{outcome}/{reason}"] += 1
+    return {key: (tenant_of[key], (at - first[key]).total_seconds()) for key, at in admitted.items()}, reasons
+
+
 # --- simulated runs and the dispatcher ----------------------------------------------------------
 
 
 class Dispatcher:
     """Dispatch passes, one at a time (as ``CapacityActivities._dispatch`` serializes them)."""
 
-    def __init__(self, queue: DeferredQueue, capacity: CapacityLedger, batch: int) -> None:
+    def __init__(self, queue: DeferredQueue, capacity: CapacityLedger, batch: int,
+                 aging_seconds: float | None = DEFAULT_AGING_SECONDS) -> None:
         self._queue, self._capacity, self._batch = queue, capacity, batch
+        self._aging_seconds = aging_seconds
         self.service: IntakeService | None = None
         """Set once built (the service's admitter, :class:`SimulatedRuns`, needs this dispatcher)."""
         self._lock = asyncio.Lock()
@@ -106,7 +133,7 @@ class Dispatcher:
                 room = RoomCheck(await asyncio.to_thread(self._capacity.counters), self.service.capacity.planner)
                 report: DispatchReport = await dispatch_once(
                     self._queue, self.service, {t: len(k) for t, k in active.items()}, batch=self._batch,
-                    room=room)
+                    room=room, aging_seconds=self._aging_seconds)
             except Exception as exc:  # noqa: BLE001 - reported, and fails the bench
                 self.errors.append(f"dispatch pass ({why}): {type(exc).__name__}: {exc}")
                 return

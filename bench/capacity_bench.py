@@ -4,6 +4,7 @@
     .venv/bin/python -m bench.capacity_bench --quick               # verification run: 100 deliveries, 5 tenants
     .venv/bin/python -m bench.capacity_bench --deliveries 800 --tenants 8
     .venv/bin/python -m bench.capacity_bench --postgres postgresql://postgres@127.0.0.1:5432/postgres
+    .venv/bin/python -m bench.capacity_bench --priority-flood      # two tenants, mixed priorities, aged vs strict
 
 One tenant (the flooder) sends ``--flood-share`` of the deliveries, the others share the
 rest uniformly, in one seeded, interleaved burst. Each delivery is for its own open pull
@@ -11,6 +12,9 @@ request on the forge simulator. The gate, the ledger and the deferred queue are 
 (``IntakeService`` + ``SqlIntakeStore`` + ``CapacityGate`` + ``dispatch_once``); the runs are
 simulated by :class:`SimulatedRuns`. Prints time to drain, the maximum concurrency observed
 against each limit and every tenant's wait p50/p95 (see bench/README.md).
+``--priority-flood`` instead runs ``bench/_priority_flood.py``: two tenants send a steady stream of
+priorities 2, 3 and 4 a little faster than the slots drain, once with aging and once strict, and
+the report gives the worst wait of the lowest priority side by side.
 Exit status: 1 when a limit was exceeded or the run did not verify, else 0.
 """
 
@@ -25,7 +29,6 @@ import time
 import traceback
 from collections import Counter, defaultdict
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import Iterator
 
@@ -41,14 +44,14 @@ from bench._common import percentile
 from bench._dup import postgres_database
 from bench._e2e import run_dir
 from bench._harness import BenchReport, Measurement, config_of, finish, parser
-from intake.decision import Outcome
-from ledger import CapacityLedger, DeferredItem, Receipt
-from ledger._sql import as_utc
+from bench._priority_flood import flood_rows, flood_workload, run_flood, verified, worst_lowest
+from ledger import CapacityLedger, DeferredItem
 from simulators import free_port, serve_in_thread
 from simulators.forge import create_forge_app
 from sluicegate.capacity_config import CapacityConfig, TenantCapacity
 from bench._capacity import (
-    FLOODER, FORGE_TOKEN, CounterSampler, Dispatcher, Result, SimulatedRuns, burst, create_pulls, drive,
+    FLOODER, FORGE_TOKEN, CounterSampler, Dispatcher, Result, SimulatedRuns, admission_waits, burst, create_pulls,
+    drive,
 )
 
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
@@ -64,11 +67,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tenants", type=int, default=None, help="tenants, the flooder included (default 20; quick 5)")
     p.add_argument("--flood-share", type=float, default=0.5, help="the flooder's share (default %(default)s)")
     p.add_argument("--repos", type=int, default=3, help="repositories per tenant (default %(default)s)")
-    p.add_argument("--global-limit", type=int, default=None, help="global_active_runs (default 40; quick 6)")
+    p.add_argument("--global-limit", type=int, default=None,
+                   help="global_active_runs (default 40; quick and priority flood 6)")
     p.add_argument("--tenant-limit", type=int, default=None, help="tenant max_active_runs (default 5; quick 3)")
     p.add_argument("--key-limit", type=int, default=2, help="concurrency_limit per repo (default %(default)s)")
-    p.add_argument("--run-ms", type=float, nargs=2, default=(50.0, 200.0), metavar=("MIN", "MAX"),
-                   help="simulated run duration, uniform (default 50 200)")
+    p.add_argument("--run-ms", type=float, nargs=2, default=None, metavar=("MIN", "MAX"),
+                   help="simulated run duration, uniform (default 50 200; priority flood 400 800, so the "
+                        "slots, not the gate, are the bottleneck)")
     p.add_argument("--defer-retry", type=float, default=30.0,
                    help="defer_retry_seconds (default %(default)s, as configured); items waiting for a slot "
                         "are due at every pass whatever it says, so it only delays quota/rate/breaker defers")
@@ -77,6 +82,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batch", type=int, default=200, help="dispatch batch (default %(default)s, as configured)")
     p.add_argument("--concurrency", type=int, default=16, help="deliveries submitted in flight (default %(default)s)")
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--priority-flood", action="store_true",
+                   help="the two-tenant mixed-priority flood, aged vs strict (instead of the burst)")
+    p.add_argument("--flood-seconds", type=float, default=None, help="how long the flood sends (default 30; quick 8)")
+    p.add_argument("--flood-rate", type=float, default=None,
+                   help="deliveries per second, both tenants (default 1.2 x the slots' drain rate)")
+    p.add_argument("--aging", type=float, default=2.0,
+                   help="aging_seconds for the aged run (default %(default)s: production's 120 s scaled to "
+                        "simulated runs of a fraction of a second)")
     p.add_argument("--timeout", type=float, default=None,
                    help="give up draining after this many seconds (default 600; quick 120)")
     p.add_argument("--postgres", metavar="ADMIN_URL", default=None,
@@ -86,9 +99,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     a = p.parse_args(argv)
     a.deliveries = a.deliveries or (100 if a.quick else 5000)
     a.tenants = a.tenants or (5 if a.quick else 20)
-    a.global_limit = a.global_limit or (6 if a.quick else 40)
+    a.global_limit = a.global_limit or (6 if a.quick or a.priority_flood else 40)
     a.tenant_limit = a.tenant_limit or (3 if a.quick else 5)
     a.timeout = a.timeout or (120.0 if a.quick else 600.0)
+    a.run_ms = a.run_ms or ((400.0, 800.0) if a.priority_flood else (50.0, 200.0))
+    a.flood_seconds = a.flood_seconds or (8.0 if a.quick else 30.0)
+    a.flood_rate = a.flood_rate or 1.2 * a.global_limit / (sum(a.run_ms) / 2000)
     if a.tenants < 2 or a.deliveries < a.tenants:
         p.error("need at least 2 tenants and one delivery per tenant")
     return a
@@ -99,22 +115,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def waits_by_tenant(engine) -> tuple[dict[str, list[float]], Counter]:
     """Per tenant: admission time (the accept receipt) − first receipt time, in seconds."""
-    first: dict[str, datetime] = {}
-    admitted: dict[str, datetime] = {}
-    tenant_of: dict[str, str] = {}
-    reasons: Counter = Counter()
-    with Session(engine) as s:
-        rows = s.execute(select(Receipt.work_key, Receipt.tenant, Receipt.outcome, Receipt.reason, Receipt.created_at))
-        for key, tenant, outcome, reason, at in rows:
-            at = as_utc(at)
-            tenant_of[key] = tenant
-            first[key] = min(first.get(key, at), at)
-            if outcome == str(Outcome.ACCEPT):
-                admitted[key] = at
-            reasons[f"{outcome}/{reason}"] += 1
+    waits, reasons = admission_waits(engine)
     out: dict[str, list[float]] = defaultdict(list)
-    for key, at in admitted.items():
-        out[tenant_of[key]].append((at - first[key]).total_seconds())
+    for tenant, wait in waits.values():
+        out[tenant].append(wait)
     return out, reasons
 
 
@@ -273,14 +277,7 @@ def _main(a) -> BenchReport:
     m = rep.add(Measurement("capacity burst", f"{limits}; simulated runs drain (SimulatedRuns release their slots, "
                             "then a dispatch pass runs)", verified=False))
     try:
-        if a.postgres:
-            db = postgres_database(a.postgres)
-            if isinstance(db, str):
-                raise RuntimeError(db)
-            url, drop = db
-            backend = "PostgreSQL"
-        else:
-            url, backend = f"sqlite:///{tmp / 'ledger.sqlite'}", "SQLite"
+        url, backend, drop = _ledger(a, tmp, "ledger")
         ledger.upgrade(url)
         engine = ledger.make_engine(url)
         cfg = CapacityConfig(global_active_runs=a.global_limit,
@@ -313,9 +310,70 @@ def _main(a) -> BenchReport:
     return rep
 
 
+def _ledger(a, tmp: Path, name: str):
+    """A fresh ledger: (url, backend, drop or None)."""
+    if not a.postgres:
+        return f"sqlite:///{tmp / (name + '.sqlite')}", "SQLite", None
+    db = postgres_database(a.postgres)
+    if isinstance(db, str):
+        raise RuntimeError(db)
+    return db[0], "PostgreSQL", db[1]
+
+
+def _flood_main(a) -> BenchReport:
+    tmp = run_dir()
+    rep = BenchReport("capacity_bench", config_of(a))
+    m = rep.add(Measurement("priority flood, aged vs strict",
+                            f"global limit {a.global_limit}; simulated runs drain", verified=False))
+    items = flood_workload(a)
+    cfg = CapacityConfig(global_active_runs=a.global_limit, defer_retry_seconds=a.defer_retry, dispatch_batch=a.batch)
+    _log(f"priority flood: {len(items)} deliveries over {a.flood_seconds:g} s ({a.flood_rate:.1f}/s), 2 tenants, "
+         f"priorities {dict(sorted(Counter(k for k in (d.kind.value for d in items)).items()))}, global limit "
+         f"{a.global_limit}, runs {a.run_ms[0]:.0f}-{a.run_ms[1]:.0f} ms, aging {a.aging:g} s vs strict, seed {a.seed}")
+    runs = []
+    try:
+        with forge_simulator(a.forge_thread) as forge_url:
+            asyncio.run(create_pulls(forge_url, items))
+            for aging, label in ((a.aging, "aged"), (None, "strict")):
+                url, backend, drop = _ledger(a, tmp, label)
+                try:
+                    ledger.upgrade(url)
+                    engine = ledger.make_engine(url)
+                    runs.append(asyncio.run(run_flood(a, items, engine, forge_url, cfg, aging, label)))
+                    engine.dispose()
+                finally:
+                    if drop is not None:
+                        drop()
+        aged, strict = runs
+        t = Table(title=f"Wait by priority, s ({backend}; admission receipt - first receipt): aged "
+                        f"(aging_seconds {a.aging:g}) vs strict")
+        for col in ("priority", "deliveries", "aged p95", "aged max", "strict p95", "strict max"):
+            t.add_column(col, justify="right")
+        for row in flood_rows(aged, strict):
+            t.add_row(*row)
+        console.print(t)
+        (p, worst_aged), (_, worst_strict) = worst_lowest(aged), worst_lowest(strict)
+        _log(f"worst p{p} wait: {worst_aged:.2f} s aged vs {worst_strict:.2f} s strict")
+        m.figures.update(backend=backend, deliveries=len(items), lowest_priority=p, worst_wait_lowest_aged=worst_aged,
+                         worst_wait_lowest_strict=worst_strict, aging_seconds=a.aging)
+        ok = True
+        for name, passed, detail in verified(aged) + verified(strict):
+            ok &= passed
+            m.checks.append(f"{'PASS' if passed else 'FAIL'} {name}: {detail}")
+            console.print(f"{'[green]PASS[/]' if passed else '[red]FAIL[/]'} {name}: {detail}")
+        m.verified = ok
+    except Exception as exc:  # noqa: BLE001 - a broken bench fails its verification
+        traceback.print_exc()
+        m.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        if not a.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return rep
+
+
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
-    return finish(a, lambda: _main(a), "capacity_bench")
+    return finish(a, lambda: _flood_main(a) if a.priority_flood else _main(a), "capacity_bench")
 
 
 if __name__ == "__main__":

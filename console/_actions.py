@@ -26,7 +26,8 @@ import ledger
 from console._core import Console
 from console._forms import FormRefused, text
 from sluicegate.operator_actions import (
-    KILL_SCOPES, kill_target, kill_tenant, resolved_note, retried_note, retry_took, retry_trigger, signal_kill,
+    KILL_SCOPES, UNKILL_DISPATCH_FAILED, dispatch_now, kill_target, kill_tenant, resolved_note, retried_note,
+    retry_took, retry_trigger, signal_kill,
 )
 from sluicegate.tenancy_config import configured_tenants
 
@@ -97,8 +98,15 @@ def register(app: FastAPI, console: Console) -> None:
                                          reason)
         if lifted == 0:
             return console.refuse(request, viewer, 409, f"No kill is in force for {scope} {target}.")
+        dispatched = "no dispatch pass started (no Temporal client): queued work waits for the next pass"
+        if console.ports.temporal is not None:
+            try:
+                dispatched = await dispatch_now(console.ports.temporal)
+            except Exception as exc:  # noqa: BLE001 - the unkill stands; say what did not happen
+                log.warning("kill lifted but no dispatch pass started: %s", exc)
+                dispatched = UNKILL_DISPATCH_FAILED.format(error=type(exc).__name__)
         return console.done("/console/kills", f"Lifted {lifted} kill(s) for {scope} {target} by {viewer.actor}; "
-                                              "stopped runs stay stopped — re-trigger to resume.")
+                                              f"stopped runs stay stopped — re-trigger to resume; {dispatched}.")
 
     async def open_letter(request: Request):
         checked = await console.authenticated_form(request)

@@ -103,7 +103,8 @@ def overview(engine: Engine, settings: Settings, viewer: Viewer, now: datetime) 
     day = ledger.decision_counts(engine, now - timedelta(days=1), visible)
     hours = last_hours(now)
     by_hour = ledger.decisions_by_hour(engine, datetime.fromisoformat(hours[0] + ":00:00+00:00"), visible)
-    status = gather(engine, ledger.BreakerBoard(engine, settings.capacity.breaker_policy()), now)
+    status = gather(engine, ledger.BreakerBoard(engine, settings.capacity.breaker_policy()), now,
+                    settings.capacity.aging_seconds)
     held_by: dict[str, set[str]] = {}
     for hold in ledger.CapacityLedger(engine).holds():
         held_by.setdefault(hold.slot_key, set()).add(hold.tenant)

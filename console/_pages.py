@@ -86,7 +86,8 @@ def register(app: FastAPI, console: Console) -> None:
         tenant = tenant_filter(request, viewer, errors)
         now = console.now()
         status = gather(console.ports.engine, ledger.BreakerBoard(console.ports.engine,
-                                                                  settings.capacity.breaker_policy()), now)
+                                                                  settings.capacity.breaker_policy()), now,
+                        settings.capacity.aging_seconds)
         rows = [(pos, item, (now - utc(item.enqueued_at)).total_seconds()) for pos, item in status.positions
                 if viewer.sees(item.tenant) and tenant in (None, item.tenant)]
         return console.page(request, viewer, "queue.html", "queue", rows=rows, errors=errors, tenant=tenant,

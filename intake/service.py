@@ -1,11 +1,13 @@
-"""The admission pipeline: dedupe delivery → scope → freshness → policy → decide → admit.
+"""The admission pipeline: dedupe delivery → scope → kill → freshness → policy → decide → admit.
 
 Order matters. A redelivery is stopped by one statement before the authoritative
 source is touched. A repository outside the declared scope (its source's for a webhook,
 its tenant's for every other trigger; ``intake/scope.py``) is refused ``out-of-scope``
 before the source is read, so no payload can make Sluicegate read — or spend a tenant's
 forge quota and budget on — a repository nobody declared. A deferred item is held to the
-scope again when it is re-decided (the configuration may have changed meanwhile).
+scope again when it is re-decided (the configuration may have changed meanwhile). A kill in force
+for the work key, its tenant or everything refuses it ``killed`` right after the scope check, for a
+new delivery and a re-decided deferred item alike (``intake/kill_gate.py``).
 Freshness has two distinct parts: the event's age against its
 source's bound (``too-old``), then the authoritative re-read (``stale-version``,
 ``target-closed``). The freshness read happens outside any database transaction (it is
@@ -34,6 +36,7 @@ from intake.capacity.payload import from_payload
 from intake.decision import IntakeDecision, Outcome, Reason
 from intake.envelope import Envelope, WorkCandidate
 from intake.freshness import assess_freshness
+from intake.kill_gate import KillGate
 from intake.policy import evaluate_policy
 from intake.sources.age import event_age_seconds, too_old
 from intake.ports import Admission, Admitter, CapacityContext, IntakeStore, TargetReader
@@ -49,11 +52,12 @@ class IntakeService:
     def __init__(self, store: IntakeStore, targets: TargetReader, admitter: Admitter, capacity=None, *,
                  scope: ScopeRules,
                  on_decision: Callable[[IntakeDecision, Envelope, float], None] | None = None,
-                 unread: UnreadPolicy = UnreadPolicy()) -> None:
+                 unread: UnreadPolicy = UnreadPolicy(), kills: KillGate | None = None) -> None:
         """``capacity``: an ``intake.capacity.gate.CapacityGate``; ``None`` admits without limits.
         ``scope``: the declared repositories (``ScopeRules.everything()`` only in tests of other stages).
         ``on_decision(decision, envelope, seconds)``: called after every decision (metrics).
-        ``unread``: the freshness read's deadline and the backoff of a delivery queued unread."""
+        ``unread``: the freshness read's deadline and the backoff of a delivery queued unread.
+        ``kills``: refuses work in a killed scope ``killed`` before any read (``None``: no kill check)."""
         self._store = store
         self._scope = scope
         self._targets = targets
@@ -61,6 +65,7 @@ class IntakeService:
         self._capacity = capacity
         self._on_decision = on_decision
         self._unread = unread
+        self._kills = kills
 
     def _observed(self, decision: IntakeDecision, envelope: Envelope, started: float) -> None:
         if self._on_decision is not None:
@@ -124,6 +129,8 @@ class IntakeService:
         outside = self._out_of_scope(envelope, candidate)
         if outside is not None:
             return await asyncio.to_thread(self._store.decide, outside)
+        if self._kills is not None and (killed := await asyncio.to_thread(self._kills.refusal, envelope, candidate)):
+            return await asyncio.to_thread(self._store.decide, killed)
         if too_old(envelope.time, envelope.received_at, max_age_seconds):
             age = event_age_seconds(envelope.time, envelope.received_at)
             return await asyncio.to_thread(self._store.decide, draft_for(
@@ -134,9 +141,9 @@ class IntakeService:
     async def _check_and_decide(self, envelope: Envelope, candidate: WorkCandidate, resume_item: str | None,
                                 resume_receipt: str | None = None, attempts: int = 0) -> IntakeDecision:
         """Freshness against the source, policy, then the ledger decision with capacity."""
-        if resume_item is not None and (outside := self._out_of_scope(envelope, candidate)) is not None:
+        if resume_item is not None and (refused := await self._refused_on_resume(envelope, candidate)) is not None:
             ctx = await self._capacity_context(envelope, candidate, resume_item, resume_receipt)
-            return await asyncio.to_thread(self._store.decide, outside, ctx)
+            return await asyncio.to_thread(self._store.decide, refused, ctx)
         snapshot = await read_within(self._targets, candidate, self._unread.deadline_seconds)
         if isinstance(snapshot, Unread):
             retry = self._unread.wait(attempts + 1 if resume_item is not None else 0, snapshot.retry_after)
@@ -163,6 +170,12 @@ class IntakeService:
         if decision.outcome != Outcome.ACCEPT:
             return decision
         return await self._admit(Admission(decision, envelope, candidate))
+
+    async def _refused_on_resume(self, envelope: Envelope, candidate: WorkCandidate) -> ReceiptDraft | None:
+        """A deferred item is held to the scope and to kills again: either drops it with a receipt."""
+        if (outside := self._out_of_scope(envelope, candidate)) is not None or self._kills is None:
+            return outside
+        return await asyncio.to_thread(self._kills.refusal, envelope, candidate)
 
     def _out_of_scope(self, envelope: Envelope, candidate: WorkCandidate) -> ReceiptDraft | None:
         why = self._scope.refusal(envelope.trigger_kind, envelope.source, candidate.tenant, candidate.target)

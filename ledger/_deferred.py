@@ -104,9 +104,11 @@ class DeferredQueue:
         self._engine = engine
 
     def due(self, limit: int = 500, now: datetime | None = None) -> list[DeferredItem]:
-        """Due items, taken per tenant: each tenant's first ``max(1, limit // tenants)`` by priority
-        and age, so a flood of one tenant cannot fill the window a fair pass sees (with more
-        tenants than ``limit`` every tenant still gets its first item in)."""
+        """Due items, taken per tenant: each tenant's share ``max(1, limit // tenants)``, so a flood of
+        one tenant cannot fill the window a fair pass sees (with more tenants than ``limit`` every
+        tenant still gets its first item in). The share is half the best by priority (then age) and
+        half the oldest, so an item aged past its priority (``fair_order``'s aging) is in the window
+        even behind a long line of higher-priority work; a share of 1 takes one of each."""
         now = now or utcnow()
         slot_ready = DeferredItem.blocked_on.in_(SLOT_BLOCKS) & (DeferredItem.failures == 0)  # else: backoff
         due = (DeferredItem.status == "waiting") & or_(DeferredItem.next_attempt_at <= now, slot_ready)
@@ -118,10 +120,14 @@ class DeferredQueue:
             # Items waiting on one concurrency key form their own line within the tenant, so a busy
             # repository's backlog cannot fill the tenant's whole share of the window.
             line = case((DeferredItem.blocked_on == str(Block.KEY), DeferredItem.blocked_key), else_="")
-            rank = func.row_number().over(partition_by=(DeferredItem.tenant, line),
-                                          order_by=(DeferredItem.priority, DeferredItem.enqueued_at)).label("rank")
-            ranked = select(DeferredItem.id, rank).where(due).subquery()
-            ids = select(ranked.c.id).where(ranked.c.rank <= per_tenant)
+            by_priority = func.row_number().over(partition_by=(DeferredItem.tenant, line), order_by=(
+                DeferredItem.priority, DeferredItem.enqueued_at, DeferredItem.id)).label("by_priority")
+            by_age = func.row_number().over(partition_by=(DeferredItem.tenant, line), order_by=(
+                DeferredItem.enqueued_at, DeferredItem.id)).label("by_age")
+            ranked = select(DeferredItem.id, by_priority, by_age).where(due).subquery()
+            oldest = max(1, per_tenant // 2)
+            ids = select(ranked.c.id).where(or_(ranked.c.by_priority <= max(1, per_tenant - oldest),
+                                                ranked.c.by_age <= oldest))
             return list(s.execute(select(DeferredItem).where(DeferredItem.id.in_(ids))
                                   .order_by(DeferredItem.priority, DeferredItem.enqueued_at)).scalars())
 

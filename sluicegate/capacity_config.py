@@ -9,6 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from intake.capacity import BreakerPolicy, CapacityLimits, TenantLimits
+from intake.capacity.fairness import DEFAULT_AGING_SECONDS
 
 
 class _Section(BaseModel):
@@ -43,6 +44,10 @@ class CapacityConfig(_Section):
     priority_by_trigger: dict[str, int] = Field(
         default_factory=lambda: {"manual": 2, "event": 3, "goal": 3, "schedule": 4})
     """1 (first) .. 5 (last); also Temporal's priority key for the run."""
+    aging_seconds: float | None = Field(default=DEFAULT_AGING_SECONDS, gt=0)
+    """Each this many seconds in the deferred queue raise an item one priority level, so priority
+    ``p`` is never overtaken by work arriving more than ``(p - 1) * aging_seconds`` after it
+    (``intake/capacity/fairness.py``). ``null``: strict priority (a steady flood starves lower levels)."""
     breaker: BreakerConfig = Field(default_factory=BreakerConfig)
     defer_retry_seconds: float = Field(default=30.0, gt=0)
     dispatch_interval_seconds: float = Field(default=15.0, ge=1)

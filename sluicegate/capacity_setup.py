@@ -10,7 +10,8 @@ from intake.forge_reader import ForgeTargetReader
 from intake.ports import Admitter
 from intake.service import IntakeService
 from intake.unread import UnreadPolicy
-from ledger import BreakerBoard, SqlIntakeStore
+from intake.kill_gate import KillGate
+from ledger import BreakerBoard, KillSwitch, SqlIntakeStore
 from sluicegate.config import Settings
 from sluicegate.metrics import record_decision
 from sluicegate.tenancy_config import scope_rules
@@ -30,4 +31,5 @@ def unread_policy(settings: Settings) -> UnreadPolicy:
 def intake_service(settings: Settings, engine: Engine, forge, admitter: Admitter) -> IntakeService:
     store = SqlIntakeStore(engine, max_readmissions=settings.intake.max_readmissions_per_version)
     return IntakeService(store, ForgeTargetReader(forge), admitter, capacity_gate(settings, engine),
-                         scope=scope_rules(settings), on_decision=record_decision, unread=unread_policy(settings))
+                         scope=scope_rules(settings), on_decision=record_decision, unread=unread_policy(settings),
+                         kills=KillGate(KillSwitch(engine)))

@@ -117,3 +117,29 @@ def retried_note(actor: str, receipt_id: str | None, reason: str) -> str:
 
 def resolved_note(actor: str, reason: str) -> str:
     return f"resolved by {actor}: {reason}"
+
+
+async def dispatch_now(client) -> str:
+    """After an unkill: start a pass of the deferred-queue dispatcher now, so queued work in the
+    lifted scope is re-decided at once instead of at the next scheduled tick. Triggers the
+    ``sluicegate-dispatch-deferred`` schedule with overlap ``BUFFER_ONE``: if a pass is running, the
+    triggered one starts right after it (a running pass may have read the queue before the kill was
+    lifted). Returns what happened, for the operator; a schedule that does not exist (schedules not
+    applied) is said, not raised."""
+    from temporalio.client import ScheduleOverlapPolicy
+    from temporalio.service import RPCError, RPCStatusCode
+
+    from sluicegate.schedules import DISPATCH_SCHEDULE
+
+    try:
+        await client.get_schedule_handle(DISPATCH_SCHEDULE).trigger(overlap=ScheduleOverlapPolicy.BUFFER_ONE)
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise
+        return (f"no {DISPATCH_SCHEDULE} schedule (run `starter.py schedule apply`): queued work waits for the "
+                "next dispatch pass (a run's end)")
+    return f"a dispatch pass was started ({DISPATCH_SCHEDULE}): queued work is re-decided now"
+
+
+UNKILL_DISPATCH_FAILED = ("dispatch pass NOT started ({error}): queued work is re-decided at the next scheduled "
+                          "pass (capacity.dispatch_interval_seconds) or when a run ends")

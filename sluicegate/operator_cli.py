@@ -13,7 +13,8 @@ from rich.console import Console
 import ledger
 from ledger import ReceiptFilter, explain, list_receipts
 from sluicegate.config import load_settings
-from sluicegate.operator_actions import kill_target, running_agents_query, signal_kill
+from sluicegate.operator_actions import (UNKILL_DISPATCH_FAILED, dispatch_now, kill_target, running_agents_query,
+                                         signal_kill)
 from sluicegate.json_output import JSON_OPTION, print_json
 from sluicegate.operator_views import kills_table, print_chain, receipts_table
 
@@ -188,11 +189,24 @@ def unkill_cmd(
     everything: bool = typer.Option(False, "--all"),
     actor: str = typer.Option(...), reason: str = typer.Option(...),
 ) -> None:
-    """Lift the kills in force for exactly this scope (recorded the same way)."""
+    """Lift the kills in force for exactly this scope (recorded the same way), then start a dispatch
+    pass so queued work is re-decided now."""
+    from sluicegate.temporal_client import connect
+
     scope, target = _scope(work_key, tenant, everything)
-    engine = ledger.make_engine(load_settings().ledger_url())
+    settings = load_settings()
+    engine = ledger.make_engine(settings.ledger_url())
     lifted = ledger.KillSwitch(engine).unkill(scope, target, actor, reason)
     engine.dispose()
-    console.print(f"lifted {lifted} kill(s) for {scope} {target}; stopped runs stay stopped — re-trigger to resume")
+    console.print(f"lifted {lifted} kill(s) for {scope} {target}; stopped runs stay stopped — re-trigger to resume; "
+                  "new deliveries are admitted again")
     if lifted == 0:
         raise typer.Exit(1)
+
+    async def dispatch() -> str:
+        return await dispatch_now(await connect(settings))
+
+    try:
+        console.print(asyncio.run(dispatch()))
+    except Exception as exc:  # noqa: BLE001 - the unkill stands; say what did not happen
+        console.print(UNKILL_DISPATCH_FAILED.format(error=type(exc).__name__))

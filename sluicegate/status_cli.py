@@ -46,7 +46,8 @@ def status_cmd(tenant: Optional[str] = typer.Option(None, help="list this tenant
     settings = load_settings()
     engine = ledger.make_engine(settings.ledger_url())
     try:
-        st = gather(engine, ledger.BreakerBoard(engine, settings.capacity.breaker_policy()))
+        st = gather(engine, ledger.BreakerBoard(engine, settings.capacity.breaker_policy()),
+                    aging_seconds=settings.capacity.aging_seconds)
     finally:
         engine.dispose()
     view = shown(st, CapacityPlanner(settings.capacity.limits(settings.sources)), None if everything else top,

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from intake.capacity import BreakerView, CapacityPlanner, QueuedItem, breaker_gate, fair_order
+from intake.capacity.fairness import DEFAULT_AGING_SECONDS
 from ledger import BreakerBoard, CapacityLedger, DeadLetters, DeferredItem, DeferredQueue
 from ledger._sql import as_utc, utcnow
 
@@ -39,11 +40,12 @@ class Status:
     dead_by_owner: dict[str, int] = field(default_factory=dict)
 
 
-def queue_positions(items: list[DeferredItem], active_by_tenant: dict[str, int]) -> list[tuple[int, DeferredItem]]:
-    """Each waiting item with its 1-based place in the order the dispatcher would admit them."""
+def queue_positions(items: list[DeferredItem], active_by_tenant: dict[str, int], now: datetime | None = None,
+                    aging_seconds: float | None = DEFAULT_AGING_SECONDS) -> list[tuple[int, DeferredItem]]:
+    """Each waiting item with its 1-based place in the order the dispatcher would admit them now."""
     by_id = {i.id: i for i in items}
     order = fair_order([QueuedItem(i.id, i.tenant, i.priority, as_utc(i.enqueued_at)) for i in items],
-                       active_by_tenant)
+                       active_by_tenant, now=now or utcnow(), aging_seconds=aging_seconds)
     return [(n, by_id[q.id]) for n, q in enumerate(order, start=1)]
 
 
@@ -57,12 +59,13 @@ def counter_limit(key: str, planner: CapacityPlanner) -> int | None:
     return planner.key_limit("")
 
 
-def gather(engine, board: BreakerBoard, now: datetime | None = None) -> Status:
+def gather(engine, board: BreakerBoard, now: datetime | None = None,
+           aging_seconds: float | None = DEFAULT_AGING_SECONDS) -> Status:
     now = now or utcnow()
     capacity = CapacityLedger(engine)
     active = capacity.active_work_by_tenant()
     waiting = DeferredQueue(engine).waiting()
-    positions = queue_positions(waiting, {t: len(k) for t, k in active.items()})
+    positions = queue_positions(waiting, {t: len(k) for t, k in active.items()}, now, aging_seconds)
     per_tenant: dict[str, list[tuple[int, DeferredItem]]] = {}
     for pos, item in positions:
         per_tenant.setdefault(item.tenant, []).append((pos, item))

@@ -1,6 +1,7 @@
 """The dispatcher: admit deferred work as capacity frees, fairly, without letting poison block it.
 
-One pass: take the due items, put them in :func:`fair_order`, and decide each again
+One pass: take the due items, put them in :func:`fair_order` (priority aged by waiting time,
+``aging_seconds``), and decide each again
 through the intake service (freshness, policy, capacity — exactly as a new delivery).
 A global refusal ends the pass (nothing else can fit); a tenant, quota or rate refusal
 skips that tenant's remaining items; a concurrency-key refusal skips items blocked on
@@ -12,10 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import UTC, datetime
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence
 
-from intake.capacity.fairness import QueuedItem, fair_order
+from intake.capacity.fairness import DEFAULT_AGING_SECONDS, QueuedItem, as_aware, fair_order
 from intake.capacity.plan import Block
 from intake.decision import Outcome
 
@@ -89,13 +91,14 @@ class DispatchReport:
 
 async def dispatch_once(queue: QueuePort, service, active_by_tenant: Mapping[str, int], *,
                         dead_letters: DeadLetterPort | None = None, batch: int = 200, max_failures: int = 5,
-                        retry_after: float = 30.0, room: RoomCheck | None = None) -> DispatchReport:
+                        retry_after: float = 30.0, room: RoomCheck | None = None,
+                        aging_seconds: float | None = DEFAULT_AGING_SECONDS) -> DispatchReport:
     from intake.unread import Requeue  # unread imports capacity; avoid the cycle at import time
 
     report = DispatchReport()
     items = {i.id: i for i in await asyncio.to_thread(queue.due, batch)}
-    order = fair_order([QueuedItem(i.id, i.tenant, i.priority, i.enqueued_at) for i in items.values()],
-                       active_by_tenant)
+    order = fair_order([QueuedItem(i.id, i.tenant, i.priority, as_aware(i.enqueued_at)) for i in items.values()],
+                       active_by_tenant, now=datetime.now(UTC), aging_seconds=aging_seconds)
     tenants_full: set[str] = set()
     keys_full: set[str] = set()
     for q in order:

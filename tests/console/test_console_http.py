@@ -150,3 +150,22 @@ def test_an_operator_cannot_see_another_tenants_work(api):
     with _client(server) as bob:
         _sign_in(bob, TOKENS["bob"])
         assert "beta/github:beta/x#1:review" in bob.get("/console/dead-letters?status=all").text
+
+
+def test_lifting_a_kill_says_whether_a_dispatch_pass_was_started(api):
+    # The test Temporal server has no dispatch schedule (or no schedules at all): the lift stands and
+    # the flash says queued work waits for the next pass, instead of failing the request.
+    server, url = api
+    with _client(server) as carol:
+        _sign_in(carol, CAROL)
+        assert carol.post("/console/kills", data={"scope": "tenant", "target": "acme", "reason": "incident",
+                                                  "csrf": _csrf(carol)}).status_code == 303
+        lifted = carol.post("/console/kills/lift", data={"scope": "tenant", "target": "acme", "reason": "over",
+                                                         "csrf": _csrf(carol)})
+        assert lifted.status_code == 303
+        page = carol.get(lifted.headers["location"]).text
+    assert "Lifted 1 kill(s) for tenant acme by carol" in page
+    assert "no sluicegate-dispatch-deferred schedule" in page or "dispatch pass NOT started" in page
+    engine = ledger.make_engine(url)
+    assert ledger.KillSwitch(engine).in_force() == []
+    engine.dispose()

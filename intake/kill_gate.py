@@ -1,0 +1,65 @@
+"""Kill at the gate: work in a killed scope is refused at intake, before the source is read.
+
+A kill (``starter.py kill``, the console; recorded in ``ledger/_kills.py``) covers one work key,
+one tenant, or everything. Intake asks the ledger, through :class:`KillLookup`, whether a kill in
+force covers the candidate, after the scope check and before the event-age check and the
+freshness read, so a killed scope costs no forge quota, no slot, no day quota and no run:
+
+* a new delivery is rejected ``killed`` with a receipt (answered 200: decided, nothing queued);
+* a deferred item re-decided by the dispatcher is dropped with a ``killed`` reject receipt.
+
+Lifting the kill (``unkill``) restores admission for new deliveries at once (the next lookup);
+queued items were never touched while the kill was in force, except those a dispatch pass
+reached (dropped). ``unkill`` runs a dispatch pass so what is still queued is re-decided without
+waiting for the schedule (``sluicegate/operator_actions.py``).
+
+The lookup is one indexed query per candidate; a ledger that cannot be read raises, and the
+caller's ledger-down handling applies (the decide that follows needs the same ledger).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from intake.decision import Outcome, Reason
+from intake.envelope import Envelope, WorkCandidate
+from intake.receipts import ReceiptDraft, draft_for
+
+
+class KillView(Protocol):
+    """The fields of a kill in force that a refusal names (``ledger.Kill`` has them)."""
+
+    id: str
+    scope: str
+    target: str
+    actor: str
+    reason: str
+
+
+class KillLookup(Protocol):
+    def active_for(self, work_key: str, tenant: str | None) -> KillView | None:
+        """The oldest kill in force covering the work key, its tenant, or everything (``ledger.KillSwitch``)."""
+        ...
+
+
+def killed_message(kill: KillView) -> str:
+    """What a refusal in a killed scope says: who, which scope, why, and the kill's id."""
+    scope = "everything" if kill.scope == "all" else f"{kill.scope} {kill.target}"
+    return f"killed by {kill.actor} ({scope}, kill {kill.id}): {kill.reason}"
+
+
+def kill_refusal(kill: KillView | None, envelope: Envelope, candidate: WorkCandidate) -> ReceiptDraft | None:
+    """The ``killed`` reject for a candidate a kill in force covers; ``None`` when none does."""
+    if kill is None:
+        return None
+    return draft_for(envelope, candidate, Outcome.REJECT, Reason.KILLED, killed_message(kill)[:500])
+
+
+class KillGate:
+    """Intake's kill check (synchronous: it reads the ledger; run it in a thread from async code)."""
+
+    def __init__(self, lookup: KillLookup) -> None:
+        self._lookup = lookup
+
+    def refusal(self, envelope: Envelope, candidate: WorkCandidate) -> ReceiptDraft | None:
+        return kill_refusal(self._lookup.active_for(candidate.work_key, candidate.tenant or None), envelope, candidate)

@@ -1,0 +1,141 @@
+"""Kill at the gate: a delivery in a killed scope is refused ``killed`` before any forge read and
+nothing is queued; a deferred item in a killed scope is dropped with a receipt by the dispatcher;
+lifting the kill restores admission.
+
+Real parts: the intake service with the SQL ledger (both backends, a database of this test's own:
+capacity counters are global), ``KillSwitch``, the capacity gate, the real ``dispatch_once`` over
+``DeferredQueue``, the forge simulator over HTTP (its read counter proves "no read").
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+
+import ledger
+from intake.capacity import CapacityLimits, CapacityPlanner
+from intake.capacity.dispatch import dispatch_once
+from intake.capacity.gate import CapacityGate
+from intake.envelope import Envelope, PullRequestRef, TriggerKind
+from intake.forge_reader import ForgeTargetReader
+from intake.identity import review_candidate, review_work_key, workflow_id_for
+from intake.kill_gate import KillGate, kill_refusal
+from intake.ports import Admission
+from intake.scope import ScopeRules
+from intake.service import IntakeService
+from ledger import CapacityLedger, DeferredQueue, KillSwitch, SqlIntakeStore
+from ledger._queries import ReceiptFilter, list_receipts
+from sluicegate.forge_client import ForgeClient
+from tests.support.sims import FORGE_TOKEN
+
+
+class StartsNothing:
+    async def admit(self, admission: Admission) -> tuple[str, str | None]:
+        return workflow_id_for(admission.decision.work_key), None
+
+
+def _envelope(ref: PullRequestRef, tenant: str) -> Envelope:
+    now = datetime.now(UTC)
+    return Envelope(id=str(uuid.uuid4()), source="github", type="pull_request.opened", subject=ref.target_id,
+                    time=now, received_at=now, trigger_kind=TriggerKind.EVENT, tenant=tenant)
+
+
+@pytest.fixture
+def gate_parts(empty_ledger_url, sims):
+    ledger.upgrade(empty_ledger_url)
+    engine = ledger.make_engine(empty_ledger_url)
+    forge = ForgeClient(sims.forge.base_url, FORGE_TOKEN, timeout_seconds=5)
+    yield engine, forge
+    engine.dispose()
+
+
+def _service(engine, forge, global_limit: int | None = None) -> IntakeService:
+    gate = CapacityGate(CapacityPlanner(CapacityLimits(global_active_runs=global_limit)))
+    return IntakeService(SqlIntakeStore(engine), ForgeTargetReader(forge), StartsNothing(), gate,
+                         scope=ScopeRules.everything(), kills=KillGate(KillSwitch(engine)))
+
+
+def _pull(sims, owner: str) -> PullRequestRef:
+    ref = PullRequestRef(owner, f"r{uuid.uuid4().hex[:8]}", 1)
+    sims.forge_ctl("POST", f"/pulls/{ref.owner}/{ref.repo}/1", json={"head_sha": uuid.uuid4().hex + "0" * 8})
+    return ref
+
+
+def _reads(sims, ref: PullRequestRef) -> int:
+    return sims.forge_ctl("GET", "/stats").json()["by_repository"].get(f"{ref.owner}/{ref.repo}".lower(), 0)
+
+
+@pytest.mark.parametrize("scope", ["work_key", "tenant", "all"])
+async def test_a_delivery_in_a_killed_scope_is_refused_before_any_read_and_admitted_after_unkill(
+        gate_parts, sims, scope):
+    engine, forge = gate_parts
+    tenant = f"k{uuid.uuid4().hex[:6]}"
+    ref = _pull(sims, tenant)
+    service, kills = _service(engine, forge), KillSwitch(engine)
+    target = {"work_key": review_work_key(tenant, ref), "tenant": tenant, "all": "*"}[scope]
+    kill = kills.kill(scope, target, "alice", "runaway prompt")
+    try:
+        refused = await service.submit(_envelope(ref, tenant), review_candidate(tenant, ref, None))
+    finally:
+        kills.unkill(scope, target, "carol", "prompt fixed")
+    assert (refused.outcome, refused.reason) == ("reject", "killed")
+    assert "killed by alice" in refused.message and kill.id in refused.message
+    assert _reads(sims, ref) == 0  # decided before the freshness read
+    [receipt] = list_receipts(engine, ReceiptFilter(work_key=refused.work_key))
+    assert (receipt.id, receipt.reason) == (refused.receipt_id, "killed")
+    assert DeferredQueue(engine).waiting() == [] and CapacityLedger(engine).counters().get("global", 0) == 0
+
+    admitted = await service.submit(_envelope(ref, tenant), review_candidate(tenant, ref, None))
+    assert (admitted.outcome, admitted.reason) == ("accept", "admitted")
+
+
+async def test_a_deferred_item_in_a_killed_scope_is_dropped_with_a_receipt_when_dispatched(gate_parts, sims):
+    engine, forge = gate_parts
+    killed_tenant, other_tenant = f"k{uuid.uuid4().hex[:6]}", f"o{uuid.uuid4().hex[:6]}"
+    first, doomed, spared = _pull(sims, other_tenant), _pull(sims, killed_tenant), _pull(sims, other_tenant)
+    service, kills, queue = _service(engine, forge, global_limit=1), KillSwitch(engine), DeferredQueue(engine)
+    answers = [await service.submit(_envelope(ref, t), review_candidate(t, ref, None))
+               for ref, t in ((first, other_tenant), (doomed, killed_tenant), (spared, other_tenant))]
+    assert [(a.outcome, a.reason) for a in answers] == [("accept", "admitted"), ("defer", "capacity"),
+                                                        ("defer", "capacity")]
+    kills.kill("tenant", killed_tenant, "alice", "freeze the tenant")
+    CapacityLedger(engine).release(answers[0].work_key)  # the first run ended: room for one
+    reads = _reads(sims, doomed)
+
+    report = await dispatch_once(queue, service, {})
+
+    assert report.dropped == [answers[1].work_key] and report.admitted == [answers[2].work_key]
+    assert _reads(sims, doomed) == reads  # dropped without another forge read
+    receipts = list_receipts(engine, ReceiptFilter(work_key=answers[1].work_key))
+    assert [(r.outcome, r.reason) for r in receipts][0] == ("reject", "killed")  # newest first
+    assert queue.waiting() == []
+    kills.unkill("tenant", killed_tenant, "carol", "done")
+
+
+async def test_a_queued_item_waits_out_a_kill_it_was_not_dispatched_in_and_is_admitted_after_unkill(
+        gate_parts, sims):
+    engine, forge = gate_parts
+    tenant = f"k{uuid.uuid4().hex[:6]}"
+    first, queued = _pull(sims, tenant), _pull(sims, tenant)
+    service, kills, queue = _service(engine, forge, global_limit=1), KillSwitch(engine), DeferredQueue(engine)
+    held = await service.submit(_envelope(first, tenant), review_candidate(tenant, first, None))
+    waiting = await service.submit(_envelope(queued, tenant), review_candidate(tenant, queued, None))
+    assert (held.outcome, waiting.outcome) == ("accept", "defer")
+    kills.kill("tenant", tenant, "alice", "pause")
+    kills.unkill("tenant", tenant, "alice", "resume")  # lifted before any pass reached the item
+    CapacityLedger(engine).release(held.work_key)
+    report = await dispatch_once(queue, service, {})
+    assert report.admitted == [waiting.work_key]
+
+
+def test_the_refusal_names_who_which_scope_and_why():
+    class K:
+        id, scope, target, actor, reason = "k1", "all", "*", "alice", "incident 42"
+
+    ref = PullRequestRef("acme", "api", 1)
+    draft = kill_refusal(K(), _envelope(ref, "acme"), review_candidate("acme", ref, None))
+    assert (draft.outcome, draft.reason) == ("reject", "killed")
+    assert draft.message == "killed by alice (everything, kill k1): incident 42"
+    assert kill_refusal(None, _envelope(ref, "acme"), review_candidate("acme", ref, None)) is None
