@@ -31,6 +31,7 @@ from sluicegate.durations import parse_duration  # noqa: F401 - re-exported
 from sluicegate.maintenance_config import MaintenanceConfig
 from sluicegate.model_config import ModelConfig, Price, TenantModelConfig  # noqa: F401 - re-exported
 from sluicegate.schedule_config import GoalsConfig, ScheduleConfig  # noqa: F401 - ScheduleConfig re-exported
+from sluicegate.telemetry_config import TelemetryConfig  # noqa: F401 - re-exported
 from sluicegate.forge_config import ForgeAppConfig, ForgeConfig  # noqa: F401 - ForgeAppConfig re-exported
 from sluicegate.secret_fields import Credential, VerifierSecret
 from sluicegate.source_config import SourceConfig
@@ -190,14 +191,6 @@ class SimulatorsConfig(_Section):
 
     forge: SimulatorAddress = Field(default_factory=lambda: SimulatorAddress(port=8301))
     model: SimulatorAddress = Field(default_factory=lambda: SimulatorAddress(port=8302))
-
-
-class TelemetryConfig(_Section):
-    service_name: str = "sluicegate"
-    exporter: Literal["none", "console", "file", "otlp"] = "none"
-    file: Path = Path("var/traces.jsonl")
-    otlp_endpoint: str | None = None
-    log_level: str = "INFO"
 
 
 class Settings(_Section):
