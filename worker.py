@@ -43,7 +43,7 @@ from sluicegate.dev_guard import refuse_published_secrets
 from sluicegate.schedules import retention_policy
 from sluicegate.resources import open_forge, open_ledger
 from sluicegate.activity_telemetry import ActivityTelemetry
-from sluicegate.ledger_gauges import observe_ledger
+from sluicegate.ledger_gauges import ledger_reading, observe_ledger
 from sluicegate.metrics import observe_capacity, setup_metrics
 from sluicegate.prometheus_export import temporal_runtime
 from sluicegate.telemetry import setup_logging, setup_tracing
@@ -130,7 +130,8 @@ async def main() -> None:
         queue = DeferredQueue(gauges)
         observe_capacity(CapacityLedger(gauges).counters,
                          lambda: {t: n for (t, status), n in queue.counts().items() if status == "waiting"})
-        observe_ledger(gauges, settings.capacity.breaker_policy(), settings.telemetry.prometheus.ledger_read_seconds)
+        observe_ledger(ledger_reading(gauges, settings.capacity.breaker_policy(),
+                                      settings.telemetry.prometheus.ledger_read_seconds))
         worker = await create_worker(client, settings, stack, telemetry=telemetry)
         async with worker:
             log.info("worker polling %s on %s/%s", settings.temporal.task_queue, settings.temporal.address,

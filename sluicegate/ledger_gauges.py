@@ -81,9 +81,12 @@ class CachedReading:
         return self._value
 
 
-def observe_ledger(engine: Engine, policy: BreakerPolicy, max_age_seconds: float) -> CachedReading:
+def ledger_reading(engine: Engine, policy: BreakerPolicy, max_age_seconds: float) -> CachedReading:
+    return CachedReading(lambda: read_ledger(engine, policy), max_age_seconds)
+
+
+def observe_ledger(cache: CachedReading) -> None:
     """Register the ledger gauges on the global meter (worker only)."""
-    cache = CachedReading(lambda: read_ledger(engine, policy), max_age_seconds)
     meter = metrics.get_meter("sluicegate")
 
     def gauge(name: str, unit: str, description: str, pick: Callable[[LedgerReading], dict[str, float]],
@@ -99,4 +102,3 @@ def observe_ledger(engine: Engine, policy: BreakerPolicy, max_age_seconds: float
           "provider")
     gauge("sluicegate.admissions.pending_oldest_age", "s", "oldest accepted receipt not yet admitted (0: none)",
           lambda r: {"": r.pending_admission_age}, "")
-    return cache
