@@ -1,4 +1,5 @@
-"""A worker interceptor that counts activity attempts and tool-call outcomes and watches heartbeats.
+"""A worker interceptor that counts activity attempts and tool-call outcomes, watches heartbeats,
+and sets the log context (workflow id, run id, work key, tenant) for everything an activity logs.
 
 Heartbeat staleness is measured here, in the worker that runs the activity, because the server
 only notices a silent activity at its heartbeat timeout and says nothing in between: each
@@ -21,7 +22,11 @@ from temporalio.worker import (
     ActivityInboundInterceptor, ActivityOutboundInterceptor, ExecuteActivityInput, Interceptor,
 )
 
+from sluicegate.log_context import log_context, tenant_of
 from sluicegate.ops_metrics import activity_attempts, tool_calls
+
+AGENT_PREFIX = "agent/"
+"""Agent workflows' ids are ``agent/<work key>`` (``intake.identity.workflow_id_for``)."""
 
 
 class HeartbeatClock:
@@ -79,8 +84,12 @@ class _Inbound(ActivityInboundInterceptor):
         if watched:
             self._clock.started(_key(info), info.activity_type)
         outcome = "error"
+        workflow_id = info.workflow_id or ""
+        work_key = workflow_id.removeprefix(AGENT_PREFIX) if workflow_id.startswith(AGENT_PREFIX) else None
         try:
-            result = await super().execute_activity(input)
+            with log_context(workflow_id=info.workflow_id, run_id=info.workflow_run_id, work_key=work_key,
+                             tenant=tenant_of(work_key)):
+                result = await super().execute_activity(input)
             outcome = "ok"
             return result
         finally:

@@ -276,6 +276,7 @@ ENV_OVERRIDES: dict[str, str] = {
     "OTEL_EXPORTER_OTLP_ENDPOINT": "telemetry.otlp_endpoint",
     "SLUICEGATE_DEV_MODE": "dev_mode",
     "SLUICEGATE_TELEMETRY_EXPORTER": "telemetry.exporter",
+    "SLUICEGATE_LOG_FORMAT": "telemetry.log_format",
 }
 # Variables holding one value for a list setting: it replaces the whole list (to rotate from
 # the environment, set the list: SLUICEGATE__SOURCES__GITHUB__SECRETS='[new, old]').
