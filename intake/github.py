@@ -137,12 +137,12 @@ def normalize_github(verified: VerifiedDelivery, headers: Mapping[str, str], bod
                               "(outside years 1-9999 UTC)", 422, delivery_id, event)
     owner, _, repo = parsed.repository.full_name.partition("/")
     ref = PullRequestRef(owner, repo, parsed.pull_request.number)
-    title = display_title(parsed.pull_request.title)
     envelope = Envelope(type=f"pull_request.{parsed.action}", subject=ref.target_id,
-                        time=utc(updated_at) if updated_at else None, data={"title": title} if title else {}, **base)
+                        time=utc(updated_at) if updated_at else None, **base)
     if parsed.action not in ACTIONABLE_ACTIONS:
         return ParsedDelivery(envelope, None)
-    candidate = review_candidate(tenant, ref, parsed.pull_request.head.sha, parsed.pull_request.draft)
+    candidate = review_candidate(tenant, ref, parsed.pull_request.head.sha, parsed.pull_request.draft,
+                                 display_title(parsed.pull_request.title))
     return ParsedDelivery(envelope, candidate)
 
 

@@ -43,7 +43,7 @@ def work_order_for(admission: Admission, settings: Settings, search_attributes: 
         runtime=RuntimeOptions(search_attributes=search_attributes, **act.model_dump()),
         # A forced re-run must post its review again, not find the first run's as done.
         effect_discriminator=f"rerun-gen{d.generation}" if env.override else "",
-        title=display_title(env.data.get("title")))
+        title=display_title(cand.title))
 
 
 # An unreachable Temporal must not hold the webhook request open: the receipt is already

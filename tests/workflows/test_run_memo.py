@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 import ledger
+from demo.github_payloads import delivery_headers, encode, pull_request_payload
+from intake.github import parse_github_delivery
 from intake.decision import IntakeDecision, Outcome
 from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
 from intake.ports import Admission
@@ -34,6 +36,17 @@ def test_titles_are_one_short_line_of_text():
     assert len(long) == TITLE_LIMIT and long.endswith("…")
 
 
+@pytest.mark.parametrize("title, shown", [("Fix the\nparser", "Fix the parser"), (["not", "text"], "")])
+def test_a_github_delivery_carries_its_title_to_the_candidate_only(title, shown):
+    payload = pull_request_payload("acme", "api", 1, "a" * 40)
+    payload["pull_request"]["title"] = title
+    body = encode(payload)
+    parsed = parse_github_delivery(delivery_headers("s3cret", body), body, source="github", tenant="acme",
+                                   secrets=["s3cret"], received_at=datetime.now(UTC))
+    assert parsed.candidate.title == shown
+    assert parsed.envelope.data == {}  # nothing from the payload on the envelope
+
+
 async def test_admission_starts_the_run_with_a_summary_and_a_memo(temporal_env, task_queue, request):
     if request.config.getoption("--temporal-env") == "time-skipping":
         pytest.skip("the time-skipping test server keeps no user metadata; make test's dev-server pass runs this")
@@ -42,10 +55,10 @@ async def test_admission_starts_the_run_with_a_summary_and_a_memo(temporal_env, 
     number = uuid.uuid4().int % 10**6 + 1
     key = f"acme/github:acme/api#{number}:review"
     envelope = Envelope(str(uuid.uuid4()), "github", "pull_request.opened", None, None, datetime.now(UTC),
-                        TriggerKind.EVENT, "acme", data={"title": "Fix the\nparser"})
+                        TriggerKind.EVENT, "acme")
     decision = IntakeDecision(Outcome.ACCEPT, "admitted", "", uuid.uuid4().hex, key, "sha1", 1)
     workflow_id, _ = await admitter.admit(Admission(decision, envelope, WorkCandidate(
-        key, PullRequestRef("acme", "api", number), "sha1", "acme")))
+        key, PullRequestRef("acme", "api", number), "sha1", "acme", title="Fix the\nparser")))
     handle = temporal_env.client.get_workflow_handle(workflow_id)
     desc = await handle.describe()
     try:
