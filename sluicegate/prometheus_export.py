@@ -29,8 +29,11 @@ def bind_for(cfg: TelemetryConfig, role: str) -> str | None:
 def prometheus_reader(bind: str) -> PrometheusMetricReader:
     """A reader collected on each scrape, and its HTTP listener started on ``bind``."""
     host, port = parse_bind(bind)
+    try:
+        start_http_server(port, addr=host)
+    except OSError as exc:
+        raise SystemExit(f"cannot serve /metrics on {bind} (telemetry.prometheus): {exc}") from None
     reader = PrometheusMetricReader()
-    start_http_server(port, addr=host)
     log.info("Prometheus /metrics on http://%s:%d/metrics", host, port)
     return reader
 

@@ -7,13 +7,26 @@ default would publish tenant names and spend to whoever can reach the host.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-DEFAULT_API_PORT = 9464
-DEFAULT_WORKER_PORT = 9465
-DEFAULT_TEMPORAL_PORT = 9466
+
+def parse_bind(bind: str) -> tuple[str, int]:
+    """``host:port`` → (host, port); a bad value is a config error."""
+    host, sep, port = bind.rpartition(":")
+    if not sep or not port.isdigit() or not host or not 0 < int(port) < 65536:
+        raise ValueError(f"expected host:port, got {bind!r}")
+    return host.strip("[]"), int(port)
+
+
+def _bind(value: str | None) -> str | None:
+    if value is not None:
+        parse_bind(value)
+    return value
+
+
+Bind = Annotated[str | None, AfterValidator(_bind)]
 
 
 class PrometheusConfig(BaseModel):
@@ -21,11 +34,11 @@ class PrometheusConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    api_bind: str | None = None
+    api_bind: Bind = None
     """The webhook API's Sluicegate series (conventionally ``127.0.0.1:9464``)."""
-    worker_bind: str | None = None
+    worker_bind: Bind = None
     """The worker's Sluicegate and GenAI series (conventionally ``127.0.0.1:9465``)."""
-    temporal_bind: str | None = None
+    temporal_bind: Bind = None
     """The worker's Temporal SDK metrics from its ``Runtime`` (conventionally ``127.0.0.1:9466``)."""
     ledger_read_seconds: float = Field(default=15.0, gt=0)
     """How long the ledger gauges (queue, dead letters, breakers, pending admissions) are cached
@@ -43,11 +56,3 @@ class TelemetryConfig(BaseModel):
     log_format: Literal["text", "json"] = "text"
     """``json``: one JSON object a line with work_key, workflow_id, run_id, tenant and trace_id."""
     prometheus: PrometheusConfig = Field(default_factory=PrometheusConfig)
-
-
-def parse_bind(bind: str) -> tuple[str, int]:
-    """``host:port`` (``[::1]:9464`` for IPv6) → (host, port); a bad value is a config error."""
-    host, sep, port = bind.rpartition(":")
-    if not sep or not port.isdigit() or not host:
-        raise ValueError(f"expected host:port, got {bind!r}")
-    return host.strip("[]"), int(port)
