@@ -30,8 +30,9 @@ def _samples(probe: dict) -> list:
 
 
 def test_the_model_span_carries_the_genai_attributes(probe):
-    [span] = [s for s in probe["spans"] if s["attributes"].get("gen_ai.operation.name")]
+    [span, _] = [s for s in probe["spans"] if s["attributes"].get("gen_ai.operation.name")]
     attrs = span["attributes"]
+    assert span["status"] == "UNSET" and "error.type" not in attrs
     assert span["name"] == f"chat {attrs['gen_ai.request.model']}" and span["kind"] == "CLIENT"
     assert attrs["gen_ai.provider.name"] == "openai" and attrs["gen_ai.request.model"] == "sim-reviewer-1"
     assert attrs["gen_ai.response.finish_reasons"] == ["tool_calls"]  # the simulator's first step asks for the diff
@@ -40,6 +41,15 @@ def test_the_model_span_carries_the_genai_attributes(probe):
     sums = {s.labels["gen_ai_token_type"]: s.value for s in _samples(probe)
             if s.name == "gen_ai_client_token_usage_sum"}
     assert sums == {"input": attrs["gen_ai.usage.input_tokens"], "output": attrs["gen_ai.usage.output_tokens"]}
+
+
+def test_a_refused_call_is_an_error_span_and_an_error_typed_duration(probe):
+    [_, refused] = [s for s in probe["spans"] if s["attributes"].get("gen_ai.operation.name")]
+    assert refused["status"] == "ERROR" and refused["attributes"]["error.type"] == "BadRequestError"
+    assert "gen_ai.usage.input_tokens" not in refused["attributes"]
+    errors = [s for s in _samples(probe) if s.name == "gen_ai_client_operation_duration_seconds_count"
+              and s.labels.get("error_type") == "BadRequestError"]
+    assert [s.value for s in errors] == [1.0]
 
 
 def test_genai_histograms_use_the_semantic_conventions_buckets(probe):

@@ -1,7 +1,7 @@
 """Run in a subprocess by the telemetry tests (a process may set its OpenTelemetry providers only
 once, and the rest of the suite shares one process): installs an SDK tracer provider with an
 in-memory exporter and a meter provider with the Prometheus reader, makes one real model call
-through ``ModelActivities`` against the model simulator over HTTP, records every Sluicegate
+(and one the simulator refuses with a 400) through ``ModelActivities`` against the model simulator over HTTP, records every Sluicegate
 operational instrument once through the code that records it, and prints a JSON object:
 ``{"spans": [{name, kind, attributes}], "exposition": "<Prometheus text>"}``.
 
@@ -15,6 +15,8 @@ import dataclasses
 import json
 import uuid
 
+import httpx
+
 from opentelemetry import metrics, trace
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
@@ -22,6 +24,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import REGISTRY, generate_latest
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.model import ModelActivities, make_openai_client
@@ -57,6 +60,11 @@ def main() -> None:
     sim = ServerThread(create_model_app(api_key=MODEL_KEY)).start()
     try:
         asyncio.run(_model_call(f"{sim.base_url}/v1"))
+        httpx.post(f"{sim.base_url}/_sim/faults", json={"status": 400, "times": 1}, timeout=10).raise_for_status()
+        try:
+            asyncio.run(_model_call(f"{sim.base_url}/v1"))
+        except ApplicationError:
+            pass  # refused: the span and the duration histogram say so
     finally:
         sim.stop()
     record_outcome(RunOutcome("k", "v1", 1, "done", "completed", steps=1, cost_usd=0.25, tenant="acme"))
@@ -68,7 +76,8 @@ def main() -> None:
     telemetry.observe()
     observe_ledger(CachedReading(lambda: LedgerReading({"acme": 5.0}, {"acme": 1}, {"model": 1}, 3.0), 15))
     print(json.dumps({
-        "spans": [{"name": s.name, "kind": s.kind.name, "attributes": dict(s.attributes or {})}
+        "spans": [{"name": s.name, "kind": s.kind.name, "status": s.status.status_code.name,
+                   "attributes": dict(s.attributes or {})}
                   for s in spans.get_finished_spans()],
         "exposition": generate_latest(REGISTRY).decode()}))
 
