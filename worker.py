@@ -42,12 +42,16 @@ from sluicegate.config import Settings, load_settings
 from sluicegate.dev_guard import refuse_published_secrets
 from sluicegate.schedules import retention_policy
 from sluicegate.resources import open_forge, open_ledger
+from sluicegate.activity_telemetry import ActivityTelemetry
+from sluicegate.ledger_gauges import ledger_reading, observe_ledger
 from sluicegate.metrics import observe_capacity, setup_metrics
+from sluicegate.prometheus_export import temporal_runtime
 from sluicegate.telemetry import setup_logging, setup_tracing
 from sluicegate.temporal_client import connect, payload_keys
 from workflows.agent_loop import AgentLoopWorkflow
 from workflows.contracts import Price
 from workflows.goal import GoalWorkflow
+from workflows.review_task import TOOL_ACTIVITIES
 from workflows.maintenance import (
     DispatchDeferredWorkflow, OutboxRelayWorkflow, PruneDeliveriesWorkflow, ReapCapacityWorkflow, ReconcileRunsWorkflow,
     SettleStaleReservationsWorkflow,
@@ -58,9 +62,11 @@ log = logging.getLogger("sluicegate.worker")
 
 
 async def create_worker(client: Client, settings: Settings, stack: AsyncExitStack,
-                        task_queue: str | None = None, search_attributes: bool = True) -> Worker:
+                        task_queue: str | None = None, search_attributes: bool = True,
+                        telemetry: ActivityTelemetry | None = None) -> Worker:
     """A worker with every Sluicegate workflow and activity; resources close with ``stack``.
-    ``search_attributes=False`` only for servers without Sluicegate's (the time-skipping one)."""
+    ``search_attributes=False`` only for servers without Sluicegate's (the time-skipping one).
+    ``telemetry``: the activity interceptor whose heartbeat clock the process's gauge reads."""
     engine = open_ledger(settings, stack)
     forge = open_forge(settings, stack)
     model_clients = ModelClients.from_settings(settings)  # one client per tenant with its own key
@@ -101,6 +107,7 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
                     maintenance.prune_deliveries, maintenance.prune_retention, maintenance.settle_stale_reservations,
                     capacity.release, capacity.dispatch, capacity.reap, reconcile.reconcile_runs,
                     *trigger_activities(client, settings, engine, forge, search_attributes)],
+        interceptors=[telemetry or ActivityTelemetry(TOOL_ACTIVITIES.values())],
         graceful_shutdown_timeout=timedelta(seconds=10),
         max_heartbeat_throttle_interval=timedelta(seconds=settings.temporal.heartbeat_throttle_seconds))
 
@@ -111,7 +118,9 @@ async def main() -> None:
     setup_logging(settings, "worker")
     provider = setup_tracing(settings, "worker")
     setup_metrics(settings, "worker")
-    client = await connect(settings)
+    client = await connect(settings, temporal_runtime(settings.telemetry))
+    telemetry = ActivityTelemetry(TOOL_ACTIVITIES.values())
+    telemetry.observe()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -121,7 +130,9 @@ async def main() -> None:
         queue = DeferredQueue(gauges)
         observe_capacity(CapacityLedger(gauges).counters,
                          lambda: {t: n for (t, status), n in queue.counts().items() if status == "waiting"})
-        worker = await create_worker(client, settings, stack)
+        observe_ledger(ledger_reading(gauges, settings.capacity.breaker_policy(),
+                                      settings.telemetry.prometheus.ledger_read_seconds))
+        worker = await create_worker(client, settings, stack, telemetry=telemetry)
         async with worker:
             log.info("worker polling %s on %s/%s", settings.temporal.task_queue, settings.temporal.address,
                      settings.temporal.namespace)

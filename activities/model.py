@@ -37,6 +37,7 @@ from activities.model_credentials import ModelClients, ModelKeyUnavailable
 from activities.retry_classes import classify_status
 from activities.step_ledger import SpendGuard, StepLedger
 from intake.identity import with_tenant
+from sluicegate.genai import ModelCallReport, model_call
 from ledger import BreakerBoard, Kill, KillSwitch, ModelJournal
 from workflows.budget import usage_from_openai
 from workflows.contracts import ModelRequest, ModelResponse, ToolCall
@@ -124,8 +125,10 @@ class ModelActivities:
         progress.beat(phase="reserve")
         reservation = await self._steps.reserve(req, attempt)
         try:
-            completion = await self._send(client, req, progress)
-            response = _response_from(completion, attempt)
+            with model_call(req.model, req.tenant) as (_, report):
+                completion = await self._send(client, req, progress)
+                response = _response_from(completion, attempt)
+                report_answer(report, completion)
         except openai.OpenAIError as exc:
             await self._steps.unanswered(reservation, exc)
             raise await self._activity_error(exc) from None
@@ -210,6 +213,14 @@ def _response_from(completion: ChatCompletion, attempt: int) -> ModelResponse:
     return ModelResponse(response_id=completion.id, content=choice.message.content, tool_calls=calls,
                          finish_reason=choice.finish_reason,
                          usage=usage_from_openai(prompt, completion_tokens, cached, reasoning), attempt=attempt)
+
+
+def report_answer(report: ModelCallReport, completion: ChatCompletion) -> None:
+    """The GenAI span's response attributes from the parsed answer."""
+    report.response_id, report.response_model = completion.id, completion.model
+    report.finish_reasons = [c.finish_reason or "error" for c in completion.choices]
+    if completion.usage is not None:
+        report.input_tokens, report.output_tokens = completion.usage.prompt_tokens, completion.usage.completion_tokens
 
 
 def make_openai_client(base_url: str, api_key: str, timeout_seconds: float) -> AsyncOpenAI:

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import asdict
+from datetime import UTC, datetime
 
 from temporalio import activity
 
 from intake.envelope import PullRequestRef
 from intake.identity import review_work_key, with_tenant
 from ledger import WorkStore
+from ledger._sql import as_utc
 from sluicegate.metrics import record_outcome
+from sluicegate.ops_metrics import record_run_latency
 from workflows.claims import AdmissionReceipt, Claim, ClaimRequest, ClaimVerdict, LedgerStanding, decide_claim
 from workflows.contracts import RunOutcome
 
@@ -45,11 +48,24 @@ class WorkLedgerActivities:
             external_ids=outcome.external_ids)
         if recorded:
             record_outcome(outcome)
+            await self._record_latency(outcome)
         else:
             activity.logger.warning("outcome for %s@%s gen %s not recorded: no such admission in the ledger, or a newer generation owns it",
                                     outcome.work_key, outcome.input_version, outcome.generation,
                                     extra={"work_key": outcome.work_key})
         return recorded
+
+    async def _record_latency(self, outcome: RunOutcome) -> None:
+        """``sluicegate.run.latency``: from the admitting receipt's time to now (best effort)."""
+        try:
+            _, _, receipt = await asyncio.to_thread(self._store.standing, with_tenant(outcome.work_key, outcome.tenant),
+                                                    outcome.input_version, with_receipt=True)
+        except Exception as exc:  # noqa: BLE001 - a metric must not fail the recorded outcome
+            activity.logger.warning("run latency not recorded: %r", exc)
+            return
+        if receipt is not None and receipt.id == outcome.receipt_id:
+            seconds = (datetime.now(UTC) - as_utc(receipt.created_at)).total_seconds()
+            record_run_latency(seconds, str(outcome.status), outcome.tenant)
 
     @activity.defn(name="sluicegate.ledger.claim_order")
     async def claim_order(self, req: ClaimRequest) -> Claim:

@@ -70,3 +70,5 @@ class WorkCandidate:
     input_version: str | None
     tenant: str
     draft: bool = False
+    title: str = field(default="", compare=False)
+    """Display only (the Temporal UI's summary and memo): never part of a decision or a key."""

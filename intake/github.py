@@ -18,7 +18,7 @@ the decision was taken, as a 500. The raw payload is not kept on the envelope.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Mapping
+from typing import Annotated, Any, Mapping
 
 from gidgethub import ValidationFailure
 from gidgethub.sansio import validate_event
@@ -30,6 +30,7 @@ from intake.errors import InvalidDelivery
 from intake.identity import review_candidate
 from intake.hygiene import MAX_NUMBER, input_version, repository
 from intake.sources import ParsedDelivery, VerifiedDelivery
+from workflows.run_memo import display_title
 from intake.sources._common import (MAX_EVENT_TYPE, MAX_JSON_DEPTH_ERROR, content_digest, decode_json,
                                     delivery_id_from, header, identity_text, media_type, utc)
 
@@ -69,6 +70,8 @@ class _PullRequest(_Lenient):
     head: _Ref
     draft: bool = False
     updated_at: datetime | None = None
+    title: Any = None
+    """Shown in the Temporal UI only (``workflows.run_memo.display_title`` keeps a short string)."""
 
 
 class PullRequestEvent(_Lenient):
@@ -138,7 +141,8 @@ def normalize_github(verified: VerifiedDelivery, headers: Mapping[str, str], bod
                         time=utc(updated_at) if updated_at else None, **base)
     if parsed.action not in ACTIONABLE_ACTIONS:
         return ParsedDelivery(envelope, None)
-    candidate = review_candidate(tenant, ref, parsed.pull_request.head.sha, parsed.pull_request.draft)
+    candidate = review_candidate(tenant, ref, parsed.pull_request.head.sha, parsed.pull_request.draft,
+                                 display_title(parsed.pull_request.title))
     return ParsedDelivery(envelope, candidate)
 
 

@@ -51,10 +51,11 @@ def review_work_key(tenant: str, ref: PullRequestRef, forge: str = "github") -> 
     return f"{tenant}/{forge}:{ref.owner.lower()}/{ref.repo.lower()}#{ref.number}:{REVIEW_TASK}"
 
 
-def review_candidate(tenant: str, ref: PullRequestRef, input_version: str | None, draft: bool = False) -> WorkCandidate:
+def review_candidate(tenant: str, ref: PullRequestRef, input_version: str | None, draft: bool = False,
+                     title: str = "") -> WorkCandidate:
     """The work candidate for reviewing ``ref`` on behalf of ``tenant``: key and tenant always agree."""
     return WorkCandidate(work_key=review_work_key(tenant, ref), target=ref, input_version=input_version,
-                         tenant=tenant, draft=draft)
+                         tenant=tenant, draft=draft, title=title)
 
 
 @dataclass(frozen=True)

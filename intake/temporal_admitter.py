@@ -2,7 +2,8 @@
 
 The workflow id is derived from the work key, so every admission of one work key lands
 in the same workflow: a new run is started if none is open, otherwise the work order is
-signalled into the open one. The work order snapshots the budget, price table and
+signalled into the open one (a start's summary and memo — pull request, title, tenant, trigger,
+receipt — are then ignored: the workflow upserts the memo itself). The work order snapshots the budget, price table and
 activity options in force at admission, so a config change never alters a running order.
 """
 
@@ -20,6 +21,7 @@ from intake.policy import POLICY_VERSION
 from intake.ports import Admission
 from sluicegate.config import Settings
 from workflows import search_attributes as sa
+from workflows.run_memo import display_title, memo_at_start, summary_for
 from workflows.contracts import (
     AGENT_WORKFLOW, WORK_ORDER_SIGNAL, AgentLoopStart, Price, RuntimeOptions, TaskBudget, WorkOrder,
 )
@@ -40,7 +42,8 @@ def work_order_for(admission: Admission, settings: Settings, search_attributes: 
         delivery_id=env.id, actor=env.actor, policy_version=POLICY_VERSION,
         runtime=RuntimeOptions(search_attributes=search_attributes, **act.model_dump()),
         # A forced re-run must post its review again, not find the first run's as done.
-        effect_discriminator=f"rerun-gen{d.generation}" if env.override else "")
+        effect_discriminator=f"rerun-gen{d.generation}" if env.override else "",
+        title=display_title(cand.title))
 
 
 # An unreachable Temporal must not hold the webhook request open: the receipt is already
@@ -71,5 +74,6 @@ class TemporalAdmitter:
             AGENT_WORKFLOW, AgentLoopStart(order.work_key, order.tenant), id=workflow_id,
             task_queue=self._settings.temporal.task_queue, start_signal=WORK_ORDER_SIGNAL,
             start_signal_args=[order], search_attributes=attrs, priority=self.priority_for(admission),
+            static_summary=summary_for(order), memo=memo_at_start(order),  # the UI's "what is this run" (run_memo)
             rpc_timeout=ADMISSION_RPC_TIMEOUT)
         return workflow_id, handle.result_run_id

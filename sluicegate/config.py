@@ -32,6 +32,7 @@ from sluicegate.kept_config import KeptDeliveriesConfig
 from sluicegate.maintenance_config import MaintenanceConfig
 from sluicegate.model_config import ModelConfig, Price, TenantModelConfig  # noqa: F401 - re-exported
 from sluicegate.schedule_config import GoalsConfig, ScheduleConfig  # noqa: F401 - ScheduleConfig re-exported
+from sluicegate.telemetry_config import TelemetryConfig  # noqa: F401 - re-exported
 from sluicegate.forge_config import ForgeAppConfig, ForgeConfig  # noqa: F401 - ForgeAppConfig re-exported
 from sluicegate.secret_fields import Credential, VerifierSecret
 from sluicegate.source_config import SourceConfig
@@ -193,14 +194,6 @@ class SimulatorsConfig(_Section):
     model: SimulatorAddress = Field(default_factory=lambda: SimulatorAddress(port=8302))
 
 
-class TelemetryConfig(_Section):
-    service_name: str = "sluicegate"
-    exporter: Literal["none", "console", "file", "otlp"] = "none"
-    file: Path = Path("var/traces.jsonl")
-    otlp_endpoint: str | None = None
-    log_level: str = "INFO"
-
-
 class Settings(_Section):
     """Everything a Sluicegate process needs to know about its environment."""
 
@@ -286,6 +279,7 @@ ENV_OVERRIDES: dict[str, str] = {
     "OTEL_EXPORTER_OTLP_ENDPOINT": "telemetry.otlp_endpoint",
     "SLUICEGATE_DEV_MODE": "dev_mode",
     "SLUICEGATE_TELEMETRY_EXPORTER": "telemetry.exporter",
+    "SLUICEGATE_LOG_FORMAT": "telemetry.log_format",
 }
 # Variables holding one value for a list setting: it replaces the whole list (to rotate from
 # the environment, set the list: SLUICEGATE__SOURCES__GITHUB__SECRETS='[new, old]').

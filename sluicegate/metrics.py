@@ -17,6 +17,9 @@ Instruments are created from the global meter provider, so code that records the
 | ``sluicegate.capacity.active`` | observable gauge | counter (global, tenant:…, key:…) — worker only |
 | ``sluicegate.capacity.deferred`` | observable gauge | tenant — worker only |
 
+Prometheus ``/metrics`` (``telemetry.prometheus.api_bind`` / ``worker_bind``) serves the same
+instruments next to the exporter; the full list of series is in docs/observability.md.
+
 Export by ``telemetry.exporter``: ``file`` writes JSON lines next to the traces
 (``<traces>.metrics.jsonl``), ``console`` to stdout, ``otlp`` over gRPC; every 10 s, or every
 ``OTEL_METRIC_EXPORT_INTERVAL`` milliseconds when that standard variable is set.
@@ -38,10 +41,13 @@ from opentelemetry.metrics import CallbackOptions, Observation
 
 from workflows.contracts import NEEDS_A_PERSON
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, MetricExporter, PeriodicExportingMetricReader
+from opentelemetry.sdk.metrics.export import (
+    ConsoleMetricExporter, MetricExporter, MetricReader, PeriodicExportingMetricReader,
+)
 from opentelemetry.sdk.resources import Resource
 
 from sluicegate.config import Settings
+from sluicegate.prometheus_export import bind_for, prometheus_reader
 
 EXPORT_INTERVAL_MS = 10_000
 _meter = metrics.get_meter("sluicegate")
@@ -120,19 +126,26 @@ def setup_metrics(settings: Settings, role: str) -> MeterProvider | None:
         return None
     _configured = True
     cfg = settings.telemetry
-    if cfg.exporter == "none":
-        return None
+    readers: list[MetricReader] = []
+    bind = bind_for(cfg, role)
+    if bind:
+        readers.append(prometheus_reader(bind))
+    exporter: MetricExporter | None = None
     if cfg.exporter == "console":
-        exporter: MetricExporter = ConsoleMetricExporter()
+        exporter = ConsoleMetricExporter()
     elif cfg.exporter == "file":
         traces = settings.path(cfg.file)
         exporter = _file_exporter(traces.with_name(traces.stem + ".metrics.jsonl"))
-    else:
+    elif cfg.exporter == "otlp":
         from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
 
         exporter = OTLPMetricExporter(endpoint=cfg.otlp_endpoint) if cfg.otlp_endpoint else OTLPMetricExporter()
+    if exporter is not None:
+        readers.append(PeriodicExportingMetricReader(exporter, export_interval_millis=_export_interval_ms()))
+    if not readers:
+        return None
     provider = MeterProvider(
-        metric_readers=[PeriodicExportingMetricReader(exporter, export_interval_millis=_export_interval_ms())],
+        metric_readers=readers,
         resource=Resource.create({"service.name": f"{cfg.service_name}-{role}", "service.namespace": cfg.service_name}))
     metrics.set_meter_provider(provider)
     atexit.register(provider.shutdown)

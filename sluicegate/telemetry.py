@@ -6,8 +6,10 @@ runs from the webhook request to the comment on the forge. Exporter by config:
 ``none``, ``console`` (stdout), ``file`` (JSON lines, one span each — what the demo
 uses) or ``otlp`` (gRPC to ``telemetry.otlp_endpoint``).
 
-Log lines carry ``work_key``, ``workflow_id`` and ``run_id`` whenever they are known:
-from ``extra={"work_key": ...}`` or from Temporal's own logger context.
+Log lines carry ``work_key``, ``workflow_id`` and ``run_id`` whenever they are known: from
+``extra={"work_key": ...}``, Temporal's own logger context or the log context
+(``sluicegate.log_context``). With ``telemetry.log_format: json`` each record is one JSON object
+with those, ``tenant`` and ``trace_id`` too (``null`` when unknown).
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+from pythonjsonlogger.json import JsonFormatter
 from temporalio.contrib.opentelemetry import TracingInterceptor
 
 from sluicegate.config import Settings
+from sluicegate.log_context import FIELDS, LogContextFilter
 
 _configured = False
 
@@ -66,24 +70,44 @@ def tracing_interceptor() -> TracingInterceptor:
     return TracingInterceptor(trace.get_tracer("sluicegate.temporal"))
 
 
-class _ContextFilter(logging.Filter):
-    """Lift work key / workflow id / run id into fixed record attributes for the formatter."""
+class _TextFields(logging.Filter):
+    """``-`` for unknown fields in the text format."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        wf = getattr(record, "temporal_workflow", None) or getattr(record, "temporal_activity", None) or {}
-        record.wk = getattr(record, "work_key", None) or "-"
-        record.wf = wf.get("workflow_id") or getattr(record, "workflow_id", None) or "-"
-        record.run = wf.get("run_id") or wf.get("workflow_run_id") or getattr(record, "run_id", None) or "-"
+        for name in ("work_key", "workflow_id", "run_id"):
+            setattr(record, f"{name}_text", getattr(record, name, None) or "-")
         return True
 
 
-def setup_logging(settings: Settings, role: str) -> None:
+class _JsonFormatter(JsonFormatter):
+    """Only the fields an operator queries by, plus Temporal's context and ``extra`` values."""
+
+    def add_fields(self, log_record: dict, record: logging.LogRecord, message_dict: dict) -> None:
+        super().add_fields(log_record, record, message_dict)
+        for name in FIELDS:
+            log_record[name] = getattr(record, name, None)
+        for noise in ("work_key_text", "workflow_id_text", "run_id_text", "color_message"):
+            log_record.pop(noise, None)
+
+
+def log_handler(settings: Settings, role: str) -> logging.Handler:
     handler = logging.StreamHandler(sys.stderr)
-    handler.addFilter(_ContextFilter())
+    handler.addFilter(LogContextFilter())
+    if settings.telemetry.log_format == "json":
+        handler.setFormatter(_JsonFormatter("%(asctime)s %(levelname)s %(name)s %(message)s",
+                                            rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
+                                            static_fields={"role": role}, json_default=str))
+        return handler
+    handler.addFilter(_TextFields())
     handler.setFormatter(logging.Formatter(
-        f"%(asctime)s %(levelname)s {role} %(name)s [work_key=%(wk)s workflow_id=%(wf)s run_id=%(run)s] %(message)s"))
+        f"%(asctime)s %(levelname)s {role} %(name)s [work_key=%(work_key_text)s workflow_id=%(workflow_id_text)s "
+        "run_id=%(run_id_text)s] %(message)s"))
+    return handler
+
+
+def setup_logging(settings: Settings, role: str) -> None:
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    root.handlers[:] = [log_handler(settings, role)]
     root.setLevel(settings.telemetry.log_level)
     for noisy in ("httpx", "httpx2", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -6,6 +6,7 @@ import dataclasses
 
 from temporalio.client import Client
 from temporalio.converter import DataConverter
+from temporalio.runtime import Runtime
 from temporalio.service import TLSConfig
 
 from sluicegate.codec import EncryptionCodec, PayloadKeyError, PayloadKeys, parse_key
@@ -13,7 +14,8 @@ from sluicegate.config import ConfigError, Settings
 from sluicegate.telemetry import tracing_interceptor
 
 
-async def connect(settings: Settings) -> Client:
+async def connect(settings: Settings, runtime: Runtime | None = None) -> Client:
+    """``runtime``: a Temporal ``Runtime`` with SDK metrics (the worker's, ``prometheus_export``)."""
     cfg = settings.temporal
     tls: TLSConfig | bool = cfg.tls
     if bool(cfg.tls_client_cert) != bool(cfg.tls_client_key):
@@ -24,7 +26,7 @@ async def connect(settings: Settings) -> Client:
                         client_private_key=settings.path(cfg.tls_client_key).read_bytes())
     return await Client.connect(cfg.address, namespace=cfg.namespace, tls=tls or bool(cfg.api_key),
                                 api_key=cfg.api_key.get_secret_value() if cfg.api_key else None, interceptors=[tracing_interceptor()],
-                                data_converter=data_converter(settings))
+                                data_converter=data_converter(settings), runtime=runtime)
 
 
 def payload_keys(settings: Settings) -> PayloadKeys | None:

@@ -28,6 +28,9 @@ Artifact reads (patch ``read-artifact-tool``): orders offer the model ``read_art
 prompt teaches it (``workflows/review_task.py``); histories from before the patch replay with the
 old tool list and prompt, and ``read_artifact`` stays an unknown tool for them.
 
+Memo (patch ``memo-cost-so-far``, ``workflows/run_memo.py``): upserted as an order starts, steps and
+ends (status, cost so far); histories from before the patch replay without the upserts.
+
 Cancel (patch ``cancel-is-an-outcome``): a cancel request from the Temporal UI, the CLI or
 ``starter.py cancel`` stops the step in flight (its activity is cancelled, and waited for), ends
 the current order and every pending one ``cancelled`` — by whom and why, from the cancel's reason
@@ -64,6 +67,7 @@ with workflow.unsafe.imports_passed_through():
         release_capacity, uncancellable,
     )
     from workflows.claims import ClaimVerdict
+    from workflows.run_memo import MEMO_PATCH, memo_for
     from workflows.order_claim import ADMISSION_PATCH, CLAIM_ORDER_PATCH, REFUSED, claim_order, unrun_outcome
 
 SUPERSEDE_PATCH = "supersede-at-step-boundary"
@@ -91,6 +95,7 @@ class AgentLoopWorkflow:
         """The current order's outcome is final and being recorded."""
         self._cancel_aware = False
         self._artifact_reads = False
+        self._memo = False
         self._seen_orders: set[tuple[int, str]] = set()
         """(generation, receipt id) of every order signalled into this run (patch ``claim-requires-admission``)."""
         self._proven: set[tuple[int, str]] = set()
@@ -218,6 +223,8 @@ class AgentLoopWorkflow:
         if workflow.patched(CLAIM_ORDER_PATCH) and not await self._claim(order):
             return
         self._set_status(order, "running")
+        self._memo = workflow.patched(MEMO_PATCH)
+        self._upsert_memo(order, 0.0, "running")
         self._artifact_reads = workflow.patched(READ_ARTIFACT_PATCH)
         tools = TOOLS_WITH_READ if self._artifact_reads else TOOLS
         messages = initial_messages(order, self._artifact_reads)
@@ -251,6 +258,7 @@ class AgentLoopWorkflow:
             self._steps = outcome.steps
             outcome.usage = outcome.usage.plus(response.usage)
             outcome.cost_usd = cost_usd(outcome.usage, order.price)
+            self._upsert_memo(order, outcome.cost_usd, "running")
             messages.append(assistant_message(response))
             if not response.tool_calls:
                 break
@@ -269,6 +277,7 @@ class AgentLoopWorkflow:
         self._finished.append(outcome)
         self._current = self._outcome = None
         self._set_status(order, outcome.status)
+        self._upsert_memo(order, outcome.cost_usd, str(outcome.status))
         workflow.logger.info("work order %s@%s ended: %s (%s), %d steps, %d tokens, $%.5f",
                              order.work_key, order.input_version, outcome.status, outcome.reason,
                              outcome.steps, outcome.usage.total, outcome.cost_usd,
@@ -375,6 +384,11 @@ class AgentLoopWorkflow:
         workflow.logger.info("waiting work order %s@%s gen %s refused: %s", pending.work_key, pending.input_version,
                              pending.generation, claim.reason, extra={"work_key": pending.work_key})
         return False
+
+    def _upsert_memo(self, order: WorkOrder, cost: float, status: str) -> None:
+        """The UI's memo: the current order, its status and cost so far (patch ``memo-cost-so-far``)."""
+        if self._memo:
+            workflow.upsert_memo(memo_for(order, cost, status))
 
     def _set_status(self, order: WorkOrder, status: str) -> None:
         if order.runtime.search_attributes:

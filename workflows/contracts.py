@@ -119,6 +119,8 @@ class WorkOrder:
     effect_discriminator: str = ""
     """Empty for ordinary admissions, so retries and replays map to the same operation keys;
     set for a forced re-run, whose review must be posted again rather than found as done."""
+    title: str = ""
+    """The pull request's title when the trigger carried it (``workflows.run_memo.display_title``); the UI's memo."""
 
 
 @dataclass
