@@ -21,6 +21,7 @@ from temporalio.worker import Worker
 
 from activities.artifact_tools import ArtifactTools
 from activities.artifacts import ArtifactStore
+from activities.attempt_context import AttemptInterceptor
 from activities.capacity_activities import capacity_activities
 from activities.egress import EgressPolicy
 from activities.forge_tools import ForgeTools
@@ -101,6 +102,7 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
                     maintenance.prune_deliveries, maintenance.prune_retention, maintenance.settle_stale_reservations,
                     capacity.release, capacity.dispatch, capacity.reap, reconcile.reconcile_runs,
                     *trigger_activities(client, settings, engine, forge, search_attributes)],
+        interceptors=[AttemptInterceptor()],  # receipts written by an activity name its attempt
         graceful_shutdown_timeout=timedelta(seconds=10),
         max_heartbeat_throttle_interval=timedelta(seconds=settings.temporal.heartbeat_throttle_seconds))
 

@@ -29,7 +29,7 @@ from intake.decision import IntakeDecision, Outcome, Reason
 from intake.envelope import TriggerKind
 from intake.outbox import PendingAdmission
 from intake.ports import CapacityContext
-from intake.receipts import ReceiptDraft
+from intake.receipts import ACTIVITY_ATTEMPT, ReceiptDraft
 from ledger import _deferred
 from ledger._admission_capacity import apply_capacity, queue_unread
 from ledger._capacity import stamp_generation
@@ -47,6 +47,8 @@ _MAX_RACE_RETRIES = 3
 def _receipt_row(draft: ReceiptDraft, receipt_id: str, generation: int | None = None) -> dict:
     """A receipts row as a plain dict (Core insert: no ORM object per decision on the hot path)."""
     row = {k: getattr(draft, k) for k in _DRAFT_FIELDS}
+    if row["activity_attempt"] is None:
+        row["activity_attempt"] = ACTIVITY_ATTEMPT.get()
     row.update(id=receipt_id, created_at=utcnow(), generation=generation, outcome=str(draft.outcome),
                trigger_kind=str(draft.trigger_kind), workflow_id=None, run_id=None, operation_keys=[],
                external_ids=[])
@@ -143,6 +145,8 @@ class SqlIntakeStore:
         receipt_id = new_id()
         generation = None
         resume = capacity.resume_item if capacity is not None else None
+        if capacity is not None and draft.concurrency_key is None:
+            draft = replace(draft, concurrency_key=capacity.request.concurrency_key)
         with Session(self._engine, expire_on_commit=False) as s, s.begin():
             if resume is not None:
                 changed = self._resumed_item_changed(s, resume, capacity.resume_receipt)
