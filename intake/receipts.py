@@ -8,7 +8,6 @@ from datetime import datetime
 
 from intake.decision import Outcome
 from intake.envelope import Envelope, TriggerKind, WorkCandidate
-from intake.policy import POLICY_VERSION
 
 
 ACTIVITY_ATTEMPT: ContextVar[int | None] = ContextVar("sluicegate_activity_attempt", default=None)
@@ -35,7 +34,8 @@ class ReceiptDraft:
     work_key: str | None = None
     target_id: str | None = None
     input_version: str | None = None
-    policy_version: str | None = POLICY_VERSION
+    policy_version: str | None = None
+    """The policy version that decided; None: the ledger stamps the version it was configured with."""
     retry_after_seconds: float | None = None
     override: str | None = None
     """A check an authorized actor overrode, and why."""
