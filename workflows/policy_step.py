@@ -24,12 +24,11 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from workflows.contracts import RunOutcome, WorkOrder
     from workflows.failures import failure_type
+    from workflows.order_claim import SKIPPED
     from workflows.order_end import cancellation_type
 
 POLICY_FIRST_STEP_PATCH = "policy-first-step"
 RECHECK_POLICY_ACTIVITY = "sluicegate.intake.recheck_policy"
-POLICY_SKIPPED = "skipped"
-"""Status of an order the current policy refused at its first step (recorded, with a receipt)."""
 
 
 @dataclass
@@ -83,7 +82,7 @@ async def recheck_policy(order: WorkOrder, cancel_aware: bool) -> PolicyCheck:
 
 def policy_skipped(order: WorkOrder, check: PolicyCheck) -> RunOutcome:
     """The outcome of an order the current policy refused before its first step."""
-    return RunOutcome(order.work_key, order.input_version, order.generation, POLICY_SKIPPED,
+    return RunOutcome(order.work_key, order.input_version, order.generation, SKIPPED,
                       f"{check.reason} under policy {check.policy_version} (admitted under {order.policy_version})",
                       run_id=workflow.info().run_id, receipt_id=order.receipt_id, tenant=order.tenant,
                       source=order.source)
