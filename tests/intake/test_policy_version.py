@@ -111,3 +111,20 @@ async def test_a_done_version_is_rerun_after_a_policy_change_only_when_the_polic
     assert again.override == "policy-rerun: done under policy v1, now v2"
     order = work_order_for(Admission(again, env, cand), settings, search_attributes=False)
     assert (order.policy_version, order.effect_discriminator) == ("v2", f"rerun-gen{again.generation}")
+
+
+def test_an_admission_relayed_by_the_outbox_keeps_the_policy_version_that_decided_it(sims, engine):
+    from intake.outbox import admission_from
+    from intake.policy import Policy
+    from intake.receipts import draft_for
+
+    ref, head = _fresh_pull(sims)
+    env, cand = _event(ref, head)
+    accepted = ledger.SqlIntakeStore(engine, policy=Policy("v1")).decide(
+        draft_for(env, cand, Outcome.ACCEPT, Reason.ADMITTED, "admitting"))  # starting the run "failed"
+    assert accepted.policy_version == "v1"
+    [pending] = [p for p in ledger.SqlIntakeStore(engine, policy=Policy("v2")).pending_admissions(0, limit=10_000)
+                 if p.receipt_id == accepted.receipt_id]
+    settings = settings_for(sims, "sqlite://", SLUICEGATE__INTAKE__POLICY_VERSION="v2")
+    order = work_order_for(admission_from(pending), settings, search_attributes=False)
+    assert order.policy_version == "v1"  # so its run re-checks the policy before its first step
