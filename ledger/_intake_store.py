@@ -235,7 +235,8 @@ class SqlIntakeStore:
         done_under = s.execute(select(_RECEIPTS.c.policy_version).where(_RECEIPTS.c.id == existing.receipt_id)).scalar()
         if not self._policy.reruns_done(done_under):
             return draft
-        return replace(draft, override=f"policy-rerun: done under policy {done_under}, now {self._policy.version}"[:256])
+        why = f"policy-rerun: done under policy {done_under}, now {self._policy.version}"
+        return replace(draft, override=why[:256])
 
     @staticmethod
     def _blocking_reason(s: Session, draft: ReceiptDraft, existing: WorkVersion | None) -> str | None:

@@ -54,7 +54,8 @@ def print_chain(console: Console, chain: Chain) -> None:
     for e in chain.side_effects:
         effects.add(f"{e.operation} @{e.target_version[:10]} gen {e.generation} [bold]{e.status}[/] "
                     f"attempts={e.attempts} external_id={e.external_id or '-'} {e.error or ''}  ({e.operation_key})"
-                    f"  workflow={e.workflow_id or '-'} run={e.run_id or '-'} activity_attempt={e.activity_attempt or '-'}"
+                    f"  workflow={e.workflow_id or '-'} run={e.run_id or '-'}"
+                    f" activity_attempt={e.activity_attempt or '-'}"
                     f" concurrency_key={e.concurrency_key or '-'} policy={e.policy_version or '-'}")
     _add_model_calls(root, chain)
     for item in chain.items:
