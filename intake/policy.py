@@ -19,11 +19,11 @@ only move forward in a deployment; see docs/runbook.md for a rolling upgrade).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 
 from intake.decision import policy_reason
 from intake.envelope import PullRequestRef, WorkCandidate
 from intake.freshness import TargetSnapshot
+from intake.scope import repository_in_scope
 
 POLICY_VERSION = "2026-11-29.1"
 """The default version (the built-in rules with no ``intake.policy_*`` settings)."""
@@ -33,7 +33,8 @@ POLICY_VERSION = "2026-11-29.1"
 class Policy:
     version: str = POLICY_VERSION
     refuse_repositories: tuple[str, ...] = ()
-    """``owner/repo`` globs (case-insensitive) refused ``policy:repository-refused``."""
+    """``owner/repo`` globs refused ``policy:repository-refused`` (matched like scope globs: case-insensitive,
+    ``*`` never crosses the ``/``)."""
     rerun_done_on_change: bool = False
     """May a version that ended ``done`` under another policy version be admitted again?"""
 
@@ -46,8 +47,7 @@ class Policy:
         return None
 
     def refuses_repository(self, target: PullRequestRef) -> bool:
-        name = f"{target.owner}/{target.repo}".lower()
-        return any(fnmatchcase(name, pattern.lower()) for pattern in self.refuse_repositories)
+        return repository_in_scope(target.owner, target.repo, self.refuse_repositories)
 
     def changed_since(self, recorded: str | None) -> bool:
         """Was work recorded under ``recorded`` decided by another (older) policy version? ``None``

@@ -1,5 +1,6 @@
-"""``intake:`` — how many times a version may be re-admitted, how long the admission path may wait on the authoritative source, and how a
-delivery that could not be checked comes back.
+"""``intake:`` — how many times a version may be re-admitted, how long the admission path may wait on
+the authoritative source, how a delivery that could not be checked comes back, and the admission
+policy (its version and its configurable rules; ``intake/policy.py``).
 
 The freshness read has its own deadline, well inside GitHub's 10 s for answering a webhook: past
 it the delivery is queued (``freshness-deadline``) and decided later, like a source that answered
@@ -10,9 +11,10 @@ an error (``source-unavailable``). A queued item is re-decided by the dispatcher
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from intake.policy import POLICY_VERSION, Policy
+from intake.scope import check_glob
 
 
 class IntakeConfig(BaseModel):
@@ -37,6 +39,11 @@ class IntakeConfig(BaseModel):
     rerun_done_on_policy_change: bool = False
     """A version that ended ``done`` under another policy version may be admitted again by a new
     trigger (its review is posted again). Off: done stays done whatever the policy."""
+
+    @field_validator("policy_refuse_repositories")
+    @classmethod
+    def _usable_globs(cls, globs: list[str]) -> list[str]:
+        return [check_glob(g) for g in globs]
 
     def policy(self) -> Policy:
         return Policy(self.policy_version, tuple(self.policy_refuse_repositories), self.rerun_done_on_policy_change)
