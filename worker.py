@@ -21,6 +21,7 @@ from temporalio.worker import Worker
 
 from activities.artifact_tools import ArtifactTools
 from activities.artifacts import ArtifactStore
+from activities.attempt_context import AttemptInterceptor
 from activities.capacity_activities import capacity_activities
 from activities.egress import EgressPolicy
 from activities.forge_tools import ForgeTools
@@ -30,9 +31,11 @@ from activities.maintenance import MaintenanceActivities
 from activities.markers import CommentMarks
 from activities.model import ModelActivities
 from activities.model_credentials import ModelClients
+from activities.policy_recheck import PolicyRecheckActivities
 from activities.run_reconciler import ReconcileActivities, RunReconciler
 from activities.step_ledger import SpendGuard
 from activities.work_ledger import WorkLedgerActivities
+from intake.forge_reader import ForgeTargetReader
 from intake.temporal_admitter import TemporalAdmitter
 from ledger import (
     BreakerBoard, CapacityLedger, CredentialBroker, DeferredQueue, DayBudgets, KillSwitch, ModelJournal, SideEffectLedger,
@@ -97,17 +100,20 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
     maintenance = MaintenanceActivities(SqlIntakeStore(engine), admitter, engine, artifacts,
                                         retention_policy(settings), spend.budgets)
     capacity = capacity_activities(client, settings, engine, forge, admitter)
+    policy = PolicyRecheckActivities(settings.intake.policy(), ForgeTargetReader(forge),
+                                     SqlIntakeStore(engine, policy=settings.intake.policy()))
     return Worker(
         client, task_queue=task_queue or settings.temporal.task_queue,
         workflows=[AgentLoopWorkflow, OutboxRelayWorkflow, PruneDeliveriesWorkflow, ScanWorkflow, GoalWorkflow,
                    DispatchDeferredWorkflow, ReapCapacityWorkflow, ReconcileRunsWorkflow,
                    SettleStaleReservationsWorkflow],
         activities=[model.chat_completion, tools.get_pull_request_diff, tools.post_review_comment, reads.read_artifact,
-                    work.record_run_outcome, work.claim_order, maintenance.relay_outbox,
+                    work.record_run_outcome, work.claim_order, policy.recheck_policy, maintenance.relay_outbox,
                     maintenance.prune_deliveries, maintenance.prune_retention, maintenance.settle_stale_reservations,
                     capacity.release, capacity.dispatch, capacity.reap, reconcile.reconcile_runs,
                     *trigger_activities(client, settings, engine, forge, search_attributes)],
-        interceptors=[telemetry or ActivityTelemetry(TOOL_ACTIVITIES.values())],
+        interceptors=[telemetry or ActivityTelemetry(TOOL_ACTIVITIES.values()),
+                      AttemptInterceptor()],  # receipts written by an activity name its attempt
         graceful_shutdown_timeout=timedelta(seconds=10),
         max_heartbeat_throttle_interval=timedelta(seconds=settings.temporal.heartbeat_throttle_seconds))
 

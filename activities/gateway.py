@@ -31,7 +31,7 @@ from typing import Any, Awaitable, Callable
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from ledger import BeginState, CredentialBroker, Kill, KillSwitch, SideEffectLedger
+from ledger import AttemptIdentity, BeginState, CredentialBroker, Kill, KillSwitch, SideEffectLedger
 
 
 class PermanentToolError(Exception):
@@ -87,6 +87,14 @@ async def refuse_if_killed(kills: KillSwitch | None, work_key: str, tenant: str 
         raise killed_error(kill)
 
 
+def _attempt_identity() -> AttemptIdentity:
+    """The workflow, run and attempt of the activity performing the mutation (none outside one)."""
+    if not activity.in_activity():
+        return AttemptIdentity()
+    info = activity.info()
+    return AttemptIdentity(info.workflow_id, info.workflow_run_id, info.attempt)
+
+
 class ToolGateway:
     def __init__(self, ledger: SideEffectLedger, kills: KillSwitch | None = None,
                  credentials: CredentialBroker | None = None, breakers=None, provider: str = "forge") -> None:
@@ -109,7 +117,7 @@ class ToolGateway:
             credential = await asyncio.to_thread(self._credentials.issue, m.tenant or "", m.work_key, m.generation)
         begin = await asyncio.to_thread(self._ledger.begin, m.operation_key, work_key=m.work_key,
                                         operation=m.operation, target_version=m.target_version,
-                                        generation=m.generation)
+                                        generation=m.generation, attempt=_attempt_identity())
         log_extra = {"work_key": m.work_key, "operation_key": m.operation_key}
         if begin.state == BeginState.DONE:
             activity.logger.info("%s already done; returning stored result", m.operation_key, extra=log_extra)

@@ -70,7 +70,7 @@ def trigger_activities(client: Client, settings: Settings, engine: Engine, forge
     from activities.markers import CommentMarks
     from activities.scan_activities import ScanActivities
 
-    store, scope = SqlIntakeStore(engine), scope_rules(settings)
+    store, scope = SqlIntakeStore(engine, policy=settings.intake.policy()), scope_rules(settings)
     intake = IntakeActivities(intake_service(settings, engine, forge,
                                              TemporalAdmitter(client, settings, search_attributes)))
     scans = ScanActivities(forge, WatermarkStore(engine), store, engine, scope)

@@ -101,6 +101,11 @@ class IntakeDecision:
     workflow_id: str | None = None
     run_id: str | None = None
     retry_after_seconds: float | None = None
+    policy_version: str | None = None
+    """The policy version that decided (as on the receipt)."""
+    override: str | None = None
+    """A check overridden for this admission (an admin's ``rerun-done``, or a policy change re-running
+    a done version): the run's side effects are then kept apart from the earlier run's."""
     queued: bool | None = None
     """Set on a repeat answered from the original (``duplicate-delivery``, ``replayed-body``): does
     a waiting deferred item still hold the original receipt? None: follow the outcome (a defer is queued)."""

@@ -55,7 +55,8 @@ def admission_from(pending: PendingAdmission) -> Admission:
                         override=d.override)  # a relayed forced re-run still posts its own review
     candidate = WorkCandidate(d.work_key, parse_target(d.target_id), d.input_version, d.tenant or "")
     decision = IntakeDecision(Outcome.ACCEPT, d.reason, d.message, pending.receipt_id, work_key=d.work_key,
-                              input_version=d.input_version, generation=pending.generation)
+                              input_version=d.input_version, generation=pending.generation,
+                              policy_version=d.policy_version, override=d.override)  # the run re-checks an older policy
     return Admission(decision, envelope, candidate)
 
 

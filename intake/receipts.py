@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from datetime import datetime
 
 from intake.decision import Outcome
 from intake.envelope import Envelope, TriggerKind, WorkCandidate
-from intake.policy import POLICY_VERSION
+
+
+ACTIVITY_ATTEMPT: ContextVar[int | None] = ContextVar("sluicegate_activity_attempt", default=None)
+"""The Temporal activity attempt running this code, set by the worker for every activity
+(``activities/attempt_context.py``); the ledger stamps it on the receipts it writes. None outside an activity."""
 
 
 @dataclass(frozen=True)
@@ -29,10 +34,15 @@ class ReceiptDraft:
     work_key: str | None = None
     target_id: str | None = None
     input_version: str | None = None
-    policy_version: str | None = POLICY_VERSION
+    policy_version: str | None = None
+    """The policy version that decided; None: the ledger stamps the version it was configured with."""
     retry_after_seconds: float | None = None
     override: str | None = None
     """A check an authorized actor overrode, and why."""
+    concurrency_key: str | None = None
+    """The capacity planner's concurrency key (filled in by the ledger from the capacity request)."""
+    activity_attempt: int | None = None
+    """The activity attempt deciding it (None: the ledger takes :data:`ACTIVITY_ATTEMPT`)."""
     body_digest: str | None = None
     """Not a receipt column: claimed in ``deliveries`` with the delivery id (replay detection)."""
 

@@ -37,7 +37,7 @@ from intake.decision import IntakeDecision, Outcome, Reason
 from intake.envelope import Envelope, WorkCandidate
 from intake.freshness import assess_freshness
 from intake.kill_gate import KillGate
-from intake.policy import evaluate_policy
+from intake.policy import Policy
 from intake.sources.age import event_age_seconds, too_old
 from intake.ports import Admission, Admitter, CapacityContext, IntakeStore, TargetReader
 from intake.receipts import ReceiptDraft, draft_for
@@ -52,12 +52,14 @@ class IntakeService:
     def __init__(self, store: IntakeStore, targets: TargetReader, admitter: Admitter, capacity=None, *,
                  scope: ScopeRules,
                  on_decision: Callable[[IntakeDecision, Envelope, float], None] | None = None,
-                 unread: UnreadPolicy = UnreadPolicy(), kills: KillGate | None = None) -> None:
+                 unread: UnreadPolicy = UnreadPolicy(), kills: KillGate | None = None,
+                 policy: Policy = Policy()) -> None:
         """``capacity``: an ``intake.capacity.gate.CapacityGate``; ``None`` admits without limits.
         ``scope``: the declared repositories (``ScopeRules.everything()`` only in tests of other stages).
         ``on_decision(decision, envelope, seconds)``: called after every decision (metrics).
         ``unread``: the freshness read's deadline and the backoff of a delivery queued unread.
-        ``kills``: refuses work in a killed scope ``killed`` before any read (``None``: no kill check)."""
+        ``kills``: refuses work in a killed scope ``killed`` before any read (``None``: no kill check).
+        ``policy``: the admission rules and their version (the store records the same version)."""
         self._store = store
         self._scope = scope
         self._targets = targets
@@ -66,6 +68,7 @@ class IntakeService:
         self._on_decision = on_decision
         self._unread = unread
         self._kills = kills
+        self._policy = policy
 
     def _observed(self, decision: IntakeDecision, envelope: Envelope, started: float) -> None:
         if self._on_decision is not None:
@@ -160,10 +163,11 @@ class IntakeService:
             return await asyncio.to_thread(self._store.decide, draft_for(
                 envelope, candidate, Outcome.REJECT, stale,
                 _freshness_message(stale, candidate, snapshot.current_version), input_version=version), ctx)
-        refused = evaluate_policy(candidate, snapshot)
+        refused = self._policy.evaluate(candidate, snapshot)
         if refused is not None:
             return await asyncio.to_thread(self._store.decide, draft_for(
-                envelope, candidate, Outcome.REJECT, refused, f"refused by {refused}", input_version=version), ctx)
+                envelope, candidate, Outcome.REJECT, refused,
+                f"refused by {refused} under policy {self._policy.version}", input_version=version), ctx)
         decision = await asyncio.to_thread(self._store.decide, draft_for(
             envelope, candidate, Outcome.ACCEPT, Reason.ADMITTED,
             f"admitting {candidate.work_key} at {version}", input_version=version), ctx)

@@ -17,7 +17,6 @@ from temporalio.common import Priority
 from intake.capacity import CapacityPlanner
 
 from intake.identity import workflow_id_for
-from intake.policy import POLICY_VERSION
 from intake.ports import Admission
 from sluicegate.config import Settings
 from workflows import search_attributes as sa
@@ -39,10 +38,11 @@ def work_order_for(admission: Admission, settings: Settings, search_attributes: 
         number=cand.target.number, input_version=d.input_version, generation=d.generation,
         trigger_kind=str(env.trigger_kind), source=env.source, receipt_id=d.receipt_id, model=settings.model.name,
         price=Price(**price.model_dump()), budget=TaskBudget(**budget.model_dump()),
-        delivery_id=env.id, actor=env.actor, policy_version=POLICY_VERSION,
+        delivery_id=env.id, actor=env.actor, policy_version=d.policy_version or settings.intake.policy_version,
         runtime=RuntimeOptions(search_attributes=search_attributes, **act.model_dump()),
-        # A forced re-run must post its review again, not find the first run's as done.
-        effect_discriminator=f"rerun-gen{d.generation}" if env.override else "",
+        # A forced re-run (an admin's, or a policy change's) must post its review again, not find the
+        # first run's as done.
+        effect_discriminator=f"rerun-gen{d.generation}" if env.override or d.override else "",
         title=display_title(cand.title))
 
 

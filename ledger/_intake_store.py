@@ -28,8 +28,9 @@ from sqlmodel import Session
 from intake.decision import IntakeDecision, Outcome, Reason
 from intake.envelope import TriggerKind
 from intake.outbox import PendingAdmission
+from intake.policy import Policy
 from intake.ports import CapacityContext
-from intake.receipts import ReceiptDraft
+from intake.receipts import ACTIVITY_ATTEMPT, ReceiptDraft
 from ledger import _deferred
 from ledger._admission_capacity import apply_capacity, queue_unread
 from ledger._capacity import stamp_generation
@@ -44,9 +45,14 @@ BLOCKING_STATUSES = IN_FLIGHT_STATUSES | {RunStatus.DONE, RunStatus.CANCELLED}
 _MAX_RACE_RETRIES = 3
 
 
-def _receipt_row(draft: ReceiptDraft, receipt_id: str, generation: int | None = None) -> dict:
-    """A receipts row as a plain dict (Core insert: no ORM object per decision on the hot path)."""
+def _receipt_row(draft: ReceiptDraft, receipt_id: str, generation: int | None = None,
+                 policy_version: str | None = None) -> dict:
+    """A receipts row as a plain dict (Core insert: no ORM object per decision on the hot path).
+    ``policy_version``: the store's, for a draft that names none."""
     row = {k: getattr(draft, k) for k in _DRAFT_FIELDS}
+    row["policy_version"] = row["policy_version"] or policy_version
+    if row["activity_attempt"] is None:
+        row["activity_attempt"] = ACTIVITY_ATTEMPT.get()
     row.update(id=receipt_id, created_at=utcnow(), generation=generation, outcome=str(draft.outcome),
                trigger_kind=str(draft.trigger_kind), workflow_id=None, run_id=None, operation_keys=[],
                external_ids=[])
@@ -56,7 +62,8 @@ def _receipt_row(draft: ReceiptDraft, receipt_id: str, generation: int | None = 
 def _decision_from_row(row: dict) -> IntakeDecision:
     return IntakeDecision(outcome=Outcome(row["outcome"]), reason=row["reason"], message=row["message"],
                           receipt_id=row["id"], work_key=row["work_key"], input_version=row["input_version"],
-                          generation=row["generation"], retry_after_seconds=row["retry_after_seconds"])
+                          generation=row["generation"], retry_after_seconds=row["retry_after_seconds"],
+                          policy_version=row["policy_version"], override=row["override"])
 
 
 _RECEIPTS = Receipt.__table__
@@ -107,18 +114,31 @@ DEFAULT_MAX_READMISSIONS = 3
 class SqlIntakeStore:
     """:class:`intake.ports.IntakeStore` on SQLModel (SQLite or PostgreSQL)."""
 
-    def __init__(self, engine: Engine, max_readmissions: int = DEFAULT_MAX_READMISSIONS) -> None:
+    def __init__(self, engine: Engine, max_readmissions: int = DEFAULT_MAX_READMISSIONS,
+                 policy: Policy = Policy()) -> None:
         """``max_readmissions``: how often one (work key, version) may be admitted again after it
         ended (forced re-runs, requeues, a failed version triggered anew). Re-admitting a version
-        that ended ``killed`` does not count (docs/security.md)."""
+        that ended ``killed`` does not count (docs/security.md). ``policy``: its version is stamped on
+        every receipt written here, and it says whether a policy change re-runs a ``done`` version."""
         self._engine = engine
+        self._policy = policy
         self._max_readmissions = max_readmissions
 
     def record(self, draft: ReceiptDraft) -> IntakeDecision:
-        row = _receipt_row(draft, new_id())
+        row = _receipt_row(draft, new_id(), policy_version=self._policy.version)
         with self._engine.begin() as conn:
             conn.execute(insert(_RECEIPTS), row)
         return _decision_from_row(row)
+
+    def record_once(self, draft: ReceiptDraft, receipt_id: str, generation: int | None = None,
+                    workflow_id: str | None = None, run_id: str | None = None) -> str:
+        """Write a receipt under a deterministic ``receipt_id`` unless it exists (an activity's retry
+        writes nothing more); returns the id. For decisions made inside a run (the policy re-check)."""
+        row = _receipt_row(draft, receipt_id, generation, self._policy.version)
+        row.update(workflow_id=workflow_id, run_id=run_id)
+        with Session(self._engine) as s, s.begin():
+            s.execute(dialect_insert(s, Receipt).values(**row).on_conflict_do_nothing())
+        return receipt_id
 
     def reject_if_delivery_seen(self, draft: ReceiptDraft) -> IntakeDecision | None:
         """Read-only: the original delivery's decision when the delivery id is already recorded
@@ -143,6 +163,8 @@ class SqlIntakeStore:
         receipt_id = new_id()
         generation = None
         resume = capacity.resume_item if capacity is not None else None
+        if capacity is not None and draft.concurrency_key is None:
+            draft = replace(draft, concurrency_key=capacity.request.concurrency_key)
         with Session(self._engine, expire_on_commit=False) as s, s.begin():
             if resume is not None:
                 changed = self._resumed_item_changed(s, resume, capacity.resume_receipt)
@@ -155,6 +177,7 @@ class SqlIntakeStore:
                 # Locked (FOR UPDATE on PostgreSQL; SQLite's BEGIN IMMEDIATE already serializes):
                 # two replicas re-admitting one ended version decide one after the other.
                 existing = s.get(WorkVersion, (draft.work_key, draft.input_version), with_for_update=True)
+                draft = self._policy_rerun(s, draft, existing)
                 blocked = self._blocking_reason(s, draft, existing)
                 if blocked is not None:
                     draft = draft.with_outcome(Outcome.REJECT, Reason.DUPLICATE_WORK, blocked)
@@ -165,7 +188,8 @@ class SqlIntakeStore:
                 else:
                     placed = apply_capacity(s, draft, capacity, receipt_id) if capacity is not None else None
                     if placed is not None and placed.requeued:
-                        return _decision_from_row(_receipt_row(placed.draft, self._item_receipt(s, resume)))
+                        return _decision_from_row(_receipt_row(placed.draft, self._item_receipt(s, resume),
+                                                               policy_version=self._policy.version))
                     draft = placed.draft if placed is not None else draft
                     if draft.outcome == Outcome.ACCEPT:
                         generation = self._admit_version(s, draft, receipt_id, existing)
@@ -182,7 +206,7 @@ class SqlIntakeStore:
             if resume is not None and draft.outcome != Outcome.DEFER:
                 _deferred.finish(s, resume, "admitted" if draft.outcome == Outcome.ACCEPT else "dropped", receipt_id,
                                  None if draft.outcome == Outcome.ACCEPT else draft.reason)
-            row = _receipt_row(draft, receipt_id, generation)
+            row = _receipt_row(draft, receipt_id, generation, self._policy.version)
             s.execute(insert(_RECEIPTS), row)
         return _decision_from_row(row)
 
@@ -201,6 +225,18 @@ class SqlIntakeStore:
     @staticmethod
     def _item_receipt(s: Session, item_id: str) -> str:
         return s.get(DeferredItem, item_id).receipt_id
+
+    def _policy_rerun(self, s: Session, draft: ReceiptDraft, existing: WorkVersion | None) -> ReceiptDraft:
+        """A ``done`` version decided under another policy version is admitted again only when the
+        policy says so (``intake.rerun_done_on_policy_change``): the draft then carries the reason as
+        its override (recorded on the receipt; the run's side effects are kept apart from the first's)."""
+        if existing is None or existing.status != RunStatus.DONE or draft.override:
+            return draft
+        done_under = s.execute(select(_RECEIPTS.c.policy_version).where(_RECEIPTS.c.id == existing.receipt_id)).scalar()
+        if not self._policy.reruns_done(done_under):
+            return draft
+        why = f"policy-rerun: done under policy {done_under}, now {self._policy.version}"
+        return replace(draft, override=why[:256])
 
     @staticmethod
     def _blocking_reason(s: Session, draft: ReceiptDraft, existing: WorkVersion | None) -> str | None:

@@ -53,6 +53,10 @@ class Receipt(SQLModel, table=True):
     workflow_id: str | None = Field(default=None, max_length=600)
     run_id: str | None = Field(default=None, max_length=64)
     generation: int | None = None
+    concurrency_key: str | None = Field(default=None, max_length=600)
+    """The capacity planner's concurrency key for the work (migration 0016; None: no key, or older)."""
+    activity_attempt: int | None = None
+    """The activity attempt that wrote this receipt (scans, goals, the dispatcher); None outside one."""
     # mutation
     operation_keys: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     external_ids: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
@@ -131,3 +135,9 @@ class SideEffect(SQLModel, table=True):
     error: str | None = None
     created_at: datetime = _ts()
     updated_at: datetime = _ts()
+    # identity of the attempt that last claimed the operation, and of its admission (migration 0016)
+    workflow_id: str | None = Field(default=None, max_length=600)
+    run_id: str | None = Field(default=None, max_length=64)
+    activity_attempt: int | None = None
+    concurrency_key: str | None = Field(default=None, max_length=600)
+    policy_version: str | None = Field(default=None, max_length=64)

@@ -9,7 +9,7 @@ the external system committed and before ``done`` was written: the next attempt 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -17,7 +17,7 @@ from sqlalchemy import select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from ledger._models import SideEffect, WorkItem
+from ledger._models import Receipt, SideEffect, WorkItem
 from ledger._sql import dialect_insert, utcnow
 
 
@@ -35,6 +35,15 @@ class BeginState(StrEnum):
 
 
 @dataclass(frozen=True)
+class AttemptIdentity:
+    """Who is claiming an operation: the workflow, run and activity attempt (from Temporal's activity info)."""
+
+    workflow_id: str | None = None
+    run_id: str | None = None
+    activity_attempt: int | None = None
+
+
+@dataclass(frozen=True)
 class BeginResult:
     state: BeginState
     attempts: int
@@ -48,17 +57,23 @@ class SideEffectLedger:
         self._engine = engine
 
     def begin(self, operation_key: str, *, work_key: str, operation: str, target_version: str,
-              generation: int) -> BeginResult:
-        """Claim the operation for ``generation``; refused (FENCED) when a newer admission exists."""
+              generation: int, attempt: AttemptIdentity = AttemptIdentity()) -> BeginResult:
+        """Claim the operation for ``generation``; refused (FENCED) when a newer admission exists.
+
+        The row carries the identity bundle: the claiming ``attempt`` (updated when a later attempt
+        takes the entry over) and the concurrency key and policy version of the admission that
+        owns ``generation`` (its accept receipt)."""
         now = utcnow()
         with Session(self._engine, expire_on_commit=False) as s, s.begin():
+            identity = {**asdict(attempt), **self._admission_identity(s, work_key, generation)}
             current = s.execute(select(WorkItem.generation).where(WorkItem.work_key == work_key)).scalar()
             if current is not None and generation < current:
-                return self._fence(s, operation_key, work_key, operation, target_version, generation, current, now)
+                return self._fence(s, operation_key, work_key, operation, target_version, generation, current, now,
+                                   identity)
             stmt = dialect_insert(s, SideEffect).values(
                 operation_key=operation_key, work_key=work_key, operation=operation,
                 target_version=target_version, generation=generation, status="in_flight", attempts=1,
-                created_at=now, updated_at=now).on_conflict_do_nothing().returning(SideEffect.operation_key)
+                created_at=now, updated_at=now, **identity).on_conflict_do_nothing().returning(SideEffect.operation_key)
             if s.execute(stmt).scalar_one_or_none() is not None:
                 return BeginResult(BeginState.NEW, 1)
             row = s.get(SideEffect, operation_key, with_for_update=True)
@@ -69,17 +84,28 @@ class SideEffectLedger:
                 row.attempts += 1
                 row.generation = max(row.generation, generation)
                 row.updated_at = now
+                for name, value in identity.items():
+                    setattr(row, name, value)
                 s.add(row)
             return BeginResult(BeginState(row.status), row.attempts, row.external_id, row.result, row.error)
 
     @staticmethod
+    def _admission_identity(s: Session, work_key: str, generation: int) -> dict[str, str | None]:
+        """The concurrency key and policy version on the accept receipt of ``generation``'s admission."""
+        row = s.execute(select(Receipt.concurrency_key, Receipt.policy_version).where(
+            Receipt.work_key == work_key, Receipt.generation == generation, Receipt.outcome == "accept")
+            .order_by(Receipt.created_at.desc()).limit(1)).first()
+        return {"concurrency_key": row.concurrency_key if row else None,
+                "policy_version": row.policy_version if row else None}
+
+    @staticmethod
     def _fence(s: Session, operation_key: str, work_key: str, operation: str, target_version: str,
-               generation: int, current: int, now) -> BeginResult:
+               generation: int, current: int, now, identity: dict) -> BeginResult:
         error = f"generation {generation} is older than the work item's current generation {current}"
         stmt = dialect_insert(s, SideEffect).values(
             operation_key=operation_key, work_key=work_key, operation=operation, target_version=target_version,
             generation=generation, status="fenced", attempts=1, error=error, created_at=now,
-            updated_at=now).on_conflict_do_nothing()
+            updated_at=now, **identity).on_conflict_do_nothing()
         s.execute(stmt)
         return BeginResult(BeginState.FENCED, 1, error=error)
 

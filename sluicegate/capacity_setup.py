@@ -29,7 +29,9 @@ def unread_policy(settings: Settings) -> UnreadPolicy:
 
 
 def intake_service(settings: Settings, engine: Engine, forge, admitter: Admitter) -> IntakeService:
-    store = SqlIntakeStore(engine, max_readmissions=settings.intake.max_readmissions_per_version)
+    policy = settings.intake.policy()
+    store = SqlIntakeStore(engine, max_readmissions=settings.intake.max_readmissions_per_version, policy=policy)
     return IntakeService(store, ForgeTargetReader(forge), admitter, capacity_gate(settings, engine),
                          scope=scope_rules(settings), on_decision=record_decision, unread=unread_policy(settings),
-                         kills=KillGate(KillSwitch(engine)))
+                         kills=KillGate(KillSwitch(engine)),
+                         policy=policy)

@@ -1,5 +1,6 @@
-"""``intake:`` — how many times a version may be re-admitted, how long the admission path may wait on the authoritative source, and how a
-delivery that could not be checked comes back.
+"""``intake:`` — how many times a version may be re-admitted, how long the admission path may wait on
+the authoritative source, how a delivery that could not be checked comes back, and the admission
+policy (its version and its configurable rules; ``intake/policy.py``).
 
 The freshness read has its own deadline, well inside GitHub's 10 s for answering a webhook: past
 it the delivery is queued (``freshness-deadline``) and decided later, like a source that answered
@@ -10,7 +11,10 @@ an error (``source-unavailable``). A queued item is re-decided by the dispatcher
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from intake.policy import POLICY_VERSION, Policy
+from intake.scope import check_glob
 
 
 class IntakeConfig(BaseModel):
@@ -25,6 +29,24 @@ class IntakeConfig(BaseModel):
     max_readmissions_per_version: int = Field(default=3, ge=0, le=100)
     """How often one (work key, version) may be admitted again after it ended (forced re-runs,
     requeues, a failed version triggered anew); past it: ``readmission-limit``."""
+
+    policy_version: str = Field(default=POLICY_VERSION, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._:+-]+$")
+    """The admission policy's version, recorded on every receipt. Bump it whenever a policy rule
+    (below, or the built-in draft rule) changes: queued work is re-decided under the new policy at
+    dispatch, and admitted work not yet started re-checks it at its first step (docs/runbook.md)."""
+    policy_refuse_repositories: list[str] = Field(default_factory=list)
+    """``owner/repo`` globs the policy refuses (``policy:repository-refused``), e.g. ``acme/legacy-*``."""
+    rerun_done_on_policy_change: bool = False
+    """A version that ended ``done`` under another policy version may be admitted again by a new
+    trigger (its review is posted again). Off: done stays done whatever the policy."""
+
+    @field_validator("policy_refuse_repositories")
+    @classmethod
+    def _usable_globs(cls, globs: list[str]) -> list[str]:
+        return [check_glob(g) for g in globs]
+
+    def policy(self) -> Policy:
+        return Policy(self.policy_version, tuple(self.policy_refuse_repositories), self.rerun_done_on_policy_change)
 
     @model_validator(mode="after")
     def _ordered(self) -> "IntakeConfig":

@@ -42,7 +42,8 @@ def print_chain(console: Console, chain: Chain) -> None:
         override = f" [magenta]override: {r.override}[/]" if r.override else ""
         decisions.add(f"{r.created_at:%H:%M:%S} {r.trigger_kind}/{r.source} {r.delivery_id or '-'}{who} "
                       f"@{(r.input_version or '-')[:10]} → [bold]{r.outcome}[/] {r.reason}"
-                      f"{' gen ' + str(r.generation) if r.generation else ''}{override}  {r.message}")
+                      f"{' gen ' + str(r.generation) if r.generation else ''}{override}  {r.message}"
+                      f"{_receipt_identity(r)}")
     runs = root.add("runs")
     for v in chain.versions:
         result = v.result or {}
@@ -52,12 +53,25 @@ def print_chain(console: Console, chain: Chain) -> None:
     effects = root.add("side effects")
     for e in chain.side_effects:
         effects.add(f"{e.operation} @{e.target_version[:10]} gen {e.generation} [bold]{e.status}[/] "
-                    f"attempts={e.attempts} external_id={e.external_id or '-'} {e.error or ''}  ({e.operation_key})")
+                    f"attempts={e.attempts} external_id={e.external_id or '-'} {e.error or ''}  ({e.operation_key})"
+                    f"  workflow={e.workflow_id or '-'} run={e.run_id or '-'}"
+                    f" activity_attempt={e.activity_attempt or '-'}"
+                    f" concurrency_key={e.concurrency_key or '-'} policy={e.policy_version or '-'}")
     _add_model_calls(root, chain)
     for item in chain.items:
         if item.reset_at:
             root.add(f"{item.work_key}: reset (tombstone) at {item.reset_at:%Y-%m-%d %H:%M:%S}")
     console.print(root)
+
+
+def _receipt_identity(r: Receipt) -> str:
+    """The receipt's identity bundle beyond delivery, key and generation (shown when known)."""
+    parts = [f"policy={r.policy_version}" if r.policy_version else "",
+             f"concurrency_key={r.concurrency_key}" if r.concurrency_key else "",
+             f"activity_attempt={r.activity_attempt}" if r.activity_attempt else "",
+             f"workflow={r.workflow_id} run={r.run_id or '-'}" if r.workflow_id else ""]
+    shown = " ".join(p for p in parts if p)
+    return f"  [dim]{shown}[/]" if shown else ""
 
 
 def _add_model_calls(root: Tree, chain: Chain) -> None:

@@ -58,7 +58,7 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
             engine = open_ledger(settings, stack)
             forge = open_forge(settings, stack)
             temporal = client or await connect(settings)
-            app.state.store = SqlIntakeStore(engine)
+            app.state.store = SqlIntakeStore(engine, policy=settings.intake.policy())
             app.state.kept = kept_deliveries(settings, engine)  # bodies kept after unsupported-schema
             app.state.intake = intake_service(settings, engine, forge,
                                               TemporalAdmitter(temporal, settings, search_attributes))

@@ -31,6 +31,10 @@ old tool list and prompt, and ``read_artifact`` stays an unknown tool for them.
 Memo (patch ``memo-cost-so-far``, ``workflows/run_memo.py``): upserted as an order starts, steps and
 ends (status, cost so far); histories from before the patch replay without the upserts.
 
+Policy (patch ``policy-first-step``): after its claim, an order re-checks the policy in force when
+it was admitted under another policy version, and ends ``skipped`` (recorded, with a receipt) if
+the current policy refuses it (``workflows/policy_step.py``).
+
 Cancel (patch ``cancel-is-an-outcome``): a cancel request from the Temporal UI, the CLI or
 ``starter.py cancel`` stops the step in flight (its activity is cancelled, and waited for), ends
 the current order and every pending one ``cancelled`` — by whom and why, from the cancel's reason
@@ -69,6 +73,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.claims import ClaimVerdict
     from workflows.run_memo import MEMO_PATCH, memo_for
     from workflows.order_claim import ADMISSION_PATCH, CLAIM_ORDER_PATCH, REFUSED, claim_order, unrun_outcome
+    from workflows.policy_step import POLICY_FIRST_STEP_PATCH, policy_skipped, recheck_policy
 
 SUPERSEDE_PATCH = "supersede-at-step-boundary"
 CONTINUE_AS_NEW_PATCH = "continue-as-new-between-orders"
@@ -222,6 +227,10 @@ class AgentLoopWorkflow:
     async def _run_order(self, order: WorkOrder) -> None:
         if workflow.patched(CLAIM_ORDER_PATCH) and not await self._claim(order):
             return
+        if workflow.patched(POLICY_FIRST_STEP_PATCH):  # policy version is live (workflows/policy_step.py)
+            check = await recheck_policy(order, self._cancel_aware)
+            if not check.permitted:
+                return await self._close_order(order, policy_skipped(order, check))
         self._set_status(order, "running")
         self._memo = workflow.patched(MEMO_PATCH)
         self._upsert_memo(order, 0.0, "running")

@@ -226,8 +226,9 @@ class RunOutcome:
     input_version: str
     generation: int
     status: str
-    """A :class:`RunStatus` value, or ``skipped`` (``workflows.order_claim``: the order's admission had
-    already ended, so it was not run and nothing was recorded)."""
+    """A :class:`RunStatus` value, or ``skipped``: the order was not run, either because its admission had
+    already ended (``workflows.order_claim``; nothing recorded) or because the policy in force refused
+    it before its first step (``workflows.policy_step``; recorded, with a receipt)."""
     reason: str
     steps: int = 0
     usage: TokenUsage = field(default_factory=TokenUsage)

@@ -12,7 +12,7 @@ from temporalio.client import Client
 
 from demo.github_payloads import delivery_headers, encode, pull_request_payload
 from demo.outcome import wait_for_runs
-from ledger import Receipt, make_engine
+from ledger import Receipt, SideEffect, make_engine
 from workflows.scan_contracts import SCAN_WORKFLOW, ScanRequest, ScanResult
 
 pytestmark = pytest.mark.e2e
@@ -47,9 +47,21 @@ def test_event_scan_and_manual_converge_on_one_run(stack_factory):
     engine = make_engine(s.ledger_url())
     with Session(engine) as session:
         rows = session.exec(select(Receipt).where(Receipt.work_key == KEY).order_by(Receipt.created_at)).all()
+        [effect] = session.exec(select(SideEffect).where(SideEffect.work_key == KEY)).all()
     engine.dispose()
     by_path = {r.trigger_kind: (r.outcome, r.reason, r.input_version) for r in rows}
     assert by_path == {"event": ("accept", "admitted", head), "schedule": ("reject", "duplicate-work", head),
                        "manual": ("reject", "duplicate-work", head)}
+    # The identity bundle across processes: the API's receipts, the worker's (scan) receipt with its
+    # activity attempt, and the worker's side effect with the admission's key and policy version.
+    by_kind = {r.trigger_kind: r for r in rows}
+    accept = by_kind["event"]
+    assert {r.concurrency_key for r in rows} == {"repo:acme/api"}
+    assert {r.policy_version for r in rows} == {s.intake.policy_version}
+    assert (accept.activity_attempt, by_kind["manual"].activity_attempt, by_kind["schedule"].activity_attempt) == (
+        None, None, 1)
+    assert (effect.status, effect.generation, effect.target_version) == ("done", accept.generation, head)
+    assert (effect.workflow_id, effect.run_id, effect.activity_attempt) == (accept.workflow_id, accept.run_id, 1)
+    assert (effect.concurrency_key, effect.policy_version) == ("repo:acme/api", s.intake.policy_version)
     comments = [c for c in httpx.get(f"{forge}/_sim/comments").json() if c.get("number") == 44]
     assert len(comments) == 1

@@ -50,3 +50,30 @@ def test_older_generation_is_fenced_and_recorded(engine):
     fresh_key = f"op_{uuid.uuid4().hex}"
     assert ledger.begin(fresh_key, work_key=key, operation="post", target_version="v2",
                         generation=2).state == BeginState.NEW
+
+
+def test_the_entry_names_the_attempt_that_claimed_it_last_and_its_admissions_key_and_policy(engine):
+    from datetime import UTC, datetime
+
+    from intake.decision import Outcome, Reason
+    from intake.envelope import PullRequestRef, TriggerKind
+    from intake.capacity import CapacityRequest
+    from intake.policy import Policy
+    from intake.ports import CapacityContext
+    from intake.receipts import ReceiptDraft
+    from ledger import AttemptIdentity, SqlIntakeStore
+
+    key = f"acme/github:acme/api#{uuid.uuid4().int % 10**6}:review"
+    ctx = CapacityContext(CapacityRequest("acme", 3, concurrency_key="repo:acme/api"), payload={})
+    admitted = SqlIntakeStore(engine, policy=Policy("p9")).decide(ReceiptDraft(
+        outcome=Outcome.ACCEPT, reason=Reason.ADMITTED, message="", source="github", trigger_kind=TriggerKind.EVENT,
+        received_at=datetime.now(UTC), delivery_id=uuid.uuid4().hex, work_key=key, input_version="v1",
+        tenant="acme", target_id=PullRequestRef("acme", "api", 1).target_id), ctx)
+    ledger, op = SideEffectLedger(engine), f"op_{uuid.uuid4().hex}"
+    for attempt in (1, 2):  # attempt 1 died in flight; attempt 2 takes the entry over
+        ledger.begin(op, work_key=key, operation="post", target_version="v1", generation=admitted.generation,
+                     attempt=AttemptIdentity("agent/" + key, "run-1", attempt))
+    row = ledger.get(op)
+    assert (row.status, row.attempts) == ("in_flight", 2)
+    assert (row.workflow_id, row.run_id, row.activity_attempt) == ("agent/" + key, "run-1", 2)
+    assert (row.concurrency_key, row.policy_version) == ("repo:acme/api", "p9")

@@ -14,6 +14,9 @@ Scenarios:
   at the step boundary, 1 is claimed ``superseded`` without a model call, 3 claims and runs, and the
   workflow is cancelled during 3's slow model call (both ``claim-order-at-start`` and
   ``cancel-is-an-outcome`` at work).
+* ``policy-skip`` / ``policy-permit``: one order admitted under policy version ``v1`` while the
+  worker runs ``v2`` (patch ``policy-first-step``): the re-check before its first step refuses it
+  (``acme/*`` refused; the order ends ``skipped`` with a receipt) or permits it (it runs to ``done``).
 * ``artifact-reads``: one order whose diff is stored as an artifact (inline limit 500) and read back
   by the model with ``read_artifact`` in parts (patch ``read-artifact-tool``).
 
@@ -82,7 +85,8 @@ def write(name: str, history) -> None:
 
 NEWER_HEAD = "5c1e6b2d9a8f4e3c7b0a1d2e3f405162738495a6"
 NEWEST_HEAD = "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a291807"
-SCENARIOS = ("two-orders", "late-older", "cancel", "claim-cancel", "artifact-reads", "forged")
+SCENARIOS = ("two-orders", "late-older", "cancel", "claim-cancel", "artifact-reads", "forged", "policy-skip",
+             "policy-permit")
 WORKFLOW_ID = "agent/acme/github:acme/api#42:review"
 
 
@@ -97,6 +101,9 @@ async def main(name: str, scenario: str = "two-orders") -> None:
         raise SystemExit(f"unknown scenario {scenario!r}; one of {', '.join(SCENARIOS)}")
     if scenario == "artifact-reads":
         await _artifact_reads(name)
+        return
+    if scenario.startswith("policy-"):
+        await _policy_first_step(name, refuse=scenario == "policy-skip")
         return
     env_extra = {"SLUICEGATE__TEMPORAL__REQUIRE_ADMISSION": "true"} if scenario == "forged" else {}
     async with recording("record-histories", **env_extra) as (env, settings, sims):
@@ -139,6 +146,19 @@ async def _artifact_reads(name: str) -> None:
         httpx.post(f"{sims.forge.base_url}/_sim/pulls/acme/api/42", json={"diff": diff}).raise_for_status()
         order = work_order(settings, budget=TaskBudget(max_steps=10, max_total_tokens=200_000, max_usd=5.0))
         handle = await start_order(env.client, "record-histories", order, workflow_id=WORKFLOW_ID)
+        print(f"run ended: {(await handle.result()).orders[0].status}")
+        write(name, await handle.fetch_history())
+
+
+async def _policy_first_step(name: str, refuse: bool) -> None:
+    from dataclasses import replace
+
+    env_vars = {"SLUICEGATE__INTAKE__POLICY_VERSION": "v2",
+                "SLUICEGATE__INTAKE__POLICY_REFUSE_REPOSITORIES": '["acme/*"]' if refuse else "[]"}
+    async with recording("record-histories", **env_vars) as (env, settings, sims):
+        order, _ = accept_in_ledger(settings, work_order(settings))
+        handle = await start_order(env.client, "record-histories", replace(order, policy_version="v1"),
+                                   workflow_id=WORKFLOW_ID)
         print(f"run ended: {(await handle.result()).orders[0].status}")
         write(name, await handle.fetch_history())
 

@@ -1,7 +1,7 @@
 """Kept deliveries: raw bodies of verified deliveries rejected ``unsupported-schema``, for replay.
 
 Revision ID: 0017_schema
-Revises: 0015_trustfix
+Revises: 0016_identity
 Create Date: 2026-12-01
 
 A new table only (``ledger/_kept.py``); no existing row changes, so the revision can be chained
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0017_schema"
-down_revision = "0015_trustfix"
+down_revision = "0016_identity"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,73 @@
+"""``sluicegate.intake.recheck_policy``: an admitted order re-decided under the policy in force.
+
+Called by the agent workflow before an order's first step (patch ``policy-first-step``,
+``workflows/policy_step.py``). An order admitted under the current policy version is permitted at
+once (no read). One admitted under another version is re-decided: the target is read fresh (the
+draft rule needs it) and the current policy applied. A refusal is written as a ``reject`` receipt
+naming the new version, under an id derived from (work key, generation, version), so a retried
+attempt writes no second one; the workflow then ends the order ``skipped``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from datetime import UTC, datetime
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from intake.decision import Outcome
+from intake.envelope import PullRequestRef, TriggerKind
+from intake.identity import review_candidate, with_tenant
+from intake.policy import Policy
+from intake.ports import SourceUnavailable, TargetReader
+from intake.receipts import ReceiptDraft
+from ledger import SqlIntakeStore
+from workflows.policy_step import RECHECK_POLICY_ACTIVITY, PolicyCheck, PolicyCheckRequest
+
+
+def refusal_receipt_id(work_key: str, generation: int, version: str) -> str:
+    return "pol_" + hashlib.sha256(f"{work_key}\n{generation}\n{version}".encode()).hexdigest()[:36]
+
+
+class PolicyRecheckActivities:
+    def __init__(self, policy: Policy, targets: TargetReader, store: SqlIntakeStore) -> None:
+        self._policy = policy
+        self._targets = targets
+        self._store = store
+
+    @activity.defn(name=RECHECK_POLICY_ACTIVITY)
+    async def recheck_policy(self, req: PolicyCheckRequest) -> PolicyCheck:
+        policy = self._policy
+        if not policy.changed_since(req.policy_version):
+            return PolicyCheck(True, policy.version)
+        ref = PullRequestRef(req.owner, req.repo, req.number)
+        try:
+            snapshot = await self._targets.read(ref, req.tenant)
+        except SourceUnavailable as exc:
+            raise ApplicationError(f"cannot re-read {ref.target_id} for the policy check: {exc}",
+                                   type="SourceUnavailable") from None
+        candidate = review_candidate(req.tenant, ref, req.input_version)
+        refused = policy.evaluate(candidate, snapshot)
+        if refused is None:
+            activity.logger.info("%s@%s gen %s admitted under policy %s: still permitted under %s", req.work_key,
+                                 req.input_version, req.generation, req.policy_version, policy.version,
+                                 extra={"work_key": req.work_key})
+            return PolicyCheck(True, policy.version)
+        work_key = with_tenant(req.work_key, req.tenant)
+        info = activity.info()
+        draft = ReceiptDraft(
+            outcome=Outcome.REJECT, reason=refused, received_at=datetime.now(UTC),
+            message=(f"admitted under policy {req.policy_version}; re-decided before its first step under policy "
+                     f"{policy.version}: refused by {refused}; the run ends skipped"),
+            trigger_kind=TriggerKind(req.trigger_kind) if req.trigger_kind else TriggerKind.EVENT,
+            source=req.source or "policy", delivery_id=req.delivery_id, tenant=req.tenant, work_key=work_key,
+            target_id=ref.target_id, input_version=req.input_version, policy_version=policy.version)
+        receipt_id = await asyncio.to_thread(
+            self._store.record_once, draft, refusal_receipt_id(work_key, req.generation, policy.version),
+            req.generation, info.workflow_id, info.workflow_run_id)
+        activity.logger.warning("%s@%s gen %s refused by %s under policy %s (admitted under %s)", req.work_key,
+                                req.input_version, req.generation, refused, policy.version, req.policy_version,
+                                extra={"work_key": req.work_key})
+        return PolicyCheck(False, policy.version, refused, receipt_id)
