@@ -14,14 +14,12 @@ import httpx
 import typer
 from pydantic import ValidationError
 from rich.console import Console
-from rich.markup import escape
 
 from intake.manual_request import ManualTrigger, problems
 from sluicegate.cli_errors import HTTP_SERVICE, USAGE
 from sluicegate.config import load_settings
 
 console = Console()
-errors = Console(stderr=True)
 
 
 def trigger(
@@ -46,14 +44,13 @@ def trigger(
     try:  # the API's own model and hygiene rules: a bad value is refused before anything is sent
         ManualTrigger.model_validate(body)
     except ValidationError as exc:
-        errors.print(f"[red]not sent: invalid {escape(problems(exc))}[/]")
+        typer.echo(f"not sent: invalid {problems(exc)}", err=True)
         raise typer.Exit(USAGE) from None
     try:
         r = httpx.post(f"{base}/v1/triggers/manual", json=body, headers={"Authorization": f"Bearer {actor_token}"},
                        timeout=30)
     except httpx.HTTPError as exc:
-        errors.print(f"[red]cannot reach the webhook API at {escape(base)}: {escape(str(exc))}[/] "
-                     "(is the stack up? `make up`)")
+        typer.echo(f"cannot reach the webhook API at {base}: {exc} (is the stack up? `make up`)", err=True)
         raise typer.Exit(HTTP_SERVICE) from None
     answer = r.json()
     console.print_json(data=answer)
