@@ -88,3 +88,12 @@ def test_a_bug_keeps_its_traceback() -> None:
                            "def boom():\n    raise KeyError('a bug')\nrun_then_exit(boom)"],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "Traceback" in done.stderr and "KeyError" in done.stderr
+
+
+@pytest.mark.parametrize("script, args", [("sluicegate", ("status",)), ("sluicegate-worker", ())])
+def test_the_console_scripts_run_the_same_entries(script: str, args: tuple[str, ...], tmp_path: Path) -> None:
+    """``make venv`` installs the console scripts next to the interpreter; they classify failures the same way."""
+    done = subprocess.run([str(Path(sys.executable).with_name(script)), *args],
+                          env={**os.environ, "SLUICEGATE_CONFIG": str(tmp_path / "absent.yaml")}, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    _assert_one_line(done, cli_errors.CONFIG, "cannot read config file")
