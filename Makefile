@@ -4,15 +4,24 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv demo up test quick-pass test-dev-server bench bench-quick clean drills drill-cancel drill-temporal-restart drill-duplicate-storm \
+.PHONY: venv lock demo up test quick-pass test-dev-server bench bench-quick clean drills drill-cancel drill-temporal-restart drill-duplicate-storm \
         drill-worker-crash drill-postgres-restart drill-forge-outage console-screenshots
 
-$(STAMP): pyproject.toml
+# The venv is the lock: every package pinned with hashes (runtime + the `dev` extra), then this
+# checkout itself without resolving anything again.
+$(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+PIP_TOOLS := var/pip-tools
+lock:  ## re-pin requirements.lock from pyproject.toml (pip-tools from the package mirror pip is configured with)
+	@test -x $(PIP_TOOLS)/bin/pip-compile || { $(PYTHON) -m venv $(PIP_TOOLS) && $(PIP_TOOLS)/bin/pip install --quiet pip-tools==7.6.2; }
+	$(PIP_TOOLS)/bin/pip-compile --quiet --extra dev --generate-hashes --strip-extras --allow-unsafe \
+	    --no-emit-index-url --no-emit-find-links -o requirements.lock pyproject.toml
 
 demo: venv  ## start the embedded stack, play the webhook stream, check invariants, stop
 	$(PY) -m demo

@@ -13,6 +13,7 @@ from demo.outcome import judge, observe, wait_for_runs
 from demo.render import render
 from demo.scenario import DEMO_OVERRIDES, DemoDriver, play
 from sluicegate.devstack import DevStack, StackError
+from sluicegate.progress import spinner
 
 
 def fresh_ledger(settings) -> None:
@@ -34,7 +35,7 @@ def main() -> int:
     fresh_ledger(s)
     console.print(f"Starting Temporal dev server ({s.dev_server.db_filename}), simulators, worker and webhook API ...")
     try:
-        with console.status("starting the stack ..."):
+        with spinner("starting the stack ...", console, tick=1):
             stack.start()
     except StackError as exc:
         console.print(f"[red]could not start the stack:[/] {exc}")
@@ -46,7 +47,7 @@ def main() -> int:
         finally:
             driver.close()
         console.print(f"Sent {len(sent)} deliveries; waiting for admitted runs to finish ...")
-        with console.status("waiting for runs ...") as waiting:
+        with spinner("waiting for runs ...", console) as waiting:
             wait_for_runs(s, progress=lambda line: waiting.update(f"waiting for runs: {line}"))
         seen = observe(s)
         verdict = judge(sent, seen)

@@ -1,6 +1,7 @@
 """A Temporal codec server: lets the Temporal UI and CLI show encrypted payloads in clear.
 
-    SLUICEGATE_PAYLOAD_KEY=... SLUICEGATE_CODEC_TOKEN=... python -m sluicegate.codec_server
+    SLUICEGATE_PAYLOAD_KEY=... SLUICEGATE_CODEC_TOKEN=... sluicegate codec-server [--host H] [--port P]
+    (or python -m sluicegate.codec_server; a missing key or token exits 3 with one line)
     temporal workflow show -w 'agent/github:acme/api#42:review' \\
         --codec-endpoint http://127.0.0.1:8888 --codec-auth "Bearer $SLUICEGATE_CODEC_TOKEN"
     Temporal UI: --ui-codec-endpoint http://127.0.0.1:8888/ui/<token> (``make up`` sets it)
@@ -28,7 +29,6 @@ body ``{"payloads": [...]}`` (protobuf JSON). It holds the payload keys, so:
 
 from __future__ import annotations
 
-import argparse
 import hmac
 
 import uvicorn
@@ -131,19 +131,17 @@ def app_from_settings(settings: Settings) -> FastAPI:
     return create_codec_app(codec, cs.token.get_secret_value(), ui_origins(settings), cs.max_body_bytes)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--host", default=None)
-    parser.add_argument("--port", type=int, default=None)
-    args = parser.parse_args()
-    try:
-        settings = load_settings()
-        app = app_from_settings(settings)
-    except ConfigError as exc:
-        raise SystemExit(f"codec server: {exc}") from None
-    uvicorn.run(app, host=args.host or settings.codec_server.host, port=args.port or settings.codec_server.port,
+def serve(host: str | None = None, port: int | None = None) -> None:
+    """Serve the codec from the loaded settings (``host``/``port`` override ``codec_server.*``).
+    A missing key or token is a :class:`ConfigError` (exit 3 through ``sluicegate.cli_errors``)."""
+    settings = load_settings()
+    app = app_from_settings(settings)
+    uvicorn.run(app, host=host or settings.codec_server.host, port=port or settings.codec_server.port,
                 access_log=False)
 
 
 if __name__ == "__main__":
-    main()
+    from sluicegate.process_exit import run_then_exit
+    from sluicegate.serve_cli import codec_server_main
+
+    run_then_exit(codec_server_main)

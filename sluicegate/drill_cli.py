@@ -1,7 +1,8 @@
 """``starter.py drill NAME``: run one drill on a stack of its own (see ``drills/``).
 
 Prints what was injected and every invariant checked; exits 1 on a violation (the stack's
-directory is then kept and named), 0 otherwise. Needs nothing running: ports are picked free.
+directory is then kept and named), 0 otherwise. Needs nothing running: ports are picked free. On a terminal a spinner shows the drill is alive
+and how long it has run; its printed steps scroll above it (``sluicegate.progress``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from typing import Optional
 
 import typer
 
+from sluicegate.progress import spinner
+
 drill_app = typer.Typer(help="Drills: one failure injected into a throwaway stack, invariants checked.",
                         no_args_is_help=True)
 
@@ -17,7 +20,8 @@ drill_app = typer.Typer(help="Drills: one failure injected into a throwaway stac
 def _run(name: str, keep: bool) -> None:
     from drills import DRILLS
 
-    report = DRILLS[name]()(keep=keep)
+    with spinner(f"drill {name} running", tick=1):
+        report = DRILLS[name]()(keep=keep)
     print(report.render(), flush=True)
     raise typer.Exit(0 if report.ok else 1)
 
@@ -44,7 +48,8 @@ def _sized(name: str, keep: bool, quick: bool, **given) -> None:
     sizes_cls = import_module(f"drills.{name.replace('-', '_')}").Sizes
     sizes = replace(sizes_cls.quick() if quick else sizes_cls(), **{k: v for k, v in given.items() if v is not None})
     print(f"drill {name}: {sizes}", flush=True)
-    report = DRILLS[name]()(keep=keep, sizes=sizes)
+    with spinner(f"drill {name} running", tick=1):
+        report = DRILLS[name]()(keep=keep, sizes=sizes)
     print(report.render(), flush=True)
     raise typer.Exit(0 if report.ok else 1)
 

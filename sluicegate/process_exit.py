@@ -5,7 +5,9 @@ at finalization one of them may touch the GIL and CPython aborts with
 ``PyGILState_Release: thread state ... must be current`` (temporalio/sdk-python#300),
 turning a command that did its job into exit code -6. We run the ``atexit`` handlers
 (span flush, etc.) and flush stdio ourselves, then leave with ``os._exit`` so the
-teardown never runs.
+teardown never runs. An expected failure (bad config, ledger or Temporal unreachable, see
+``sluicegate.cli_errors``) ends with its one-line message and documented exit code instead
+of a traceback.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import atexit
 import os
 import sys
+import traceback
 from typing import Callable, NoReturn
 
 
@@ -34,6 +37,13 @@ def run_then_exit(main: Callable[[], object]) -> NoReturn:
         code = exit_code(stop.code)
     except KeyboardInterrupt:
         code = 130
+    except Exception as exc:  # noqa: BLE001 - an expected failure gets one line; a bug keeps its traceback
+        from sluicegate.cli_errors import report
+
+        known = report(exc)
+        if known is None:
+            traceback.print_exc()
+        code = 1 if known is None else known
     finally_exit(code)
 
 

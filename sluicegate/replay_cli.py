@@ -18,6 +18,7 @@ from rich.markup import escape
 
 from intake.manual_request import problems
 from intake.replay_request import ReplayRequest
+from sluicegate.cli_errors import HTTP_SERVICE
 from sluicegate.config import load_settings
 
 console = Console()
@@ -44,7 +45,7 @@ def replay_cmd(
         r = httpx.post(f"{api_url}/v1/replays", json=body, headers={"Authorization": f"Bearer {actor_token}"},
                        timeout=30)
     except httpx.HTTPError as exc:
-        console.print(f"[red]cannot reach the webhook API at {api_url}: {exc}[/] (is the stack up? `make up`)")
-        raise typer.Exit(2) from None
+        typer.echo(f"cannot reach the webhook API at {api_url}: {exc} (is the stack up? `make up`)", err=True)
+        raise typer.Exit(HTTP_SERVICE) from None
     console.print_json(data=r.json())
     raise typer.Exit(0 if r.status_code < 400 else 1)

@@ -29,6 +29,7 @@ from intake.envelope import PullRequestRef
 from intake.identity import review_work_key
 from sluicegate import schedules as sched
 from sluicegate.config import Settings, load_settings
+from sluicegate.cli_errors import TEMPORAL
 from sluicegate.json_output import JSON_OPTION, print_json
 from sluicegate.temporal_client import connect
 from sluicegate.tenancy_config import configured_tenants, scope_rules
@@ -48,9 +49,9 @@ def _run(coro_factory):
         try:
             client = await connect(settings)
         except Exception as exc:  # noqa: BLE001 - any connection problem is reported the same way
-            console.print(f"[red]cannot connect to Temporal at {settings.temporal.address}: {exc}[/] "
-                          "(is the stack up? `make up`)")
-            raise typer.Exit(2) from None
+            typer.echo(f"cannot connect to Temporal at {settings.temporal.address}: {' '.join(str(exc).split())} "
+                       "(is the stack up? `make up`)", err=True)
+            raise typer.Exit(TEMPORAL) from None
         return await coro_factory(client, settings)
 
     return asyncio.run(main())

@@ -1,0 +1,99 @@
+"""The CLI as an operator meets a broken setup: one line on stderr, a documented exit code, no traceback.
+
+Each case runs the real command in a subprocess against something really absent: a config file that
+does not exist, a ledger on a closed port (PostgreSQL) or in a missing directory (SQLite), a Temporal
+address nobody listens on, a webhook API that refuses the connection. The codes are
+``sluicegate.cli_errors``'s, which docs/cli.md lists.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from simulators import free_port
+from sluicegate import cli_errors
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _cli(*args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "starter.py"), *args], env={**os.environ, **env}, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _assert_one_line(done: subprocess.CompletedProcess, code: int, words: str) -> None:
+    output = done.stdout + done.stderr
+    assert "Traceback" not in output, output
+    assert done.returncode == code, output
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], done.stderr
+
+
+def test_a_missing_config_file_is_exit_3(tmp_path: Path) -> None:
+    done = _cli("status", SLUICEGATE_CONFIG=str(tmp_path / "absent.yaml"))
+    _assert_one_line(done, cli_errors.CONFIG, "cannot read config file")
+
+
+def test_an_invalid_config_value_is_exit_3(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text("temporal:\n  no_such_key: 1\n", encoding="utf-8")
+    done = _cli("kills", "--json", SLUICEGATE_CONFIG=str(tmp_path / "bad.yaml"))
+    _assert_one_line(done, cli_errors.CONFIG, "configuration error")
+
+
+@pytest.mark.parametrize("where", ["postgres", "sqlite"])
+def test_an_unreachable_ledger_is_exit_4(where: str, tmp_path: Path) -> None:
+    url = (f"postgresql+psycopg://nobody@127.0.0.1:{free_port()}/none" if where == "postgres"
+           else f"sqlite:///{tmp_path / 'missing-dir' / 'ledger.sqlite'}")
+    for args in (("status",), ("receipts", "--json"), ("dlq", "list", "--json")):
+        done = _cli(*args, SLUICEGATE__LEDGER__URL=url)
+        _assert_one_line(done, cli_errors.LEDGER, "ledger unreachable")
+
+
+@pytest.mark.parametrize("args", [("schedule", "list", "--json"), ("reconcile", "--json")])
+def test_an_unreachable_temporal_is_exit_5(args: tuple[str, ...], tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+    import ledger
+
+    ledger.upgrade(url)
+    done = _cli(*args, TEMPORAL_ADDRESS=f"127.0.0.1:{free_port()}", SLUICEGATE__LEDGER__URL=url)
+    _assert_one_line(done, cli_errors.TEMPORAL, "Temporal")
+
+
+def test_an_unreachable_api_is_exit_6() -> None:
+    done = _cli("trigger", "--repo", "acme/api", "--pr", "1", "--reason", "webhook lost", "--actor-token", "t",
+                "--api-url", f"http://127.0.0.1:{free_port()}")
+    _assert_one_line(done, cli_errors.HTTP_SERVICE, "cannot reach the webhook API")
+
+
+def test_the_codec_server_without_a_key_is_a_config_error() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("SLUICEGATE_PAYLOAD_KEY", "SLUICEGATE_CODEC_TOKEN")}
+    done = subprocess.run([sys.executable, str(ROOT / "starter.py"), "codec-server", "--port", str(free_port())],
+                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    _assert_one_line(done, cli_errors.CONFIG, "no payload key configured")
+
+
+def test_the_simulators_are_subcommands_with_their_own_refusals(tmp_path: Path) -> None:
+    done = _cli("simulator", "forge", "--fixtures", str(tmp_path / "absent"), "--port", str(free_port()))
+    _assert_one_line(done, cli_errors.USAGE, "fixtures directory not found")
+
+
+def test_a_bug_keeps_its_traceback() -> None:
+    """The one-line treatment is for the listed failures only: anything else is shown in full."""
+    done = subprocess.run([sys.executable, "-c", "from sluicegate.process_exit import run_then_exit\n"
+                           "def boom():\n    raise KeyError('a bug')\nrun_then_exit(boom)"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "Traceback" in done.stderr and "KeyError" in done.stderr
+
+
+@pytest.mark.parametrize("script, args", [("sluicegate", ("status",)), ("sluicegate-worker", ())])
+def test_the_console_scripts_run_the_same_entries(script: str, args: tuple[str, ...], tmp_path: Path) -> None:
+    """``make venv`` installs the console scripts next to the interpreter; they classify failures the same way."""
+    done = subprocess.run([str(Path(sys.executable).with_name(script)), *args],
+                          env={**os.environ, "SLUICEGATE_CONFIG": str(tmp_path / "absent.yaml")}, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    _assert_one_line(done, cli_errors.CONFIG, "cannot read config file")
