@@ -1,7 +1,9 @@
 """The admission pipeline: dedupe delivery → scope → freshness → policy → decide → admit.
 
 Order matters. A redelivery is stopped by one statement before the authoritative
-source is touched. A repository outside the declared scope (its source's for a webhook,
+source is touched; the same statement tells whether the (work key, version) is already
+admitted, running, queued or done, which is decided ``duplicate-work`` after the scope and
+age checks, without a forge read (``intake/repeats.py``). A repository outside the declared scope (its source's for a webhook,
 its tenant's for every other trigger; ``intake/scope.py``) is refused ``out-of-scope``
 before the source is read, so no payload can make Sluicegate read — or spend a tenant's
 forge quota and budget on — a repository nobody declared. A deferred item is held to the
@@ -38,6 +40,7 @@ from intake.policy import evaluate_policy
 from intake.sources.age import event_age_seconds, too_old
 from intake.ports import Admission, Admitter, CapacityContext, IntakeStore, TargetReader
 from intake.receipts import ReceiptDraft, draft_for
+from intake.repeats import duplicate_work, may_decide_early
 from intake.scope import ScopeRules
 from intake.unread import Requeue, SourceRefused, UnreadPolicy, Unread, read_within, unread_context, unread_draft
 
@@ -114,9 +117,9 @@ class IntakeService:
                       max_age_seconds: float | None) -> IntakeDecision:
         probe = draft_for(envelope, candidate, Outcome.REJECT, Reason.DUPLICATE_DELIVERY,
                           f"delivery {envelope.id} from {envelope.source} was already decided")
-        seen = await asyncio.to_thread(self._store.reject_if_delivery_seen, probe)
-        if seen is not None:
-            return seen
+        repeat = await asyncio.to_thread(self._store.find_repeat, probe)  # one read: intake/repeats.py
+        if repeat.seen is not None:
+            return repeat.seen
         if candidate is None:
             return await asyncio.to_thread(self._store.decide, draft_for(
                 envelope, None, Outcome.NO_WORK, Reason.NOT_ACTIONABLE,
@@ -129,6 +132,8 @@ class IntakeService:
             return await asyncio.to_thread(self._store.decide, draft_for(
                 envelope, candidate, Outcome.REJECT, Reason.TOO_OLD,
                 f"event is {age:.0f}s old; the source allows {max_age_seconds:.0f}s"))
+        if repeat.blocking is not None and may_decide_early(envelope):  # taken: no forge read needed
+            return await asyncio.to_thread(self._store.decide, duplicate_work(envelope, candidate, repeat.blocking))
         return await self._check_and_decide(envelope, candidate, None)
 
     async def _check_and_decide(self, envelope: Envelope, candidate: WorkCandidate, resume_item: str | None,
