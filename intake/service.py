@@ -10,7 +10,7 @@ forge quota and budget on — a repository nobody declared. A deferred item is h
 scope again when it is re-decided (the configuration may have changed meanwhile).
 Freshness has two distinct parts: the event's age against its
 source's bound (``too-old``), then the authoritative re-read (``stale-version``,
-``target-closed``). The freshness read happens outside any database transaction (it is
+``target-closed``), shared per target between concurrent intakes (``intake/shared_reads.py``). The freshness read happens outside any database transaction (it is
 network I/O). The delivery record, work dedupe, generation bump and receipt commit in
 one transaction (``IntakeStore.decide``) *before* the run is started, so a crash after
 the commit leaves an accepted-but-not-admitted item (receipt message "admission pending")
@@ -42,7 +42,8 @@ from intake.ports import Admission, Admitter, CapacityContext, IntakeStore, Targ
 from intake.receipts import ReceiptDraft, draft_for
 from intake.repeats import duplicate_work, may_decide_early
 from intake.scope import ScopeRules
-from intake.unread import Requeue, SourceRefused, UnreadPolicy, Unread, read_within, unread_context, unread_draft
+from intake.shared_reads import fresh_snapshot
+from intake.unread import Requeue, SourceRefused, UnreadPolicy, Unread, unread_context, unread_draft
 
 log = logging.getLogger("sluicegate.intake")
 __all__ = ["IntakeService", "Requeue"]
@@ -142,7 +143,7 @@ class IntakeService:
         if resume_item is not None and (outside := self._out_of_scope(envelope, candidate)) is not None:
             ctx = await self._capacity_context(envelope, candidate, resume_item, resume_receipt)
             return await asyncio.to_thread(self._store.decide, outside, ctx)
-        snapshot = await read_within(self._targets, candidate, self._unread.deadline_seconds)
+        snapshot = await fresh_snapshot(self._targets, envelope, candidate, self._unread.deadline_seconds)
         if isinstance(snapshot, Unread):
             retry = self._unread.wait(attempts + 1 if resume_item is not None else 0, snapshot.retry_after)
             if resume_item is not None:
