@@ -42,7 +42,7 @@ from intake.ports import Admission, Admitter, CapacityContext, IntakeStore, Targ
 from intake.receipts import ReceiptDraft, draft_for
 from intake.repeats import duplicate_work, may_decide_early
 from intake.scope import ScopeRules
-from intake.shared_reads import fresh_snapshot
+from intake.shared_reads import fresh_snapshot, taken_meanwhile
 from intake.unread import Requeue, SourceRefused, UnreadPolicy, Unread, unread_context, unread_draft
 
 log = logging.getLogger("sluicegate.intake")
@@ -133,8 +133,9 @@ class IntakeService:
             return await asyncio.to_thread(self._store.decide, draft_for(
                 envelope, candidate, Outcome.REJECT, Reason.TOO_OLD,
                 f"event is {age:.0f}s old; the source allows {max_age_seconds:.0f}s"))
-        if repeat.blocking is not None and may_decide_early(envelope):  # taken: no forge read needed
-            return await asyncio.to_thread(self._store.decide, duplicate_work(envelope, candidate, repeat.blocking))
+        if may_decide_early(envelope) and (blocking := repeat.blocking or await taken_meanwhile(
+                self._targets, self._store, probe, envelope, candidate)) is not None:  # taken: no forge read needed
+            return await asyncio.to_thread(self._store.decide, duplicate_work(envelope, candidate, blocking))
         return await self._check_and_decide(envelope, candidate, None)
 
     async def _check_and_decide(self, envelope: Envelope, candidate: WorkCandidate, resume_item: str | None,

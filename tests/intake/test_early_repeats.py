@@ -13,10 +13,12 @@ from sqlmodel import Session, select, update
 from intake.decision import Outcome, Reason
 from intake.envelope import Envelope, PullRequestRef, TriggerKind
 from intake.forge_reader import ForgeTargetReader
+from intake.freshness import assess_freshness
 from intake.identity import review_candidate
 from intake.receipts import draft_for
 from intake.scope import ScopeRules
 from intake.service import IntakeService
+from intake.shared_reads import SharedReads, fresh_snapshot, taken_meanwhile
 from ledger import Receipt, SqlIntakeStore, WorkItem, WorkVersion
 from sluicegate.forge_client import ForgeClient
 from tests.support.sims import FORGE_TOKEN
@@ -119,3 +121,24 @@ async def test_a_new_version_of_a_taken_work_key_is_read(engine, sims):
     finally:
         await forge.aclose()
     assert (newer.reason, _reads(sims, ref)) == (Reason.STALE_VERSION, 1)  # the forge still says V1
+
+
+async def test_a_version_taken_while_its_duplicate_waited_is_found_again_without_a_read(engine, sims):
+    """A kept "fresh" snapshot for the same version never admits: the ledger is asked again instead."""
+    ref = PullRequestRef("acme", f"early-{uuid.uuid4().hex[:8]}", 1)
+    sims.forge_ctl("POST", f"/pulls/{ref.owner}/{ref.repo}/1", json={"head_sha": V1})
+    store = SqlIntakeStore(engine)
+    forge = ForgeClient(sims.forge.base_url, FORGE_TOKEN)
+    shared = SharedReads(ForgeTargetReader(forge), snapshot_seconds=30)
+    try:
+        env, cand = _delivery(ref, V1)
+        probe = draft_for(env, cand, Outcome.REJECT, Reason.DUPLICATE_DELIVERY, "probe")
+        assert await taken_meanwhile(shared, store, probe, env, cand) is None  # nothing kept yet
+        assert assess_freshness(V1, await fresh_snapshot(shared, *_delivery(ref, V1), deadline=4)) is None
+        assert await taken_meanwhile(shared, store, probe, env, cand) is None  # kept fresh, not taken yet
+        first = _taken(store, ref, V1)  # the other intake admits it meanwhile
+        taken = await taken_meanwhile(shared, store, probe, env, cand)
+    finally:
+        await forge.aclose()
+    assert taken is not None and first.receipt_id in taken
+    assert _reads(sims, ref) == 1
