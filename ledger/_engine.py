@@ -14,6 +14,11 @@ from sqlalchemy.engine import Engine
 from sqlmodel import create_engine
 
 
+READ_ONLY = "sluicegate_read_only"
+"""Execution option for a connection that only reads (``engine.connect().execution_options(**{READ_ONLY: True})``):
+on SQLite it begins a deferred transaction instead of ``BEGIN IMMEDIATE``."""
+
+
 def normalize_url(url: str) -> str:
     """Map conventional Postgres URLs onto the psycopg 3 driver."""
     for prefix in ("postgres://", "postgresql://"):
@@ -45,7 +50,9 @@ def make_engine(url: str) -> Engine:
         def _sqlite_begin(conn):  # pragma: no cover - trivial
             # Take the write lock up front: a deferred transaction that reads and then
             # writes fails with "database is locked" when another process wrote meanwhile.
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            # A connection marked READ_ONLY never writes: a deferred BEGIN (a WAL snapshot, no
+            # lock) lets the hot read-only checks run beside writers instead of queueing behind them.
+            conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get(READ_ONLY) else "BEGIN IMMEDIATE")
 
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)

@@ -16,7 +16,8 @@ Why ``text()`` and no ORM here: this is the hot path of a duplicate storm. One r
 work_versions by primary key, deferred_items by ``(tenant, work_key)`` waiting) costs a fraction
 of a Session, identity map and four ORM queries; the bench (``bench/_dup.py``) measures it
 against a bare insert. The rows are read under the connection's default isolation, without
-locks: a stale "not seen" only sends the delivery down the full path, where ``decide``'s claim
+locks (on SQLite a deferred ``BEGIN``, a WAL snapshot, rather than the ``BEGIN IMMEDIATE`` every
+writing transaction takes: ``ledger._engine.READ_ONLY``), so the check never queues behind writers: a stale "not seen" only sends the delivery down the full path, where ``decide``'s claim
 and the work-version primary key make the final, race-safe answer.
 
 What the early answer does not cover (left to the full path, which reads the forge): ``cancelled``
