@@ -35,7 +35,7 @@ from ledger._admission_capacity import apply_capacity, queue_unread
 from ledger._capacity import stamp_generation
 from ledger._capacity_models import DeferredItem
 from ledger._models import Delivery, Receipt, WorkItem, WorkVersion
-from ledger._engine import READ_ONLY
+from ledger._engine import single_read
 from ledger._repeats import blocking_reason, find_repeat, original_answer
 from intake.repeats import Repeat
 from ledger._sql import as_utc, dialect_insert, new_id, utcnow
@@ -103,7 +103,7 @@ class SqlIntakeStore:
     def find_repeat(self, draft: ReceiptDraft) -> Repeat:
         """Read-only, one statement (``ledger/_repeats.py``): the original decision if the delivery
         (or its body) was already decided, else why its (work key, version) is already taken."""
-        with self._engine.connect().execution_options(**{READ_ONLY: True}) as conn:
+        with single_read(self._engine) as conn:
             rows = find_repeat(conn, draft)
         seen = original_answer(rows, draft, replay_message) if draft.delivery_id is not None else None
         return Repeat(seen=seen, blocking=None if seen is not None else blocking_reason(rows, draft))
