@@ -19,6 +19,7 @@ reopened pull request run a finished version again, so it is always read from th
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from intake.decision import IntakeDecision, Outcome, Reason
@@ -49,3 +50,12 @@ def duplicate_work(envelope: Envelope, candidate: WorkCandidate, blocking: str) 
     """The ``duplicate-work`` receipt for a version the ledger already holds (no forge read)."""
     return draft_for(envelope, candidate, Outcome.REJECT, Reason.DUPLICATE_WORK,
                      f"{blocking}; decided from the ledger without a forge read")
+
+
+async def look_up(store, probe: ReceiptDraft) -> Repeat:
+    """``store.find_repeat(probe)`` (``store``: an ``intake.ports.IntakeStore``): inline when the store says its read is local and lock-free
+    (``reads_inline``: SQLite in WAL mode, one indexed statement of some tens of µs — less than the
+    thread hop around it), else in a worker thread (PostgreSQL: a network round trip)."""
+    if getattr(store, "reads_inline", False):
+        return store.find_repeat(probe)
+    return await asyncio.to_thread(store.find_repeat, probe)

@@ -40,7 +40,7 @@ from intake.policy import evaluate_policy
 from intake.sources.age import event_age_seconds, too_old
 from intake.ports import Admission, Admitter, CapacityContext, IntakeStore, TargetReader
 from intake.receipts import ReceiptDraft, draft_for
-from intake.repeats import duplicate_work, may_decide_early
+from intake.repeats import duplicate_work, look_up, may_decide_early
 from intake.scope import ScopeRules
 from intake.shared_reads import fresh_snapshot, taken_meanwhile
 from intake.unread import Requeue, SourceRefused, UnreadPolicy, Unread, unread_context, unread_draft
@@ -118,7 +118,7 @@ class IntakeService:
                       max_age_seconds: float | None) -> IntakeDecision:
         probe = draft_for(envelope, candidate, Outcome.REJECT, Reason.DUPLICATE_DELIVERY,
                           f"delivery {envelope.id} from {envelope.source} was already decided")
-        repeat = await asyncio.to_thread(self._store.find_repeat, probe)  # one read: intake/repeats.py
+        repeat = await look_up(self._store, probe)  # one read-only statement: intake/repeats.py
         if repeat.seen is not None:
             return repeat.seen
         if candidate is None:

@@ -84,6 +84,9 @@ class SqlIntakeStore:
         that ended ``killed`` does not count (docs/security.md)."""
         self._engine = engine
         self._max_readmissions = max_readmissions
+        self.reads_inline = engine.dialect.name == "sqlite"
+        """``find_repeat`` is a local, lock-free WAL read on SQLite: intake runs it on the event
+        loop rather than paying a thread hop (``intake.repeats.look_up``)."""
 
     def record(self, draft: ReceiptDraft) -> IntakeDecision:
         row = _receipt_row(draft, new_id())
