@@ -22,7 +22,7 @@ same moment. :class:`SharedReads` wraps the real :class:`~intake.ports.TargetRea
   "fresh" is never used to admit — admission starts a run and spends the model budget, so it always
   rests on a read in flight that the delivery started or joined. Instead, a "fresh" snapshot for the
   same version means another intake was just admitting that version: the ledger is asked again
-  (:func:`taken_meanwhile`, one statement) and a version taken meanwhile is ``duplicate-work``
+  (:func:`taken_meanwhile`, a few times within 140 ms) and a version taken meanwhile is ``duplicate-work``
   without a read. Why a snapshot may be trusted to reject: under the rules above it saw a state no
   older than the event (or it answered an identical event), so the event's version was already
   not current (or the target closed or gone) after the event happened.
@@ -50,11 +50,14 @@ from intake.envelope import Envelope, PullRequestRef, WorkCandidate
 from intake.freshness import TargetSnapshot, assess_freshness
 from intake.ports import IntakeStore, TargetReader
 from intake.receipts import ReceiptDraft
+from intake.repeats import look_up
 from intake.unread import Unread, read_within
 
 __all__ = ["SharedReads", "fresh_snapshot", "taken_meanwhile"]
 
 DEFAULT_SNAPSHOT_SECONDS = 3.0
+LEDGER_RECHECK_WAITS = (0.0, 0.02, 0.04, 0.08)
+"""Pauses before each ledger re-check of a version another intake is admitting (``taken_meanwhile``)."""
 MAX_SNAPSHOTS = 10_000
 """Targets remembered at once (least recently used dropped first); bounds memory under a flood."""
 
@@ -184,8 +187,17 @@ async def taken_meanwhile(reader: TargetReader, store: IntakeStore, probe: Recei
                           envelope: Envelope, candidate: WorkCandidate) -> str | None:
     """When a kept snapshot says this version is fresh — another intake of the same version read it
     moments ago and is admitting it — ask the ledger again (one read-only statement) before reading
-    the forge: why the version is taken now, or None (then the caller reads as usual)."""
+    the forge: why the version is taken now, or None (then the caller reads as usual).
+
+    The other intake may still be inside its decide transaction, so the ledger is asked a few times
+    over at most ``sum(LEDGER_RECHECK_WAITS)`` seconds before giving up; the forge read stays the
+    fallback, so a slow ledger costs a read, never a wrong answer."""
     if not isinstance(reader, SharedReads) or not reader.saw_fresh(envelope, candidate):
         return None
-    repeat = await asyncio.to_thread(store.find_repeat, probe)
-    return repeat.blocking
+    for wait in LEDGER_RECHECK_WAITS:
+        if wait:
+            await asyncio.sleep(wait)
+        repeat = await look_up(store, probe)
+        if repeat.blocking is not None:
+            return repeat.blocking
+    return None
