@@ -10,7 +10,8 @@ same moment. :class:`SharedReads` wraps the real :class:`~intake.ports.TargetRea
     after receipt sees a state at least as new as the event, like a read the delivery would start
     itself; or
   - the read was started for an event *identical in what freshness depends on* — same version,
-    same event type (``pull_request.synchronize`` for ``abc123``, say). Such a delivery tells the
+    same news (``opened`` and ``synchronize`` both say "head abc123 appeared"; ``reopened``,
+    ``ready_for_review`` and ``closed`` each say something a read begun earlier may predate). Such a delivery tells the
     forge nothing the first one did not, so the first one's read answers it exactly as it answered
     the first; a later change (a new push, a close, a reopen) has another version or type and
     sends its own delivery, which is never answered by this read. This is what makes a duplicate
@@ -66,8 +67,14 @@ Origin = tuple[str | None, str]
 """What a read was started for: (the event's version, the event's type)."""
 
 
+# Event types that carry the same news for one version: "head V appeared" (a pull request opened at
+# V, or a push of V). ``reopened``, ``ready_for_review`` and ``closed`` each announce a change of
+# state a read begun earlier may predate (closed, draft, open), so they stay distinct.
+_SAME_NEWS = {"pull_request.synchronize": "pull_request.opened"}
+
+
 def origin_of(envelope: Envelope, candidate: WorkCandidate) -> Origin:
-    return candidate.input_version, envelope.type
+    return candidate.input_version, _SAME_NEWS.get(envelope.type, envelope.type)
 
 
 @dataclass

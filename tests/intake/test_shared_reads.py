@@ -65,11 +65,12 @@ async def test_a_read_begun_before_a_delivery_arrived_is_shared_only_with_an_ide
     early = asyncio.ensure_future(shared.since(*_delivery(ref, HEAD, datetime.now(UTC))).read(ref, "acme"))
     await asyncio.sleep(0.1)  # that read is in flight now; these deliveries arrive after it began
     same = asyncio.ensure_future(shared.since(*_delivery(ref, HEAD, datetime.now(UTC))).read(ref, "acme"))
+    opened = asyncio.ensure_future(shared.since(*_delivery(ref, HEAD, datetime.now(UTC), "opened")).read(ref, "acme"))
     newer = await shared.since(*_delivery(ref, "f" * 40, datetime.now(UTC))).read(ref, "acme")
     closed = await shared.since(*_delivery(ref, HEAD, datetime.now(UTC), "closed")).read(ref, "acme")
-    await asyncio.gather(early, same)
+    await asyncio.gather(early, same, opened)  # "opened" and "synchronize" of one head: the same news
     assert newer.current_version == closed.current_version == HEAD
-    assert (_reads(sims, ref), shared.started, shared.joined) == (3, 3, 1)
+    assert (_reads(sims, ref), shared.started, shared.joined) == (3, 3, 2)
 
 
 async def test_a_kept_snapshot_rejects_a_delivery_it_answers_but_not_a_later_other_event(sims, target):
