@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
+from bench._forge_reads import ForgeReads
 from bench._harness import Measurement
 from demo.github_payloads import delivery_headers, encode, pull_request_payload
 
@@ -53,6 +54,8 @@ class Comparison:
     baseline: list[SideRound] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)
     """Human-readable verification lines (what was counted in the ledger / Temporal)."""
+    forge_reads: ForgeReads | None = None
+    """Forge requests per delivery and per unique version on the intake side (``bench/_forge_reads.py``)."""
     skipped: str | None = None
     error: str | None = None
 
@@ -99,6 +102,8 @@ class Comparison:
                       "throughput_per_round": self.ratios, "p95": self.p95_ratio}
             if self.p95_target is not None:
                 ratios["p95_target_max"] = self.p95_target
+        if self.forge_reads is not None:
+            figures["forge_reads"] = self.forge_reads.as_json()
         return Measurement(self.name, self.capacity, figures, ratios, verified, list(self.checks),
                            self.skipped, self.error)
 

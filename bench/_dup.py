@@ -21,6 +21,7 @@ from sqlalchemy import Column, DateTime, MetaData, String, Table, bindparam, fun
 from sqlalchemy.engine import Engine
 
 import ledger
+from bench._forge_reads import ForgeReads
 from bench._common import BenchError, Comparison, SideRound, head_sha, interleave, now, signed_pull_request
 from intake.decision import Outcome, Reason
 from intake.freshness import TargetSnapshot
@@ -132,6 +133,9 @@ async def measure(name: str, url: str, rounds: int, seconds: float, log: Callabl
         warm_i, warm_b = await intake(WARMUP_SECONDS), await bare(WARMUP_SECONDS)
         await interleave(rounds, lambda n: intake(seconds), lambda n: bare(seconds), cmp, log)
         _verify(cmp, engine, delivery_id, guard, warm_i.ops, warm_b.ops)
+        answered = warm_i.ops + sum(r.ops for r in cmp.intake)
+        cmp.forge_reads = ForgeReads(answered, 1, requests=guard.calls, freshness=guard.calls)
+        cmp.checks.append(cmp.forge_reads.line() + " (counted by the reader that must not be called)")
     finally:
         engine.dispose()
     return cmp

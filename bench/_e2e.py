@@ -25,6 +25,7 @@ import httpx
 from sqlalchemy import func, select
 
 import ledger
+from bench._forge_reads import forge_counters, forge_reads_between
 from bench._common import (BENCH_SCOPE, NO_CAPACITY_LIMITS, BenchError, Comparison, SideRound, head_sha, interleave,
                            now, signed_pull_request)
 from intake.decision import IntakeDecision, Outcome, Reason
@@ -171,9 +172,12 @@ async def measure(stack: DevStack, rounds: int, per_round: int, warmup: int, con
                 return result
             return run_round
 
+        counters = forge_counters(forge)  # untimed; only intake touches the forge (no worker runs)
         await _drive(deliveries[:warmup], concurrency, post)
         await _drive(starts[:warmup], concurrency, start)
         await interleave(rounds, side("intake", deliveries, post), side("baseline", starts, start), cmp, log)
+        cmp.forge_reads = forge_reads_between(counters, forge_counters(forge), total, total)
+        cmp.checks.append(cmp.forge_reads.line() + " (one new version per delivery)")
 
     cmp.checks.append("answers: " + ", ".join(f"{k} x{v}" for k, v in sorted(outcomes.items())))
     await _verify(cmp, s, client, f"{tenant}/github:{owner}/{repo}#", total, outcomes)

@@ -5,8 +5,10 @@ one original per pull request, the rest exact redeliveries (same bytes and deliv
 same-version duplicates (a new event for the same head), shuffled so copies race their
 originals. The worker reviews whatever is admitted. Checked: no answer at or above 500; every
 delivery decided with a receipt the ledger holds; exactly one admission per version; every
-version ended ``done`` with exactly one review comment; no dead letter. Figures: deliveries
-per second and answer latency (p50, p95) as the sender saw them.
+version ended ``done`` with exactly one review comment; no dead letter; at most 1.1 freshness
+reads of the forge per unique version (counted by the forge simulator). Figures: deliveries
+per second, answer latency (p50, p95) as the sender saw them, and forge requests per delivery
+and per unique version.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from bench._forge_reads import forge_counters, forge_reads_between
 from drills._harness import DrillReport, leftovers, run_drill
 from drills._stream import (
     NO_CAPACITY_LIMITS, build_stream, check_answers, check_reviews, few, open_pulls, send, throughput, wait_finished,
@@ -21,6 +24,8 @@ from drills._stream import (
 from sluicegate.devstack import DevStack, StackHttp
 
 REPO = "acme/storm"
+MAX_READS_PER_VERSION = 1.1
+"""Issue 11's bound: freshness reads of the forge per unique (work key, version) during the storm."""
 
 
 @dataclass(frozen=True)
@@ -45,8 +50,15 @@ def _drill(sizes: Sizes, stack: DevStack, report: DrillReport) -> None:
     report.inject(f"{len(stream)} signed deliveries for {sizes.pulls} pull requests, {sizes.in_flight} in flight: "
                   f"{kinds['original']} originals, {kinds['redelivery']} redeliveries, "
                   f"{kinds['duplicate']} same-version duplicates, shuffled")
+    counters = forge_counters(web.forge)
     answers, seconds = send(stack, stream, sizes.in_flight)
+    reads = forge_reads_between(counters, forge_counters(web.forge), len(stream), len(pulls))
     throughput(report, answers, seconds)
+    report.figure(reads.line())
+    report.check(f"at most {MAX_READS_PER_VERSION} freshness reads per unique version (a taken version is decided "
+                 "from the ledger; concurrent intakes share a read)",
+                 reads.freshness_per_version <= MAX_READS_PER_VERSION,
+                 f"{reads.freshness} reads for {len(pulls)} versions")
     fives = [a.label for a in answers if a.status is None or a.status >= 500]
     report.check("no answer at or above 500 (nor a dropped connection)", not fives,
                  few(sorted(set(fives))))

@@ -17,6 +17,7 @@ from intake.decision import IntakeDecision
 from intake.envelope import Envelope, PullRequestRef, WorkCandidate
 from intake.freshness import TargetSnapshot
 from intake.receipts import ReceiptDraft
+from intake.repeats import Repeat
 
 
 class SourceUnavailable(Exception):
@@ -65,6 +66,11 @@ class IntakeStore(Protocol):
 
     def reject_if_delivery_seen(self, draft: ReceiptDraft) -> IntakeDecision | None:
         """If the delivery id was already decided, write a duplicate-delivery receipt."""
+        ...
+
+    def find_repeat(self, draft: ReceiptDraft) -> Repeat:
+        """Read-only, before any forge read: the original's decision for a repeated delivery, else
+        why the (work key, version) is already admitted, running, queued or done (``intake.repeats``)."""
         ...
 
     def decide(self, draft: ReceiptDraft, capacity: CapacityContext | None = None) -> IntakeDecision:

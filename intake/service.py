@@ -1,7 +1,9 @@
 """The admission pipeline: dedupe delivery → scope → kill → freshness → policy → decide → admit.
 
 Order matters. A redelivery is stopped by one statement before the authoritative
-source is touched. A repository outside the declared scope (its source's for a webhook,
+source is touched; the same statement tells whether the (work key, version) is already
+admitted, running, queued or done, which is decided ``duplicate-work`` after the scope and
+age checks, without a forge read (``intake/repeats.py``). A repository outside the declared scope (its source's for a webhook,
 its tenant's for every other trigger; ``intake/scope.py``) is refused ``out-of-scope``
 before the source is read, so no payload can make Sluicegate read — or spend a tenant's
 forge quota and budget on — a repository nobody declared. A deferred item is held to the
@@ -10,7 +12,7 @@ for the work key, its tenant or everything refuses it ``killed`` right after the
 new delivery and a re-decided deferred item alike (``intake/kill_gate.py``).
 Freshness has two distinct parts: the event's age against its
 source's bound (``too-old``), then the authoritative re-read (``stale-version``,
-``target-closed``). The freshness read happens outside any database transaction (it is
+``target-closed``), shared per target between concurrent intakes (``intake/shared_reads.py``). The freshness read happens outside any database transaction (it is
 network I/O). The delivery record, work dedupe, generation bump and receipt commit in
 one transaction (``IntakeStore.decide``) *before* the run is started, so a crash after
 the commit leaves an accepted-but-not-admitted item (receipt message "admission pending")
@@ -41,8 +43,10 @@ from intake.policy import Policy
 from intake.sources.age import event_age_seconds, too_old
 from intake.ports import Admission, Admitter, CapacityContext, IntakeStore, TargetReader
 from intake.receipts import ReceiptDraft, draft_for
+from intake.repeats import duplicate_work, look_up, may_decide_early
 from intake.scope import ScopeRules
-from intake.unread import Requeue, SourceRefused, UnreadPolicy, Unread, read_within, unread_context, unread_draft
+from intake.shared_reads import fresh_snapshot, taken_meanwhile
+from intake.unread import Requeue, SourceRefused, UnreadPolicy, Unread, unread_context, unread_draft
 
 log = logging.getLogger("sluicegate.intake")
 __all__ = ["IntakeService", "Requeue"]
@@ -122,9 +126,9 @@ class IntakeService:
                       max_age_seconds: float | None) -> IntakeDecision:
         probe = draft_for(envelope, candidate, Outcome.REJECT, Reason.DUPLICATE_DELIVERY,
                           f"delivery {envelope.id} from {envelope.source} was already decided")
-        seen = await asyncio.to_thread(self._store.reject_if_delivery_seen, probe)
-        if seen is not None:
-            return seen
+        repeat = await look_up(self._store, probe)  # one read-only statement: intake/repeats.py
+        if repeat.seen is not None:
+            return repeat.seen
         if candidate is None:
             return await asyncio.to_thread(self._store.decide, draft_for(
                 envelope, None, Outcome.NO_WORK, Reason.NOT_ACTIONABLE,
@@ -139,6 +143,9 @@ class IntakeService:
             return await asyncio.to_thread(self._store.decide, draft_for(
                 envelope, candidate, Outcome.REJECT, Reason.TOO_OLD,
                 f"event is {age:.0f}s old; the source allows {max_age_seconds:.0f}s"))
+        if may_decide_early(envelope) and (blocking := repeat.blocking or await taken_meanwhile(
+                self._targets, self._store, probe, envelope, candidate)) is not None:  # taken: no forge read needed
+            return await asyncio.to_thread(self._store.decide, duplicate_work(envelope, candidate, blocking))
         return await self._check_and_decide(envelope, candidate, None)
 
     async def _check_and_decide(self, envelope: Envelope, candidate: WorkCandidate, resume_item: str | None,
@@ -147,7 +154,7 @@ class IntakeService:
         if resume_item is not None and (refused := await self._refused_on_resume(envelope, candidate)) is not None:
             ctx = await self._capacity_context(envelope, candidate, resume_item, resume_receipt)
             return await asyncio.to_thread(self._store.decide, refused, ctx)
-        snapshot = await read_within(self._targets, candidate, self._unread.deadline_seconds)
+        snapshot = await fresh_snapshot(self._targets, envelope, candidate, self._unread.deadline_seconds)
         if isinstance(snapshot, Unread):
             retry = self._unread.wait(attempts + 1 if resume_item is not None else 0, snapshot.retry_after)
             if resume_item is not None:

@@ -10,8 +10,22 @@ from __future__ import annotations
 from pathlib import Path
 
 from sqlalchemy import event
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlmodel import create_engine
+
+
+READ_ONLY = "sluicegate_read_only"
+"""Execution option of a :func:`single_read` connection (SQLite: no ``BEGIN IMMEDIATE``)."""
+
+
+def single_read(engine: Engine) -> Connection:
+    """A connection for ONE read-only statement, which is consistent by itself: on SQLite no
+    ``BEGIN IMMEDIATE`` (no write lock, no queueing behind writers), on PostgreSQL autocommit (no
+    ``BEGIN``/``ROLLBACK`` round trips). Never write through it."""
+    conn = engine.connect()
+    if engine.dialect.name == "sqlite":
+        return conn.execution_options(**{READ_ONLY: True})
+    return conn.execution_options(isolation_level="AUTOCOMMIT")
 
 
 def normalize_url(url: str) -> str:
@@ -45,7 +59,10 @@ def make_engine(url: str) -> Engine:
         def _sqlite_begin(conn):  # pragma: no cover - trivial
             # Take the write lock up front: a deferred transaction that reads and then
             # writes fails with "database is locked" when another process wrote meanwhile.
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            # A READ_ONLY connection runs single read statements: no BEGIN at all (each statement
+            # is its own WAL snapshot, no lock), so hot read-only checks never queue behind writers.
+            if not conn.get_execution_options().get(READ_ONLY):
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)

@@ -36,6 +36,9 @@ from ledger._admission_capacity import apply_capacity, queue_unread
 from ledger._capacity import stamp_generation
 from ledger._capacity_models import DeferredItem
 from ledger._models import Delivery, Receipt, WorkItem, WorkVersion
+from ledger._engine import single_read
+from ledger._repeats import blocking_reason, find_repeat, original_answer
+from intake.repeats import Repeat
 from ledger._sql import as_utc, dialect_insert, new_id, utcnow
 from workflows.contracts import RunStatus
 
@@ -69,38 +72,6 @@ def _decision_from_row(row: dict) -> IntakeDecision:
 _RECEIPTS = Receipt.__table__
 _DELIVERIES = Delivery.__table__
 _DRAFT_FIELDS = tuple(f for f in ReceiptDraft.__dataclass_fields__ if f in _RECEIPTS.c)
-def _original_decision(conn, draft: ReceiptDraft) -> IntakeDecision | None:
-    """A repeat answered from the original: the delivery id already recorded
-    (``duplicate-delivery``), else its body digest under another id (``replayed-body``) — with
-    the original delivery's receipt id and work, whether it is still queued and the workflow it
-    admitted (from the ledger, as they are now), and no row written for the repeat."""
-    by_id = (_DELIVERIES.c.source == draft.source) & (_DELIVERIES.c.delivery_id == draft.delivery_id)
-    row = conn.execute(select(_DELIVERIES.c.receipt_id).where(by_id)).first()
-    reason, message = Reason.DUPLICATE_DELIVERY, f"delivery {draft.delivery_id} from {draft.source} was already decided"
-    if row is None and draft.body_digest:
-        by_body = (_DELIVERIES.c.source == draft.source) & (_DELIVERIES.c.body_digest == draft.body_digest)
-        row = conn.execute(select(_DELIVERIES.c.receipt_id).where(by_body)).first()
-        reason, message = Reason.REPLAYED_BODY, replay_message(draft)
-    if row is None:
-        return None
-    original = conn.execute(select(_RECEIPTS.c.work_key, _RECEIPTS.c.input_version, _RECEIPTS.c.generation,
-                                   _RECEIPTS.c.workflow_id, _RECEIPTS.c.run_id)
-                            .where(_RECEIPTS.c.id == row.receipt_id)).first()
-    if original is None:
-        return IntakeDecision(Outcome.REJECT, str(reason), message, receipt_id=row.receipt_id, queued=False)
-    return IntakeDecision(Outcome.REJECT, str(reason), message, receipt_id=row.receipt_id,
-                          work_key=original.work_key, input_version=original.input_version,
-                          generation=original.generation, workflow_id=original.workflow_id,
-                          run_id=original.run_id, queued=_still_queued(conn, original.work_key, row.receipt_id))
-
-
-def _still_queued(conn, work_key: str | None, receipt_id: str) -> bool:
-    """Does a waiting deferred item hold this receipt (not replaced by a newer version, not decided)?"""
-    if work_key is None:
-        return False
-    items = DeferredItem.__table__.c
-    return conn.execute(select(items.id).where(items.work_key == work_key, items.status == "waiting",
-                                               items.receipt_id == receipt_id)).first() is not None
 
 
 def replay_message(draft: ReceiptDraft) -> str:
@@ -123,6 +94,9 @@ class SqlIntakeStore:
         self._engine = engine
         self._policy = policy
         self._max_readmissions = max_readmissions
+        self.reads_inline = engine.dialect.name == "sqlite"
+        """``find_repeat`` is a local, lock-free WAL read on SQLite: intake runs it on the event
+        loop rather than paying a thread hop (``intake.repeats.look_up``)."""
 
     def record(self, draft: ReceiptDraft) -> IntakeDecision:
         row = _receipt_row(draft, new_id(), policy_version=self._policy.version)
@@ -147,8 +121,15 @@ class SqlIntakeStore:
         (``sluicegate.intake.decisions`` by reason), not a receipt."""
         if draft.delivery_id is None:
             return None
-        with self._engine.connect() as conn:
-            return _original_decision(conn, draft)
+        return self.find_repeat(draft).seen
+
+    def find_repeat(self, draft: ReceiptDraft) -> Repeat:
+        """Read-only, one statement (``ledger/_repeats.py``): the original decision if the delivery
+        (or its body) was already decided, else why its (work key, version) is already taken."""
+        with single_read(self._engine) as conn:
+            rows = find_repeat(conn, draft)
+        seen = original_answer(rows, draft, replay_message) if draft.delivery_id is not None else None
+        return Repeat(seen=seen, blocking=None if seen is not None else blocking_reason(rows, draft))
 
     def decide(self, draft: ReceiptDraft, capacity: CapacityContext | None = None) -> IntakeDecision:
         for attempt in range(_MAX_RACE_RETRIES):
@@ -172,7 +153,8 @@ class SqlIntakeStore:
                     return changed  # nothing written: the next pass decides the item as it is now
             if resume is None and draft.delivery_id is not None and not self._claim_delivery(s, draft, receipt_id):
                 # Lost a race to the same delivery id or body: answered from the winner, no row.
-                return _original_decision(s, draft) or self._already_claimed_unknown(draft)
+                return original_answer(find_repeat(s.connection(), draft), draft, replay_message) \
+                    or self._already_claimed_unknown(draft)
             elif draft.outcome == Outcome.ACCEPT:
                 # Locked (FOR UPDATE on PostgreSQL; SQLite's BEGIN IMMEDIATE already serializes):
                 # two replicas re-admitting one ended version decide one after the other.

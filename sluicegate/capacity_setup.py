@@ -9,6 +9,7 @@ from intake.capacity.gate import CapacityGate
 from intake.forge_reader import ForgeTargetReader
 from intake.ports import Admitter
 from intake.service import IntakeService
+from intake.shared_reads import SharedReads
 from intake.unread import UnreadPolicy
 from intake.kill_gate import KillGate
 from ledger import BreakerBoard, KillSwitch, SqlIntakeStore
@@ -31,7 +32,7 @@ def unread_policy(settings: Settings) -> UnreadPolicy:
 def intake_service(settings: Settings, engine: Engine, forge, admitter: Admitter) -> IntakeService:
     policy = settings.intake.policy()
     store = SqlIntakeStore(engine, max_readmissions=settings.intake.max_readmissions_per_version, policy=policy)
-    return IntakeService(store, ForgeTargetReader(forge), admitter, capacity_gate(settings, engine),
+    targets = SharedReads(ForgeTargetReader(forge), settings.intake.freshness_snapshot_seconds)
+    return IntakeService(store, targets, admitter, capacity_gate(settings, engine),
                          scope=scope_rules(settings), on_decision=record_decision, unread=unread_policy(settings),
-                         kills=KillGate(KillSwitch(engine)),
-                         policy=policy)
+                         kills=KillGate(KillSwitch(engine)), policy=policy)

@@ -6,6 +6,11 @@ delay), unavailable (5xx, timeouts, connection errors) or rejected (other 4xx). 
 5xx on a write are ambiguous — the forge may have committed — so callers that mutate must
 reconcile before retrying (see ``activities.gateway``).
 
+Freshness reads (:meth:`ForgeClient.get_pull`) are conditional requests: gidgethub's cache hook
+with a bounded LRU remembers each pull's ``ETag`` and sends ``If-None-Match``; GitHub answers an
+unchanged pull ``304 Not Modified``, which does not count against the installation's rate limit.
+The cache is per client (per process).
+
 Credentials come per call from a :class:`ForgeCredentials` (the tenant and repository of the
 call pick the token): :class:`StaticToken` sends one configured token everywhere;
 ``sluicegate.forge_auth.InstallationTokens`` mints GitHub App installation tokens scoped to
@@ -21,6 +26,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Protocol
 
 import gidgethub
 import httpx2
+from cachetools import LRUCache
 from gidgethub.httpx import GitHubAPI
 
 from sluicegate import forge_errors
@@ -30,6 +36,8 @@ __all__ = ["ForgeClient", "ForgeCredentials", "ForgeError", "StaticToken", "call
 
 DIFF_MEDIA_TYPE = "application/vnd.github.diff"
 USER_AGENT = "sluicegate"
+CONDITIONAL_CACHE_SIZE = 4096
+"""Pull requests whose last ``ETag`` and body are remembered (least recently used dropped first)."""
 
 
 async def call_forge(coro_factory: Callable[[], Awaitable[Any]], *, write: bool = False) -> Any:
@@ -90,6 +98,10 @@ class ForgeClient:
         self.base_url = base_url.rstrip("/")
         self._http = httpx2.AsyncClient(timeout=timeout_seconds)
         self._gh = GitHubAPI(self._http, USER_AGENT, base_url=self.base_url)
+        # Freshness reads only: gidgethub keys its cache by URL alone (not Accept, not token), so
+        # the diff read of the same URL must never go through it. A 304 costs GitHub no rate limit.
+        self._conditional = GitHubAPI(self._http, USER_AGENT, base_url=self.base_url,
+                                      cache=LRUCache(maxsize=CONDITIONAL_CACHE_SIZE))
         self._credentials: ForgeCredentials = credentials if credentials is not None else StaticToken(token)
 
     async def aclose(self) -> None:
@@ -136,7 +148,9 @@ class ForgeClient:
             yield item
 
     async def get_pull(self, owner: str, repo: str, number: int, *, tenant: str | None = None) -> dict[str, Any]:
-        return await self._send(tenant, owner, repo, lambda token: self._gh.getitem(
+        """The pull request as JSON, read conditionally (``If-None-Match`` with the last ``ETag``:
+        an unchanged pull answers 304 and the cached body is returned)."""
+        return await self._send(tenant, owner, repo, lambda token: self._conditional.getitem(
             f"/repos/{owner}/{repo}/pulls/{number}", oauth_token=token))
 
     async def get_pull_diff(self, owner: str, repo: str, number: int, *, tenant: str | None = None) -> str:

@@ -26,6 +26,9 @@ class IntakeConfig(BaseModel):
     """First wait before a queued unread delivery is re-checked."""
     source_retry_max_seconds: float = Field(default=300.0, gt=0)
     """Cap of the exponential backoff between re-checks."""
+    freshness_snapshot_seconds: float = Field(default=3.0, ge=0, le=30)
+    """How long a finished freshness read of a target is kept to *reject* later deliveries of it
+    (never to admit; per process; 0 turns it off). See ``intake/shared_reads.py``."""
     max_readmissions_per_version: int = Field(default=3, ge=0, le=100)
     """How often one (work key, version) may be admitted again after it ended (forced re-runs,
     requeues, a failed version triggered anew); past it: ``readmission-limit``."""

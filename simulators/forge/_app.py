@@ -4,6 +4,8 @@ Routes: ``GET /repos/{o}/{r}/pulls``, ``GET /repos/{o}/{r}/pulls/{n}``
 (JSON, or the unified diff as ``text/plain`` when ``Accept`` names
 ``application/vnd.github.diff`` / ``application/vnd.github.v3.diff``),
 ``GET|POST /repos/{o}/{r}/issues/{n}/comments``,
+The pull's JSON carries a weak ``ETag``; a request whose ``If-None-Match`` names it gets
+``304 Not Modified`` with no body, and (as on GitHub) is not counted against the rate limit.
 ``POST /app/installations/{id}/access_tokens`` (GitHub App mode, ``_apps``);
 control API under ``/_sim/`` (see ``_control``).
 
@@ -30,7 +32,7 @@ from simulators.forge._control import build_control_router
 from simulators.forge._gate import install_gate
 from simulators.forge._pagination import link_header, paginate
 from simulators.forge._records import parse_time
-from simulators.forge._render import comment_json, error_body, pull_json
+from simulators.forge._render import comment_json, entity_tag, error_body, etag_matches, pull_json
 from simulators.forge._state import ForgeState
 
 __all__ = ["create_forge_app"]
@@ -126,8 +128,15 @@ def create_forge_app(
             raise _not_found()
         accept = request.headers.get("accept", "").lower()
         if any(media in accept for media in _DIFF_TYPES):
+            state.record_pull_read("diff")
             return PlainTextResponse(pull.diff, media_type="text/plain")
-        return JSONResponse(pull_json(pull, _base(request)))
+        body = pull_json(pull, _base(request))
+        etag = entity_tag(body)
+        if etag_matches(request.headers.get("if-none-match"), etag):
+            state.record_pull_read("not_modified")
+            return Response(status_code=304, headers={"ETag": etag})
+        state.record_pull_read("json")
+        return JSONResponse(body, headers={"ETag": etag})
 
     @app.get("/repos/{owner}/{repo}/issues/{number}/comments")
     async def list_comments(owner: str, repo: str, number: str, request: Request) -> Response:

@@ -2,7 +2,9 @@
 
 * ``GET /_sim/health`` -- liveness for launchers.
 * ``GET /_sim/stats`` -- ``{"total", "requests": {"METHOD /route": n}, "by_repository":
-  {"owner/repo": n}, "comments_posted"}`` (every API request, answered or refused).
+  {"owner/repo": n}, "comments_posted", "pull_reads": {"json", "diff", "not_modified"}}``
+  (every API request, answered or refused; ``pull_reads`` counts answered single-pull reads:
+  200 JSON, 200 diff, 304 to a conditional JSON read).
 * ``POST /_sim/reset`` -- re-seed from fixtures, zero counters, clear faults.
 * ``POST /_sim/pulls/{owner}/{repo}/{number}`` -- upsert a pull with any of
   ``head_sha, base_sha, state, diff, title, head_ref, base_ref, body, user,

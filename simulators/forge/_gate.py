@@ -122,6 +122,8 @@ def install_gate(app: FastAPI, state: ForgeState, token: str | None) -> None:
             if limited is not None:
                 return JSONResponse(limited.body, status_code=limited.status, headers=limited.headers)
         response = await _answer(request, call_next, state.faults.take(lambda f: route_matches(f, method, path)))
+        if response.status_code == 304 and getattr(request.state, "caller", None) is not None:
+            state.rate_limits.refund(request.state.caller)  # a conditional hit is free, as on GitHub
         response.headers.update(headers)
         return response
 

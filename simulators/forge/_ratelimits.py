@@ -157,6 +157,13 @@ class RateLimits:
                 self._writes.setdefault(caller.rate_key, deque()).append(now)
             return None, self._headers(window, window[0] + self._window)
 
+    def refund(self, caller: Caller) -> None:
+        """Take back one counted request: GitHub does not count a ``304 Not Modified`` answer."""
+        with self._lock:
+            window = self._windows.get(caller.rate_key)
+            if window is not None and window[1] > 0:
+                window[1] -= 1
+
     def _primary(self, caller: Caller, window: list[float], reset: float,
                  status: int) -> tuple[Refusal, dict[str, str]]:
         self._refusals["primary"] += 1

@@ -10,12 +10,14 @@ their names, so they are the same across runs and resets.
 from __future__ import annotations
 
 import base64
+import hashlib
+import json
 import zlib
 from typing import Any
 
 from simulators.forge._records import Comment, PullRequest, format_time
 
-__all__ = ["comment_json", "error_body", "pull_json"]
+__all__ = ["comment_json", "entity_tag", "error_body", "etag_matches", "pull_json"]
 
 DOCS = "https://docs.github.com/rest"
 
@@ -115,3 +117,18 @@ def comment_json(comment: Comment, base: str) -> dict[str, Any]:
 
 def error_body(status: int, message: str, **extra: Any) -> dict[str, Any]:
     return {"message": message, **extra, "documentation_url": DOCS, "status": str(status)}
+
+
+def entity_tag(body: Any) -> str:
+    """A weak ETag for a JSON body, as GitHub sends: ``W/"<digest>"``, changing with any field."""
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return f'W/"{digest[:40]}"'
+
+
+def etag_matches(if_none_match: str | None, etag: str) -> bool:
+    """Does an ``If-None-Match`` header name ``etag`` (weak comparison, or ``*``)?"""
+    if not if_none_match:
+        return False
+    bare = etag.removeprefix("W/")
+    tags = [t.strip() for t in if_none_match.split(",")]
+    return "*" in tags or any(t.removeprefix("W/") == bare for t in tags)

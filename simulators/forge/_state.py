@@ -87,6 +87,7 @@ class ForgeState:
             self._requests: Counter[str] = Counter()
             self._by_repository: Counter[str] = Counter()
             self._comments_posted = 0
+            self._pull_reads: Counter[str] = Counter()
             self.faults.clear()
         self.apps.reset()
         self.users.clear()
@@ -192,9 +193,15 @@ class ForgeState:
             if repository is not None:
                 self._by_repository[repository.lower()] += 1
 
+    def record_pull_read(self, kind: str) -> None:
+        """Count one answered pull read: ``json`` (200), ``diff`` (200) or ``not_modified`` (304)."""
+        with self._lock:
+            self._pull_reads[kind] += 1
+
     def stats(self) -> dict[str, Any]:
         with self._lock:
             return {
+                "pull_reads": {k: self._pull_reads[k] for k in ("json", "diff", "not_modified")},
                 "total": sum(self._requests.values()),
                 "requests": dict(sorted(self._requests.items())),
                 "by_repository": dict(sorted(self._by_repository.items())),
