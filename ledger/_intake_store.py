@@ -129,7 +129,8 @@ class SqlIntakeStore:
         with single_read(self._engine) as conn:
             rows = find_repeat(conn, draft)
         seen = original_answer(rows, draft, replay_message) if draft.delivery_id is not None else None
-        return Repeat(seen=seen, blocking=None if seen is not None else blocking_reason(rows, draft))
+        return Repeat(seen=seen, blocking=None if seen is not None else blocking_reason(
+            rows, draft, done_blocks=not self._policy.rerun_done_on_change))
 
     def decide(self, draft: ReceiptDraft, capacity: CapacityContext | None = None) -> IntakeDecision:
         for attempt in range(_MAX_RACE_RETRIES):

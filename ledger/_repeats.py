@@ -124,14 +124,17 @@ def original_answer(rows: RepeatRows, draft: ReceiptDraft,
                           queued=bool(row["queued"]))
 
 
-def blocking_reason(rows: RepeatRows, draft: ReceiptDraft) -> str | None:
+def blocking_reason(rows: RepeatRows, draft: ReceiptDraft, done_blocks: bool = True) -> str | None:
     """Why this (work key, version) is already taken — admitted, running, done or queued — or None
-    when only the full path (with its forge read) can decide."""
+    when only the full path (with its forge read) can decide. ``done_blocks=False`` (the policy may
+    re-run a version done under an older policy version: ``intake.rerun_done_on_policy_change``)
+    leaves a ``done`` version to the full decision, which knows the version it was done under."""
     if draft.work_key is None or draft.input_version is None:
         return None
     what = f"{draft.work_key}@{draft.input_version}"
     version = rows.version
-    if version is not None and (version["status"] in _IN_FLIGHT or (version["status"] == _DONE and not draft.override)):
+    if version is not None and (version["status"] in _IN_FLIGHT or (version["status"] == _DONE and not draft.override
+                                                                 and done_blocks)):
         return f"{what} is already {version['status']} (receipt {version['receipt_id']})"
     queued = rows.queued
     if queued is not None and queued["input_version"] == draft.input_version and queued["status"] != _SOURCE_BLOCK:
