@@ -25,10 +25,11 @@ from activities.heartbeat import heartbeating
 from intake.outbox import relay
 from intake.ports import Admitter
 from ledger import RETENTION_RULES, DayBudgets, Retention, SqlIntakeStore
+from workflows.kinds import FailureType
+from workflows.names import (
+    PRUNE_DELIVERIES_ACTIVITY, PRUNE_RETENTION_ACTIVITY, RELAY_OUTBOX_ACTIVITY, SETTLE_STALE_ACTIVITY,
+)
 
-PRUNE_DELIVERIES_ACTIVITY = "sluicegate.maintenance.prune_deliveries"
-PRUNE_RETENTION_ACTIVITY = "sluicegate.maintenance.prune_retention"
-SETTLE_STALE_ACTIVITY = "sluicegate.maintenance.settle_stale_reservations"
 
 
 @dataclass
@@ -95,7 +96,7 @@ class MaintenanceActivities:
         self._retention = retention or RetentionPolicy()
         self._budgets = budgets
 
-    @activity.defn(name="sluicegate.maintenance.relay_outbox")
+    @activity.defn(name=RELAY_OUTBOX_ACTIVITY)
     async def relay_outbox(self, req: RelayRequest) -> RelayResult:
         pending = await asyncio.to_thread(self._store.pending_admissions, req.grace_seconds, req.limit)
         report = await relay(self._store, pending, self._admitter)
@@ -122,7 +123,7 @@ class MaintenanceActivities:
                     activity.logger.warning("retention: pruning %s failed: %r", table, exc)
                     report.failed[table] = repr(exc)[:500]
         if report.failed and not report.removed:
-            raise ApplicationError(f"retention: every table failed: {report.failed}", type="RetentionFailed")
+            raise ApplicationError(f"retention: every table failed: {report.failed}", type=FailureType.RETENTION_FAILED)
         activity.logger.info("retention pruned %s%s", report.removed or "nothing",
                              f"; failed: {sorted(report.failed)}" if report.failed else "")
         return report

@@ -23,6 +23,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from workflows.scan import delivery_id_for
+    from workflows.kinds import FailureType
     from workflows.scan_contracts import (
         GOAL_BOUND_ACTIVITY, GOAL_BOUND_REACHED, GOAL_CONDITIONS, GOAL_OBSERVE_ACTIVITY, GOAL_PROGRESS_QUERY,
         GOAL_WORKFLOW, INTAKE_SUBMIT_ACTIVITY, GoalRequest, GoalResult, IntakeRequest, IntakeResult, Observation,
@@ -116,7 +117,7 @@ def _validate(req: GoalRequest) -> None:
     if not req.deadline_seconds > 0:
         problems.append("deadline_seconds must be positive")
     if problems:
-        raise ApplicationError("invalid goal: " + "; ".join(problems), type="InvalidGoal", non_retryable=True)
+        raise ApplicationError("invalid goal: " + "; ".join(problems), type=FailureType.INVALID_GOAL, non_retryable=True)
 
 
 __all__ = ["GoalWorkflow"]

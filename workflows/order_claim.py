@@ -20,13 +20,13 @@ with workflow.unsafe.imports_passed_through():
     from workflows.contracts import RunOutcome, WorkOrder
     from workflows.failures import failure_type
     from workflows.order_end import cancellation_type
+    from workflows.names import CLAIM_ORDER_ACTIVITY
 
 CLAIM_ORDER_PATCH = "claim-order-at-start"
 """Each order first asks the ledger (activity ``sluicegate.ledger.claim_order``) whether it may still run."""
 ADMISSION_PATCH = "claim-requires-admission"
 """The claim also proves the order was admitted by intake (``workflows/claims.py``); the claim
 activity is retried until the ledger answers, and an order it cannot prove is refused."""
-CLAIM_ORDER_ACTIVITY = "sluicegate.ledger.claim_order"
 SKIPPED = "skipped"
 """Status of an order that was not run because its admission had already ended (nothing recorded)."""
 REFUSED = "refused"

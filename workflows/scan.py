@@ -31,6 +31,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from workflows.failures import failure_type
+    from workflows.kinds import FailureType
     from workflows.scan_contracts import (
         INTAKE_SUBMIT_ACTIVITY, NOTHING_CHANGED, SCAN_ADVANCE_ACTIVITY, SCAN_EVENT_TYPE, SCAN_LIST_ACTIVITY,
         SCAN_NO_WORK_ACTIVITY, SCAN_NO_WORK_EVENT_TYPE, SCAN_WORKFLOW, AdvanceWatermarkRequest, CandidatePage,
@@ -60,7 +61,7 @@ class ScanWorkflow:
             if failure is not None:
                 failures.append(failure)
         if failures:
-            raise ApplicationError(f"scan {req.scan_id} incomplete: " + "; ".join(failures), type="ScanIncomplete",
+            raise ApplicationError(f"scan {req.scan_id} incomplete: " + "; ".join(failures), type=FailureType.SCAN_INCOMPLETE,
                                    non_retryable=True)
         if result.candidates == 0:
             info = workflow.info()

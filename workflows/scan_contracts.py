@@ -11,16 +11,10 @@ from dataclasses import dataclass, field
 
 from intake.decision import Reason
 
-SCAN_WORKFLOW = "Scan"
-GOAL_WORKFLOW = "Goal"
-GOAL_PROGRESS_QUERY = "progress"
-
-INTAKE_SUBMIT_ACTIVITY = "sluicegate.intake.submit"
-SCAN_LIST_ACTIVITY = "sluicegate.scan.list_candidates"
-SCAN_ADVANCE_ACTIVITY = "sluicegate.scan.advance_watermark"
-SCAN_NO_WORK_ACTIVITY = "sluicegate.scan.record_no_work"
-GOAL_OBSERVE_ACTIVITY = "sluicegate.goal.observe"
-GOAL_BOUND_ACTIVITY = "sluicegate.goal.record_bound_reached"
+from workflows.names import (  # noqa: F401  (re-exported)
+    GOAL_BOUND_ACTIVITY, GOAL_OBSERVE_ACTIVITY, GOAL_PROGRESS_QUERY, GOAL_WORKFLOW, INTAKE_SUBMIT_ACTIVITY,
+    SCAN_ADVANCE_ACTIVITY, SCAN_LIST_ACTIVITY, SCAN_NO_WORK_ACTIVITY, SCAN_WORKFLOW,
+)
 
 # Receipt reasons of these trigger families (outcome ``no-work``), as plain strings for payloads.
 NOTHING_CHANGED = Reason.NOTHING_CHANGED.value
