@@ -32,14 +32,15 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from ledger import BeginState, CredentialBroker, Kill, KillSwitch, SideEffectLedger
+from sluicegate.errors import SluicegateError
 from workflows.kinds import FailureType
 
 
-class PermanentToolError(Exception):
+class PermanentToolError(SluicegateError):
     """The external system refused the operation; retrying cannot help."""
 
 
-class TransientToolError(Exception):
+class TransientToolError(SluicegateError):
     """The operation may succeed later (5xx, timeout, connection, rate limit)."""
 
     def __init__(self, message: str, retry_after: float | None = None, kind: str = "Unavailable") -> None:

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from sluicegate.budget_config import StaleReservationsConfig
 from sluicegate.capacity_config import CapacityConfig
+from sluicegate.errors import SluicegateError
 from sluicegate.intake_config import IntakeConfig
 from sluicegate.codec_config import CodecServerConfig
 from sluicegate.config_checks import UniqueKeyLoader, uniqueness_problems
@@ -42,7 +43,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG_FILE = PROJECT_ROOT / "temporal-dev.yaml"
 
 
-class ConfigError(Exception):
+class ConfigError(SluicegateError):
     """The configuration file or an environment override is invalid."""
 
 
