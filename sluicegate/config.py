@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from sluicegate.budget_config import StaleReservationsConfig
 from sluicegate.capacity_config import CapacityConfig
+from sluicegate.config_section import Section as _Section
 from sluicegate.errors import SluicegateError
 from sluicegate.intake_config import IntakeConfig
 from sluicegate.codec_config import CodecServerConfig
@@ -47,8 +48,6 @@ class ConfigError(SluicegateError):
     """The configuration file or an environment override is invalid."""
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class TemporalConfig(_Section):

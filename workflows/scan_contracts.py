@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from intake.decision import Reason
+from intake.decision import IntakeDecision, Reason
 
 from workflows.names import (  # noqa: F401  (re-exported)
     GOAL_BOUND_ACTIVITY, GOAL_OBSERVE_ACTIVITY, GOAL_PROGRESS_QUERY, GOAL_WORKFLOW, INTAKE_SUBMIT_ACTIVITY,
@@ -110,7 +110,7 @@ class WatermarkState:
 class ScanResult:
     scan_id: str
     candidates: int = 0
-    decisions: list["IntakeResult"] = field(default_factory=list)
+    decisions: list[IntakeDecision] = field(default_factory=list)
     deferred: int = 0
     watermarks: list[WatermarkState] = field(default_factory=list)
     no_work_receipt_id: str | None = None
@@ -139,20 +139,6 @@ class IntakeRequest:
     draft: bool = False
     emitted_at: str | None = None
     actor: str | None = None
-
-
-@dataclass
-class IntakeResult:
-    outcome: str
-    reason: str
-    message: str
-    receipt_id: str
-    work_key: str | None = None
-    input_version: str | None = None
-    generation: int | None = None
-    workflow_id: str | None = None
-    run_id: str | None = None
-    retry_after_seconds: float | None = None
 
 
 @dataclass
@@ -248,6 +234,6 @@ class GoalResult:
     polls: int
     bound: str | None = None
     """``max-polls`` | ``deadline`` when the bound ended the watch."""
-    decision: IntakeResult | None = None
+    decision: IntakeDecision | None = None
     receipt_id: str | None = None
     last_observation: str = ""
