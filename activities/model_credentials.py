@@ -35,6 +35,7 @@ from typing import Awaitable, Callable, Protocol
 
 from openai import AsyncOpenAI
 from pydantic import SecretStr
+
 from sluicegate.errors import SluicegateError
 
 DEFAULT_TENANT = ""

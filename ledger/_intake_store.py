@@ -25,6 +25,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
+from intake.admission_rules import duplicate_work, readmission_refusal, repeat_reason, stale_resume_reason
 from intake.decision import IntakeDecision, Outcome, Reason
 from intake.envelope import TriggerKind
 from intake.outbox import PendingAdmission
@@ -69,11 +70,11 @@ def _original_decision(conn, draft: ReceiptDraft) -> IntakeDecision | None:
     admitted (from the ledger, as they are now), and no row written for the repeat."""
     by_id = (_DELIVERIES.c.source == draft.source) & (_DELIVERIES.c.delivery_id == draft.delivery_id)
     row = conn.execute(select(_DELIVERIES.c.receipt_id).where(by_id)).first()
-    reason, message = Reason.DUPLICATE_DELIVERY, f"delivery {draft.delivery_id} from {draft.source} was already decided"
+    reason, message = repeat_reason(draft, same_body=False)
     if row is None and draft.body_digest:
         by_body = (_DELIVERIES.c.source == draft.source) & (_DELIVERIES.c.body_digest == draft.body_digest)
         row = conn.execute(select(_DELIVERIES.c.receipt_id).where(by_body)).first()
-        reason, message = Reason.REPLAYED_BODY, replay_message(draft)
+        reason, message = repeat_reason(draft, same_body=True)
     if row is None:
         return None
     original = conn.execute(select(_RECEIPTS.c.work_key, _RECEIPTS.c.input_version, _RECEIPTS.c.generation,
@@ -94,11 +95,6 @@ def _still_queued(conn, work_key: str | None, receipt_id: str) -> bool:
     items = DeferredItem.__table__.c
     return conn.execute(select(items.id).where(items.work_key == work_key, items.status == "waiting",
                                                items.receipt_id == receipt_id)).first() is not None
-
-
-def replay_message(draft: ReceiptDraft) -> str:
-    return (f"delivery {draft.delivery_id} from {draft.source} repeats a body (sha256 {draft.body_digest[:16]}...) "
-            "already delivered under another delivery id within the dedupe window: a replay")
 
 
 DEFAULT_MAX_READMISSIONS = 3
@@ -156,12 +152,12 @@ class SqlIntakeStore:
                 # two replicas re-admitting one ended version decide one after the other.
                 existing = s.get(WorkVersion, (draft.work_key, draft.input_version), with_for_update=True)
                 blocked = self._blocking_reason(s, draft, existing)
+                limited = readmission_refusal(draft, existing.readmissions, self._max_readmissions) \
+                    if existing is not None else None
                 if blocked is not None:
-                    draft = draft.with_outcome(Outcome.REJECT, Reason.DUPLICATE_WORK, blocked)
-                elif existing is not None and existing.readmissions >= self._max_readmissions:
-                    draft = draft.with_outcome(Outcome.REJECT, Reason.READMISSION_LIMIT, (
-                        f"{draft.work_key}@{draft.input_version} was admitted again {existing.readmissions} times "
-                        f"after it ended; the limit is {self._max_readmissions} (intake.max_readmissions_per_version)"))
+                    draft = duplicate_work(draft, blocked)
+                elif limited is not None:
+                    draft = limited
                 else:
                     placed = apply_capacity(s, draft, capacity, receipt_id) if capacity is not None else None
                     if placed is not None and placed.requeued:
@@ -194,7 +190,7 @@ class SqlIntakeStore:
         if item is not None and item.status == "waiting" and (expected_receipt in (None, item.receipt_id)):
             return None
         what = "left the queue" if item is None or item.status != "waiting" else "was replaced by a newer version"
-        return IntakeDecision(Outcome.DEFER, Reason.CAPACITY, f"deferred item {item_id} {what} while it was decided",
+        return IntakeDecision(Outcome.DEFER, stale_resume_reason(), f"deferred item {item_id} {what} while it was decided",
                               receipt_id=item.receipt_id if item is not None else "", work_key=item.work_key
                               if item is not None else None, input_version=item.input_version if item else None)
 
@@ -237,8 +233,8 @@ class SqlIntakeStore:
     def _already_claimed_unknown(draft: ReceiptDraft) -> IntakeDecision:
         """The claim failed but the winner's row is not visible (cannot happen under either
         ledger's isolation; answered as a duplicate rather than written)."""
-        return IntakeDecision(Outcome.REJECT, str(Reason.DUPLICATE_DELIVERY),
-                              f"delivery {draft.delivery_id} from {draft.source} was already decided", receipt_id="")
+        reason, message = repeat_reason(draft, same_body=False)
+        return IntakeDecision(Outcome.REJECT, str(reason), message, receipt_id="")
 
     @staticmethod
     def _admit_version(s: Session, draft: ReceiptDraft, receipt_id: str, existing: WorkVersion | None) -> int:

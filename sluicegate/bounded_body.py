@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 
 from starlette.requests import Request
+
 from sluicegate.errors import SluicegateError
 
 

@@ -39,6 +39,7 @@ from google.protobuf.message import DecodeError
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec
 from temporalio.exceptions import ApplicationError
+
 from sluicegate.errors import SluicegateError
 
 ENCODING = b"binary/encrypted"
