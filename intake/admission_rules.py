@@ -1,4 +1,7 @@
-"""Refusals decided against the ledger's facts, as pure functions: the ledger only applies them.
+"""Admission refusals as pure functions: the pipeline and the ledger only apply them.
+
+The gate rules (``IntakeService`` asks them before any forge read): an event that asks for no
+work, a repository outside the source's or tenant's scope, an event older than its source allows.
 
 ``SqlIntakeStore.decide`` (``ledger/_intake_store.py``) and its capacity step
 (``ledger/_admission_capacity.py``) read rows under lock and then ask these functions what the
@@ -17,7 +20,33 @@ from dataclasses import replace
 
 from intake.capacity import Block, jittered
 from intake.decision import Outcome, Reason
-from intake.receipts import ReceiptDraft
+from intake.envelope import Envelope, WorkCandidate
+from intake.receipts import ReceiptDraft, draft_for
+from intake.scope import ScopeRules
+from intake.sources.age import event_age_seconds, too_old
+
+def not_actionable(envelope: Envelope) -> ReceiptDraft:
+    """A valid event its parser found no work in (a label change, a ping): ``not-actionable``, no-work."""
+    return draft_for(envelope, None, Outcome.NO_WORK, Reason.NOT_ACTIONABLE, f"{envelope.type} asks for no work")
+
+
+def scope_refusal(scope: ScopeRules, envelope: Envelope, candidate: WorkCandidate) -> ReceiptDraft | None:
+    """``out-of-scope`` when the repository is not one the source (or tenant) serves."""
+    why = scope.refusal(envelope.trigger_kind, envelope.source, candidate.tenant, candidate.target)
+    if why is None:
+        return None
+    return draft_for(envelope, candidate, Outcome.REJECT, Reason.OUT_OF_SCOPE, why)
+
+
+def age_refusal(envelope: Envelope, candidate: WorkCandidate, max_age_seconds: float | None,
+                ) -> ReceiptDraft | None:
+    """``too-old`` when the event is older than its source's ``max_age_seconds``."""
+    if not too_old(envelope.time, envelope.received_at, max_age_seconds):
+        return None
+    age = event_age_seconds(envelope.time or envelope.received_at, envelope.received_at)
+    return draft_for(envelope, candidate, Outcome.REJECT, Reason.TOO_OLD,
+                     f"event is {age:.0f}s old; the source allows {max_age_seconds:.0f}s")
+
 
 CAPACITY_REASONS: dict[Block, Reason] = {
     Block.GLOBAL: Reason.CAPACITY, Block.TENANT: Reason.CAPACITY, Block.KEY: Reason.CAPACITY,
