@@ -19,8 +19,8 @@ from temporalio.client import (
     ScheduleUpdateInput,
 )
 
-from activities.maintenance import PruneRequest, RelayRequest, RetentionPolicy, StaleReservationsRequest
 from sluicegate.config import ScheduleConfig, Settings
+from workflows.maintenance_contracts import PruneRequest, RelayRequest, RetentionPolicy, StaleReservationsRequest
 from workflows.capacity_contracts import DISPATCH_WORKFLOW, REAP_WORKFLOW, DispatchRequest, ReapRequest
 from workflows.scan_contracts import SCAN_WORKFLOW, ScanRequest
 from workflows.stranded import RECONCILE_WORKFLOW, ReconcileRequest

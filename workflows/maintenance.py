@@ -17,17 +17,16 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from activities.maintenance import (
-        PRUNE_DELIVERIES_ACTIVITY, PRUNE_RETENTION_ACTIVITY, SETTLE_STALE_ACTIVITY, PruneRequest, RelayRequest,
-        RelayResult, RetentionReport, StaleReservationsRequest, StaleReservationsResult,
+    from workflows.maintenance_contracts import (
+        PruneRequest, RelayRequest, RelayResult, RetentionReport, StaleReservationsRequest, StaleReservationsResult,
     )
     from workflows.capacity_contracts import (
         DISPATCH_WORKFLOW, REAP_WORKFLOW, DispatchRequest, DispatchResult, ReapRequest,
     )
     from workflows.stranded import RECONCILE_ACTIVITY, RECONCILE_WORKFLOW, ReconcileRequest, ReconcileResult
     from workflows.names import (
-        DISPATCH_ACTIVITY, OUTBOX_RELAY_WORKFLOW, PRUNE_DELIVERIES_WORKFLOW, REAP_ACTIVITY, RELAY_OUTBOX_ACTIVITY,
-        SETTLE_STALE_WORKFLOW,
+        DISPATCH_ACTIVITY, OUTBOX_RELAY_WORKFLOW, PRUNE_DELIVERIES_ACTIVITY, PRUNE_DELIVERIES_WORKFLOW,
+        PRUNE_RETENTION_ACTIVITY, REAP_ACTIVITY, RELAY_OUTBOX_ACTIVITY, SETTLE_STALE_ACTIVITY, SETTLE_STALE_WORKFLOW,
     )
 
 RETRY = RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(seconds=30))

@@ -18,6 +18,7 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from workflows.claims import AdmissionRefusal, Claim, ClaimRequest, ClaimVerdict, LedgerStanding, decide_claim
     from workflows.contracts import RunOutcome, WorkOrder
+    from workflows.kinds import RunStatus
     from workflows.failures import failure_type
     from workflows.order_end import cancellation_type
     from workflows.names import CLAIM_ORDER_ACTIVITY
@@ -65,7 +66,7 @@ async def claim_order(order: WorkOrder, seen: Iterable[WorkOrder | RunOutcome], 
 def unrun_outcome(order: WorkOrder, claim: Claim) -> RunOutcome:
     """The outcome of an order the claim did not let run: ``superseded``, ``skipped`` or ``refused``,
     no step taken."""
-    status = {ClaimVerdict.SUPERSEDED: "superseded", ClaimVerdict.REFUSED: REFUSED}.get(claim.verdict, SKIPPED)
+    status = {ClaimVerdict.SUPERSEDED: RunStatus.SUPERSEDED, ClaimVerdict.REFUSED: REFUSED}.get(claim.verdict, SKIPPED)
     return RunOutcome(order.work_key, order.input_version, order.generation, status, claim.reason,
                       run_id=workflow.info().run_id, receipt_id=order.receipt_id, tenant=order.tenant,
                       source=order.source)
