@@ -25,11 +25,11 @@ with workflow.unsafe.imports_passed_through():
     from intake.decision import IntakeDecision
     from workflows.scan import delivery_id_for
     from workflows.kinds import FailureType
-    from workflows.scan_contracts import (
-        GOAL_BOUND_ACTIVITY, GOAL_BOUND_REACHED, GOAL_CONDITIONS, GOAL_OBSERVE_ACTIVITY, GOAL_PROGRESS_QUERY,
-        GOAL_WORKFLOW, INTAKE_SUBMIT_ACTIVITY, GoalRequest, GoalResult, IntakeRequest, Observation,
-        ObserveRequest, ReceiptRef, ReceiptRequest,
+    from workflows.goal_contracts import GOAL_CONDITIONS, GoalRequest, GoalResult, Observation, ObserveRequest
+    from workflows.names import (
+        GOAL_BOUND_ACTIVITY, GOAL_OBSERVE_ACTIVITY, GOAL_PROGRESS_QUERY, GOAL_WORKFLOW, INTAKE_SUBMIT_ACTIVITY,
     )
+    from workflows.scan_contracts import GOAL_BOUND_REACHED, IntakeRequest, ReceiptRef, ReceiptRequest
 
 
 @workflow.defn(name=GOAL_WORKFLOW)
