@@ -13,7 +13,6 @@ the activity fails (and is retried) only if every table failed.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from datetime import timedelta
 
 from sqlalchemy.engine import Engine

@@ -6,7 +6,7 @@ only with defaults (running goals carry these payloads). Names live in ``workflo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from intake.decision import IntakeDecision
 
