@@ -27,6 +27,7 @@ from activities.gateway import refuse_if_killed
 from intake.identity import with_tenant
 from ledger import KillSwitch
 from workflows.contracts import ToolRequest, ToolResult
+from workflows.names import READ_ARTIFACT_ACTIVITY
 
 MAX_HANDLE_CHARS = len(PREFIX) + 64
 
@@ -74,7 +75,7 @@ class ArtifactTools:
         self._kills = kills
         self._max = max_chars
 
-    @activity.defn(name="sluicegate.tool.read_artifact")
+    @activity.defn(name=READ_ARTIFACT_ACTIVITY)
     async def read_artifact(self, req: ToolRequest) -> ToolResult:
         work_key = with_tenant(req.work_key, req.tenant)
         await refuse_if_killed(self._kills, work_key, req.tenant)

@@ -21,6 +21,7 @@ from intake.capacity.fairness import DEFAULT_AGING_SECONDS
 from intake.identity import workflow_id_for
 from ledger import CapacityLedger, DeferredQueue, PoisonLetters, WorkItem
 from workflows.capacity_contracts import DispatchRequest, DispatchResult, ReapRequest, ReleaseRequest
+from workflows.names import DISPATCH_ACTIVITY, REAP_ACTIVITY, RELEASE_CAPACITY_ACTIVITY
 
 
 def _result(report: DispatchReport, released: list[str]) -> DispatchResult:
@@ -56,7 +57,7 @@ class CapacityActivities:
                                        retry_after=req.retry_after_seconds, room=room,
                                        aging_seconds=self._aging_seconds)
 
-    @activity.defn(name="sluicegate.capacity.release")
+    @activity.defn(name=RELEASE_CAPACITY_ACTIVITY)
     async def release(self, req: ReleaseRequest) -> DispatchResult:
         freed = await asyncio.to_thread(self._capacity.release, req.work_key, req.generation)
         activity.logger.info("released %s", ", ".join(freed) or "no slots", extra={"work_key": req.work_key})
@@ -69,7 +70,7 @@ class CapacityActivities:
             report = DispatchReport()
         return _result(report, freed)
 
-    @activity.defn(name="sluicegate.capacity.dispatch")
+    @activity.defn(name=DISPATCH_ACTIVITY)
     async def dispatch(self, req: DispatchRequest) -> DispatchResult:
         report = await self._dispatch(req)
         if report.admitted or report.dead or report.dropped:
@@ -77,7 +78,7 @@ class CapacityActivities:
                                  len(report.admitted), len(report.dropped), len(report.dead), report.deferred)
         return _result(report, [])
 
-    @activity.defn(name="sluicegate.capacity.reap")
+    @activity.defn(name=REAP_ACTIVITY)
     async def reap(self, req: ReapRequest) -> DispatchResult:
         holds = await asyncio.to_thread(self._capacity.holds, req.grace_seconds)
         newest: dict[str, int] = {}

@@ -15,6 +15,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.gateway import PermanentToolError, TransientToolError
 from sluicegate.forge_errors import ForgeError
+from workflows.kinds import FailureType
 
 
 def retry_delay(seconds: float | None) -> timedelta | None:
@@ -23,7 +24,7 @@ def retry_delay(seconds: float | None) -> timedelta | None:
 
 def forge_activity_error(exc: ForgeError, what: str, prefix: str = "Forge") -> ApplicationError:
     """``exc`` as the failure of an activity that was doing ``what``."""
-    return ApplicationError(f"{what}: {exc}", type=f"{prefix}{exc.kind}", non_retryable=not exc.retryable,
+    return ApplicationError(f"{what}: {exc}", type=FailureType.of(prefix, exc.kind), non_retryable=not exc.retryable,
                             next_retry_delay=retry_delay(exc.retry_after))
 
 

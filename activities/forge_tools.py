@@ -26,6 +26,8 @@ from activities.markers import CommentMarks
 from intake.identity import with_tenant
 from sluicegate.forge_client import ForgeClient, ForgeError
 from workflows.contracts import ToolRequest, ToolResult
+from workflows.kinds import FailureType
+from workflows.names import GET_DIFF_ACTIVITY, POST_COMMENT_ACTIVITY
 from workflows.review_task import POST_COMMENT
 
 MAX_DIFF_CHARS = 20_000
@@ -49,7 +51,7 @@ class ForgeTools:
         if self._egress is not None:
             self._egress.check(tenant, self._forge.base_url)
 
-    @activity.defn(name="sluicegate.tool.get_pull_request_diff")
+    @activity.defn(name=GET_DIFF_ACTIVITY)
     async def get_pull_request_diff(self, req: ToolRequest) -> ToolResult:
         await self._gateway.refuse_if_killed(with_tenant(req.work_key, req.tenant), req.tenant)
         self._check_egress(req.tenant)
@@ -71,7 +73,7 @@ class ForgeTools:
                 diff = f"{head}\n... [truncated {len(diff) - PREVIEW_CHARS} characters; {diff_summary(diff)}]"
         return ToolResult(content=diff, attempt=activity.info().attempt)
 
-    @activity.defn(name="sluicegate.tool.post_review_comment")
+    @activity.defn(name=POST_COMMENT_ACTIVITY)
     async def post_review_comment(self, req: ToolRequest) -> ToolResult:
         self._check_egress(req.tenant)
         body = _comment_body(req.arguments)
@@ -112,10 +114,10 @@ def _comment_body(arguments: str) -> str:
     try:
         args = json.loads(arguments or "{}")
     except ValueError:
-        raise ApplicationError("post_review_comment arguments are not JSON", type="ToolRequestRejected",
+        raise ApplicationError("post_review_comment arguments are not JSON", type=FailureType.TOOL_REQUEST_REJECTED,
                                non_retryable=True) from None
     body = args.get("body") if isinstance(args, dict) else None
     if not isinstance(body, str) or not body.strip():
-        raise ApplicationError("post_review_comment needs a non-empty 'body'", type="ToolRequestRejected",
+        raise ApplicationError("post_review_comment needs a non-empty 'body'", type=FailureType.TOOL_REQUEST_REJECTED,
                                non_retryable=True)
     return body[:MAX_COMMENT_CHARS]

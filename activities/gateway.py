@@ -32,13 +32,15 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from ledger import AttemptIdentity, BeginState, CredentialBroker, Kill, KillSwitch, SideEffectLedger
+from sluicegate.errors import SluicegateError
+from workflows.kinds import FailureType
 
 
-class PermanentToolError(Exception):
+class PermanentToolError(SluicegateError):
     """The external system refused the operation; retrying cannot help."""
 
 
-class TransientToolError(Exception):
+class TransientToolError(SluicegateError):
     """The operation may succeed later (5xx, timeout, connection, rate limit)."""
 
     def __init__(self, message: str, retry_after: float | None = None, kind: str = "Unavailable") -> None:
@@ -50,7 +52,7 @@ class TransientToolError(Exception):
     def activity_error(self, message: str) -> ApplicationError:
         """Retryable, after the server's delay when it gave one (else Temporal's backoff)."""
         delay = timedelta(seconds=self.retry_after) if self.retry_after else None
-        return ApplicationError(message, type=f"Tool{self.kind}", next_retry_delay=delay)
+        return ApplicationError(message, type=FailureType.of("Tool", self.kind), next_retry_delay=delay)
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,7 @@ Effect = tuple[str | None, dict[str, Any]]
 
 def killed_error(kill: Kill) -> ApplicationError:
     """The non-retryable error every refused call raises while a kill is in force."""
-    return ApplicationError(f"killed by {kill.actor} ({kill.scope} {kill.target}): {kill.reason}", type="Killed",
+    return ApplicationError(f"killed by {kill.actor} ({kill.scope} {kill.target}): {kill.reason}", type=FailureType.KILLED,
                             non_retryable=True)
 
 
@@ -124,10 +126,10 @@ class ToolGateway:
             return MutationResult(begin.external_id, begin.result or {}, replayed=True)
         if begin.state == BeginState.FENCED:
             activity.logger.warning("%s refused: %s", m.operation_key, begin.error, extra=log_extra)
-            raise ApplicationError(f"{m.operation} refused for a stale holder: {begin.error}", type="FencedOut",
+            raise ApplicationError(f"{m.operation} refused for a stale holder: {begin.error}", type=FailureType.FENCED_OUT,
                                    non_retryable=True)
         if begin.state == BeginState.FAILED:
-            raise ApplicationError(f"{m.operation} failed earlier: {begin.error}", type="SideEffectFailed",
+            raise ApplicationError(f"{m.operation} failed earlier: {begin.error}", type=FailureType.SIDE_EFFECT_FAILED,
                                    non_retryable=True)
         if begin.state == BeginState.IN_FLIGHT:
             found = await self._reconcile(m, reconcile)
@@ -141,7 +143,7 @@ class ToolGateway:
             external_id, result = await perform()
         except PermanentToolError as exc:
             await asyncio.to_thread(self._ledger.fail, m.operation_key, str(exc))
-            raise ApplicationError(f"{m.operation} refused: {exc}", type="ToolRequestRejected",
+            raise ApplicationError(f"{m.operation} refused: {exc}", type=FailureType.TOOL_REQUEST_REJECTED,
                                    non_retryable=True) from None
         except TransientToolError as exc:
             if self._breakers is not None:
@@ -157,7 +159,7 @@ class ToolGateway:
         if problem is not None:
             activity.logger.warning("%s refused: %s", m.operation_key, problem.message, extra={"work_key": m.work_key})
             raise ApplicationError(f"{m.operation} refused: {problem.message}",
-                                   type="Killed" if problem.revoked else "CredentialExpired",
+                                   type=FailureType.KILLED if problem.revoked else FailureType.CREDENTIAL_EXPIRED,
                                    non_retryable=problem.revoked)
 
     async def _require_claim(self, m: Mutation, claim: int) -> None:
@@ -168,7 +170,7 @@ class ToolGateway:
             lost = f"claim {claim} on {m.operation_key} was taken over by a newer attempt"
         if lost is not None:
             activity.logger.warning("%s not performed: %s", m.operation_key, lost, extra={"work_key": m.work_key})
-            raise ApplicationError(f"{m.operation} not performed: {lost}", type="LeaseLost")
+            raise ApplicationError(f"{m.operation} not performed: {lost}", type=FailureType.LEASE_LOST)
 
     async def _reconcile(self, m: Mutation, reconcile: Callable[[], Awaitable[Effect | None]]) -> MutationResult | None:
         try:
@@ -176,7 +178,7 @@ class ToolGateway:
         except TransientToolError as exc:
             raise exc.activity_error(f"cannot reconcile {m.operation_key}: {exc}") from None
         except PermanentToolError as exc:
-            raise ApplicationError(f"cannot reconcile {m.operation_key}: {exc}", type="ToolRequestRejected",
+            raise ApplicationError(f"cannot reconcile {m.operation_key}: {exc}", type=FailureType.TOOL_REQUEST_REJECTED,
                                    non_retryable=True) from None
         if found is None:
             return None

@@ -20,6 +20,7 @@ from temporalio.client import Client
 
 from sluicegate.capacity_setup import intake_service
 
+from intake.decision import IntakeDecision
 from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
 from intake.identity import review_candidate
 from intake.service import IntakeService
@@ -28,7 +29,7 @@ from ledger import SqlIntakeStore, WatermarkStore
 from sluicegate.config import Settings
 from sluicegate.tenancy_config import scope_rules
 from sluicegate.forge_client import ForgeClient
-from workflows.scan_contracts import INTAKE_SUBMIT_ACTIVITY, IntakeRequest, IntakeResult
+from workflows.scan_contracts import INTAKE_SUBMIT_ACTIVITY, IntakeRequest
 
 
 def parse_time(value: str | None) -> datetime | None:
@@ -52,12 +53,10 @@ class IntakeActivities:
         self._service = service
 
     @activity.defn(name=INTAKE_SUBMIT_ACTIVITY)
-    async def submit(self, req: IntakeRequest) -> IntakeResult:
+    async def submit(self, req: IntakeRequest) -> IntakeDecision:
         envelope, candidate = envelope_for(req, datetime.now(UTC))
         d = await self._service.submit(envelope, candidate)
-        return IntakeResult(outcome=str(d.outcome), reason=str(d.reason), message=d.message, receipt_id=d.receipt_id,
-                            work_key=d.work_key, input_version=d.input_version, generation=d.generation,
-                            workflow_id=d.workflow_id, run_id=d.run_id, retry_after_seconds=d.retry_after_seconds)
+        return d
 
 
 def trigger_activities(client: Client, settings: Settings, engine: Engine, forge: ForgeClient,

@@ -13,7 +13,6 @@ the activity fails (and is retried) only if every table failed.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 from datetime import timedelta
 
 from sqlalchemy.engine import Engine
@@ -25,63 +24,14 @@ from activities.heartbeat import heartbeating
 from intake.outbox import relay
 from intake.ports import Admitter
 from ledger import RETENTION_RULES, DayBudgets, Retention, SqlIntakeStore
-
-PRUNE_DELIVERIES_ACTIVITY = "sluicegate.maintenance.prune_deliveries"
-PRUNE_RETENTION_ACTIVITY = "sluicegate.maintenance.prune_retention"
-SETTLE_STALE_ACTIVITY = "sluicegate.maintenance.settle_stale_reservations"
-
-
-@dataclass
-class RelayRequest:
-    grace_seconds: float = 30.0
-    """Only items accepted longer ago than this (a request may still be admitting them)."""
-    limit: int = 100
-
-
-@dataclass
-class RelayResult:
-    admitted: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-
-
-@dataclass
-class RetentionPolicy:
-    """``maintenance.retention`` as the prune schedule carries it."""
-
-    ages_seconds: dict[str, float | None] = field(default_factory=dict)
-    """Table (or ``artifacts``) -> how old a row must be to go; absent or None: never pruned."""
-    batch_size: int = 500
-    max_batches: int = 100
-
-
-@dataclass
-class PruneRequest:
-    window_hours: float
-    """Delivery ids older than this are forgotten: a redelivery after it is decided afresh."""
-    retention: RetentionPolicy | None = None
-    """None (a schedule applied before retention existed): the worker's own ``maintenance.retention``."""
-
-
-@dataclass
-class RetentionReport:
-    removed: dict[str, int] = field(default_factory=dict)
-    """Rows (files for ``artifacts``) removed per table."""
-    failed: dict[str, str] = field(default_factory=dict)
-    """Tables whose prune failed this time, and why."""
-
-
-@dataclass
-class StaleReservationsRequest:
-    grace_seconds: float = 900.0
-    """Reservations held longer than this are ended (their worker died)."""
-
-
-@dataclass
-class StaleReservationsResult:
-    from_journal: int = 0
-    """Settled with the usage of an answer journaled before the crash."""
-    estimated: int = 0
-    """Charged at their estimate (fate unknown)."""
+from workflows.kinds import FailureType
+from workflows.names import (
+    PRUNE_DELIVERIES_ACTIVITY, PRUNE_RETENTION_ACTIVITY, RELAY_OUTBOX_ACTIVITY, SETTLE_STALE_ACTIVITY,
+)
+from workflows.maintenance_contracts import (  # noqa: F401  (re-exported: the payloads moved to workflows/)
+    PruneRequest, RelayRequest, RelayResult, RetentionPolicy, RetentionReport, StaleReservationsRequest,
+    StaleReservationsResult,
+)
 
 
 class MaintenanceActivities:
@@ -95,7 +45,7 @@ class MaintenanceActivities:
         self._retention = retention or RetentionPolicy()
         self._budgets = budgets
 
-    @activity.defn(name="sluicegate.maintenance.relay_outbox")
+    @activity.defn(name=RELAY_OUTBOX_ACTIVITY)
     async def relay_outbox(self, req: RelayRequest) -> RelayResult:
         pending = await asyncio.to_thread(self._store.pending_admissions, req.grace_seconds, req.limit)
         report = await relay(self._store, pending, self._admitter)
@@ -122,7 +72,7 @@ class MaintenanceActivities:
                     activity.logger.warning("retention: pruning %s failed: %r", table, exc)
                     report.failed[table] = repr(exc)[:500]
         if report.failed and not report.removed:
-            raise ApplicationError(f"retention: every table failed: {report.failed}", type="RetentionFailed")
+            raise ApplicationError(f"retention: every table failed: {report.failed}", type=FailureType.RETENTION_FAILED)
         activity.logger.info("retention pruned %s%s", report.removed or "nothing",
                              f"; failed: {sorted(report.failed)}" if report.failed else "")
         return report

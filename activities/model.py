@@ -41,6 +41,8 @@ from sluicegate.genai import ModelCallReport, model_call
 from ledger import BreakerBoard, Kill, KillSwitch, ModelJournal
 from workflows.budget import usage_from_openai
 from workflows.contracts import ModelRequest, ModelResponse, ToolCall
+from workflows.kinds import FailureType
+from workflows.names import MODEL_ACTIVITY
 
 WORK_KEY_HEADER = "X-Sluicegate-Work-Key"
 VERSION_HEADER = "X-Sluicegate-Input-Version"
@@ -100,7 +102,7 @@ class ModelActivities:
         if state.opened_at is not None and state.failures == self._breakers.policy.failure_threshold:
             activity.logger.warning("model breaker opened after %d failures: %s", state.failures, error)
 
-    @activity.defn(name="sluicegate.model.chat_completion")
+    @activity.defn(name=MODEL_ACTIVITY)
     async def chat_completion(self, req: ModelRequest) -> ModelResponse:
         # A run admitted before the tenancy upgrade carries its old key: kills, reservations and
         # the journal use the key the upgrade gave its rows.
@@ -161,7 +163,7 @@ class ModelActivities:
                                                self._clients.slot(req.tenant or None) or None)
             return await self._clients.for_tenant(req.tenant or None, mark)
         except ModelKeyUnavailable as exc:
-            raise ApplicationError(f"no model key for tenant {req.tenant!r}: {exc}", type="ModelKeyUnavailable",
+            raise ApplicationError(f"no model key for tenant {req.tenant!r}: {exc}", type=FailureType.MODEL_KEY_UNAVAILABLE,
                                    non_retryable=True) from None
 
     async def _send(self, client: AsyncOpenAI, req: ModelRequest, progress: Progress) -> ChatCompletion:
@@ -196,7 +198,7 @@ class ModelActivities:
             return _error_for_status(exc)
         if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
             await self._feed_breaker(f"unreachable: {exc}")
-            return ApplicationError(f"model endpoint unreachable: {exc}", type="ModelUnavailable")
+            return ApplicationError(f"model endpoint unreachable: {exc}", type=FailureType.MODEL_UNAVAILABLE)
         return exc
 
 

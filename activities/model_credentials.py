@@ -36,11 +36,13 @@ from typing import Awaitable, Callable, Protocol
 from openai import AsyncOpenAI
 from pydantic import SecretStr
 
+from sluicegate.errors import SluicegateError
+
 DEFAULT_TENANT = ""
 """Cache slot of the default credentials (tenants not listed under ``model.tenants``)."""
 
 
-class ModelKeyUnavailable(Exception):
+class ModelKeyUnavailable(SluicegateError):
     """A tenant's configured key cannot be read (missing or empty key file)."""
 
 

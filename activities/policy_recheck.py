@@ -24,7 +24,8 @@ from intake.policy import Policy
 from intake.ports import SourceUnavailable, TargetReader
 from intake.receipts import ReceiptDraft
 from ledger import SqlIntakeStore
-from workflows.policy_step import RECHECK_POLICY_ACTIVITY, PolicyCheck, PolicyCheckRequest
+from workflows.names import RECHECK_POLICY_ACTIVITY
+from workflows.policy_step import PolicyCheck, PolicyCheckRequest
 
 
 def refusal_receipt_id(work_key: str, generation: int, version: str) -> str:

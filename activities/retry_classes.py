@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from sluicegate.retry_after import MAX_HONOURED_RETRY_AFTER, parse_retry_after, with_jitter
+from workflows.kinds import FailureType
 
 __all__ = ["MAX_HONOURED_RETRY_AFTER", "RetryClass", "classify_status", "parse_retry_after", "with_jitter"]
 
@@ -35,7 +36,7 @@ def classify_status(status: int, headers: Mapping[str, str], prefix: str) -> Ret
     """Map an HTTP status from ``prefix`` (e.g. "Model") to its retry class."""
     if status == 429:
         after = parse_retry_after(headers)
-        return RetryClass(True, f"{prefix}RateLimited", with_jitter(after) if after is not None else None)
+        return RetryClass(True, FailureType.of(prefix, "RateLimited"), with_jitter(after) if after is not None else None)
     if status in (408, 409) or status >= 500:
-        return RetryClass(True, f"{prefix}Unavailable")
-    return RetryClass(False, f"{prefix}RequestRejected")
+        return RetryClass(True, FailureType.of(prefix, "Unavailable"))
+    return RetryClass(False, FailureType.of(prefix, "RequestRejected"))

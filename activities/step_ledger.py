@@ -35,6 +35,7 @@ from activities.keys import request_digest, reservation_id
 from ledger import DayBudgetExceeded, DayBudgets, ModelJournal, ModelJournalEntry, StepRef
 from workflows.budget import cost_usd, prompt_token_bound, step_worst_case_usd
 from workflows.contracts import ModelRequest, ModelResponse, Price
+from workflows.kinds import FailureType
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ class StepLedger:
             return await asyncio.to_thread(self._spend.budgets.reserve, req.tenant or "-", req.work_key, amount,
                                            reservation_id=rid, ref=ref)
         except DayBudgetExceeded as exc:
-            raise ApplicationError(str(exc), type="DayBudgetExceeded", non_retryable=True) from None
+            raise ApplicationError(str(exc), type=FailureType.DAY_BUDGET_EXCEEDED, non_retryable=True) from None
 
     async def unanswered(self, rid: str | None, exc: BaseException) -> None:
         """End the reservation of a call that raised: released if proven unbilled, else its estimate."""

@@ -21,6 +21,7 @@ from sluicegate.metrics import record_outcome
 from sluicegate.ops_metrics import record_run_latency
 from workflows.claims import AdmissionReceipt, Claim, ClaimRequest, ClaimVerdict, LedgerStanding, decide_claim
 from workflows.contracts import RunOutcome
+from workflows.names import CLAIM_ORDER_ACTIVITY, RECORD_OUTCOME_ACTIVITY
 
 
 def key_matches_order(req: ClaimRequest, work_key: str) -> bool:
@@ -38,7 +39,7 @@ class WorkLedgerActivities:
         self._store = store
         self._require_admission = require_admission
 
-    @activity.defn(name="sluicegate.ledger.record_run_outcome")
+    @activity.defn(name=RECORD_OUTCOME_ACTIVITY)
     async def record_run_outcome(self, outcome: RunOutcome) -> bool:
         recorded = await asyncio.to_thread(
             self._store.record_outcome, work_key=with_tenant(outcome.work_key, outcome.tenant),
@@ -67,7 +68,7 @@ class WorkLedgerActivities:
             seconds = (datetime.now(UTC) - as_utc(receipt.created_at)).total_seconds()
             record_run_latency(seconds, str(outcome.status), outcome.tenant)
 
-    @activity.defn(name="sluicegate.ledger.claim_order")
+    @activity.defn(name=CLAIM_ORDER_ACTIVITY)
     async def claim_order(self, req: ClaimRequest) -> Claim:
         """Read-only: the verdict of ``workflows.claims.decide_claim`` on the ledger's rows."""
         work_key = with_tenant(req.work_key, req.tenant)

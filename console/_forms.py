@@ -24,6 +24,7 @@ from urllib.parse import parse_qsl
 from fastapi import Request
 
 from sluicegate.bounded_body import declared_too_large, read_limited
+from sluicegate.errors import SluicegateError
 
 MAX_FORM_BYTES = 8 * 1024
 MAX_FIELDS = 16
@@ -31,7 +32,7 @@ MAX_QUERY_VALUE = 512
 FORM_TYPE = "application/x-www-form-urlencoded"
 
 
-class FormRefused(Exception):
+class FormRefused(SluicegateError):
     """The request cannot be used; ``status`` is the answer, ``message`` names fields, never values."""
 
     def __init__(self, status: int, message: str) -> None:

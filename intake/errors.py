@@ -18,13 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from intake.hygiene import MAX_DELIVERY_ID, MAX_EVENT_TYPE, identity_text, printable
+from sluicegate.errors import SluicegateError
 
 MAX_MESSAGE = 1000
 __all__ = ["InvalidDelivery", "MAX_DELIVERY_ID", "MAX_EVENT_TYPE", "MAX_MESSAGE", "storable_text"]
 
 
 @dataclass
-class InvalidDelivery(Exception):
+class InvalidDelivery(SluicegateError):
     """The delivery cannot be admitted as it stands; nothing downstream sees it."""
 
     reason: str

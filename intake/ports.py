@@ -18,9 +18,10 @@ from intake.envelope import Envelope, PullRequestRef, WorkCandidate
 from intake.freshness import TargetSnapshot
 from intake.receipts import ReceiptDraft
 from intake.repeats import Repeat
+from sluicegate.errors import SluicegateError
 
 
-class SourceUnavailable(Exception):
+class SourceUnavailable(SluicegateError):
     """The authoritative source could not be read (timeout, 5xx, rate limit).
 
     ``permanent`` marks an answer that trying again cannot change by itself (bad credentials, a

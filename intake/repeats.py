@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from intake.admission_rules import duplicate_work as duplicate_work_rule
 from intake.decision import IntakeDecision, Outcome, Reason
 from intake.envelope import Envelope, WorkCandidate
 from intake.receipts import ReceiptDraft, draft_for
@@ -48,8 +49,8 @@ class Repeat:
 
 def duplicate_work(envelope: Envelope, candidate: WorkCandidate, blocking: str) -> ReceiptDraft:
     """The ``duplicate-work`` receipt for a version the ledger already holds (no forge read)."""
-    return draft_for(envelope, candidate, Outcome.REJECT, Reason.DUPLICATE_WORK,
-                     f"{blocking}; decided from the ledger without a forge read")
+    return duplicate_work_rule(draft_for(envelope, candidate, Outcome.REJECT, Reason.DUPLICATE_WORK, ""),
+                               f"{blocking}; decided from the ledger without a forge read")
 
 
 async def look_up(store, probe: ReceiptDraft) -> Repeat:

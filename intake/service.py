@@ -33,6 +33,7 @@ import logging
 import time
 from typing import Callable
 
+from intake.admission_rules import age_refusal, not_actionable, scope_refusal
 from intake.capacity.plan import Block
 from intake.capacity.payload import from_payload
 from intake.decision import IntakeDecision, Outcome, Reason
@@ -40,7 +41,6 @@ from intake.envelope import Envelope, WorkCandidate
 from intake.freshness import assess_freshness
 from intake.kill_gate import KillGate
 from intake.policy import Policy
-from intake.sources.age import event_age_seconds, too_old
 from intake.ports import Admission, Admitter, CapacityContext, IntakeStore, TargetReader
 from intake.receipts import ReceiptDraft, draft_for
 from intake.repeats import duplicate_work, look_up, may_decide_early
@@ -130,19 +130,14 @@ class IntakeService:
         if repeat.seen is not None:
             return repeat.seen
         if candidate is None:
-            return await asyncio.to_thread(self._store.decide, draft_for(
-                envelope, None, Outcome.NO_WORK, Reason.NOT_ACTIONABLE,
-                f"{envelope.type} asks for no work"))
+            return await asyncio.to_thread(self._store.decide, not_actionable(envelope))
         outside = self._out_of_scope(envelope, candidate)
         if outside is not None:
             return await asyncio.to_thread(self._store.decide, outside)
         if self._kills is not None and (killed := await asyncio.to_thread(self._kills.refusal, envelope, candidate)):
             return await asyncio.to_thread(self._store.decide, killed)
-        if too_old(envelope.time, envelope.received_at, max_age_seconds):
-            age = event_age_seconds(envelope.time, envelope.received_at)
-            return await asyncio.to_thread(self._store.decide, draft_for(
-                envelope, candidate, Outcome.REJECT, Reason.TOO_OLD,
-                f"event is {age:.0f}s old; the source allows {max_age_seconds:.0f}s"))
+        if (old := age_refusal(envelope, candidate, max_age_seconds)) is not None:
+            return await asyncio.to_thread(self._store.decide, old)
         if may_decide_early(envelope) and (blocking := repeat.blocking or await taken_meanwhile(
                 self._targets, self._store, probe, envelope, candidate)) is not None:  # taken: no forge read needed
             return await asyncio.to_thread(self._store.decide, duplicate_work(envelope, candidate, blocking))
@@ -189,10 +184,7 @@ class IntakeService:
         return await asyncio.to_thread(self._kills.refusal, envelope, candidate)
 
     def _out_of_scope(self, envelope: Envelope, candidate: WorkCandidate) -> ReceiptDraft | None:
-        why = self._scope.refusal(envelope.trigger_kind, envelope.source, candidate.tenant, candidate.target)
-        if why is None:
-            return None
-        return draft_for(envelope, candidate, Outcome.REJECT, Reason.OUT_OF_SCOPE, why)
+        return scope_refusal(self._scope, envelope, candidate)
 
     async def _admit(self, admission: Admission) -> IntakeDecision:
         decision = admission.decision

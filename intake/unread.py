@@ -33,12 +33,13 @@ from intake.envelope import Envelope, WorkCandidate
 from intake.freshness import TargetSnapshot
 from intake.ports import CapacityContext, SourceUnavailable, TargetReader
 from intake.receipts import ReceiptDraft, draft_for
+from sluicegate.errors import SluicegateError
 from sluicegate.retry_after import exponential_backoff
 
 log = logging.getLogger("sluicegate.intake")
 
 
-class Requeue(Exception):
+class Requeue(SluicegateError):
     """A deferred item could not be re-checked now (source unreadable): it stays queued."""
 
     def __init__(self, block: Block, retry_after: float, message: str) -> None:
@@ -46,7 +47,7 @@ class Requeue(Exception):
         self.block, self.retry_after = block, retry_after
 
 
-class SourceRefused(Exception):
+class SourceRefused(SluicegateError):
     """A queued item's source refuses the read for good (or failed unexpectedly): a dispatch failure."""
 
 

@@ -8,21 +8,16 @@ the same transaction, so the receipt and the queue entry can never disagree.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from sqlmodel import Session
 
-from intake.capacity import Block, jittered
-from intake.decision import Outcome, Reason
+from intake.admission_rules import already_queued, capacity_deferral, deferral_delay, duplicate_work
+from intake.capacity import Block
 from intake.ports import CapacityContext
 from intake.receipts import ReceiptDraft
 from ledger import _deferred
 from ledger._capacity import CapacityRefused, acquire, holds_slots
-
-_REASON = {Block.GLOBAL: Reason.CAPACITY, Block.TENANT: Reason.CAPACITY, Block.KEY: Reason.CAPACITY,
-           Block.QUOTA: Reason.QUOTA, Block.RATE: Reason.RATE_LIMITED, Block.BREAKER: Reason.BREAKER_OPEN,
-           Block.SOURCE: Reason.SOURCE_UNAVAILABLE}
-
 
 @dataclass
 class CapacityOutcome:
@@ -34,10 +29,9 @@ class CapacityOutcome:
 
 
 def _already_queued(draft: ReceiptDraft, queued, resume_item: str | None) -> ReceiptDraft | None:
-    if queued is not None and queued.id != resume_item and queued.input_version == draft.input_version:
-        return draft.with_outcome(Outcome.REJECT, Reason.DUPLICATE_WORK,
-                                  f"{draft.work_key}@{draft.input_version} is already queued (deferred item {queued.id})")
-    return None
+    if queued is None:
+        return None
+    return already_queued(draft, queued.id, queued.input_version, resume_item)
 
 
 def queue_unread(s: Session, draft: ReceiptDraft, ctx: CapacityContext, receipt_id: str,
@@ -45,7 +39,7 @@ def queue_unread(s: Session, draft: ReceiptDraft, ctx: CapacityContext, receipt_
     """A delivery whose source could not be read (``draft`` is its defer): queue it, unless its
     version is already queued or admitted (``blocked``: why) — then it is ``duplicate-work``."""
     if blocked is not None:
-        return draft.with_outcome(Outcome.REJECT, Reason.DUPLICATE_WORK, blocked)
+        return duplicate_work(draft, blocked)
     queued = _deferred.waiting_for(s, draft.tenant or "", draft.work_key)
     if (duplicate := _already_queued(draft, queued, None)) is not None:
         return duplicate
@@ -67,12 +61,8 @@ def apply_capacity(s: Session, draft: ReceiptDraft, ctx: CapacityContext, receip
     if refused is None:
         superseded = queued.id if queued is not None and queued.id != ctx.resume_item else None
         return CapacityOutcome(draft, superseded_item=superseded)
-    retry = refused.retry_after if refused.retry_after is not None else ctx.retry_after_seconds
-    if refused.block != Block.QUOTA:  # a quota returns at midnight exactly; the fair order sorts them then
-        retry = jittered(retry)
-    message = f"deferred: {refused}; retry after {retry:.0f}s"
-    deferred = draft.with_outcome(Outcome.DEFER, _REASON[refused.block], message)
-    deferred = replace(deferred, retry_after_seconds=retry)
+    retry = deferral_delay(refused.block, refused.retry_after, ctx.retry_after_seconds)
+    deferred = capacity_deferral(draft, refused.block, str(refused), retry)
     if ctx.resume_item is not None:
         _deferred.redefer(s, ctx.resume_item, refused.block, refused.key, retry)
         return CapacityOutcome(deferred, ctx.resume_item, requeued=True)

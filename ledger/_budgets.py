@@ -37,6 +37,7 @@ from sqlmodel import Field, Session, SQLModel, col, select
 
 from ledger._model_journal import ModelJournalEntry
 from ledger._sql import dialect_insert, new_id, utcnow
+from sluicegate.errors import SluicegateError
 
 GLOBAL = "global"
 
@@ -99,7 +100,7 @@ class StepRef:
     attempt: int = 0
 
 
-class DayBudgetExceeded(Exception):
+class DayBudgetExceeded(SluicegateError):
     """A day budget cannot cover the step's maximum cost."""
 
     def __init__(self, scope: str, day: str, amount: float) -> None:
@@ -107,7 +108,7 @@ class DayBudgetExceeded(Exception):
         self.scope = scope
 
 
-class ReservationEnded(Exception):
+class ReservationEnded(SluicegateError):
     """A reservation id was reserved again after it had ended (ids are per attempt: a bug)."""
 
 

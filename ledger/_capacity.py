@@ -20,9 +20,10 @@ from sqlmodel import Session
 from intake.capacity import Block, CapacityRequest, take_token
 from ledger._capacity_models import AdmissionCount, CapacityCounter, CapacityHold, RateBucket
 from ledger._sql import as_utc, dialect_insert, utcnow
+from sluicegate.errors import SluicegateError
 
 
-class CapacityRefused(Exception):
+class CapacityRefused(SluicegateError):
     def __init__(self, block: Block, key: str | None, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.block, self.key, self.retry_after = block, key, retry_after

@@ -25,6 +25,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
+from intake.admission_rules import duplicate_work, readmission_refusal, repeat_reason, stale_resume_reason
 from intake.decision import IntakeDecision, Outcome, Reason
 from intake.envelope import TriggerKind
 from intake.outbox import PendingAdmission
@@ -72,11 +73,6 @@ def _decision_from_row(row: dict) -> IntakeDecision:
 _RECEIPTS = Receipt.__table__
 _DELIVERIES = Delivery.__table__
 _DRAFT_FIELDS = tuple(f for f in ReceiptDraft.__dataclass_fields__ if f in _RECEIPTS.c)
-
-
-def replay_message(draft: ReceiptDraft) -> str:
-    return (f"delivery {draft.delivery_id} from {draft.source} repeats a body (sha256 {draft.body_digest[:16]}...) "
-            "already delivered under another delivery id within the dedupe window: a replay")
 
 
 DEFAULT_MAX_READMISSIONS = 3
@@ -128,7 +124,7 @@ class SqlIntakeStore:
         (or its body) was already decided, else why its (work key, version) is already taken."""
         with single_read(self._engine) as conn:
             rows = find_repeat(conn, draft)
-        seen = original_answer(rows, draft, replay_message) if draft.delivery_id is not None else None
+        seen = original_answer(rows, draft) if draft.delivery_id is not None else None
         return Repeat(seen=seen, blocking=None if seen is not None else blocking_reason(
             rows, draft, done_blocks=not self._policy.rerun_done_on_change))
 
@@ -154,7 +150,7 @@ class SqlIntakeStore:
                     return changed  # nothing written: the next pass decides the item as it is now
             if resume is None and draft.delivery_id is not None and not self._claim_delivery(s, draft, receipt_id):
                 # Lost a race to the same delivery id or body: answered from the winner, no row.
-                return original_answer(find_repeat(s.connection(), draft), draft, replay_message) \
+                return original_answer(find_repeat(s.connection(), draft), draft) \
                     or self._already_claimed_unknown(draft)
             elif draft.outcome == Outcome.ACCEPT:
                 # Locked (FOR UPDATE on PostgreSQL; SQLite's BEGIN IMMEDIATE already serializes):
@@ -162,12 +158,12 @@ class SqlIntakeStore:
                 existing = s.get(WorkVersion, (draft.work_key, draft.input_version), with_for_update=True)
                 draft = self._policy_rerun(s, draft, existing)
                 blocked = self._blocking_reason(s, draft, existing)
+                limited = readmission_refusal(draft, existing.readmissions, self._max_readmissions) \
+                    if existing is not None else None
                 if blocked is not None:
-                    draft = draft.with_outcome(Outcome.REJECT, Reason.DUPLICATE_WORK, blocked)
-                elif existing is not None and existing.readmissions >= self._max_readmissions:
-                    draft = draft.with_outcome(Outcome.REJECT, Reason.READMISSION_LIMIT, (
-                        f"{draft.work_key}@{draft.input_version} was admitted again {existing.readmissions} times "
-                        f"after it ended; the limit is {self._max_readmissions} (intake.max_readmissions_per_version)"))
+                    draft = duplicate_work(draft, blocked)
+                elif limited is not None:
+                    draft = limited
                 else:
                     placed = apply_capacity(s, draft, capacity, receipt_id) if capacity is not None else None
                     if placed is not None and placed.requeued:
@@ -201,7 +197,7 @@ class SqlIntakeStore:
         if item is not None and item.status == "waiting" and (expected_receipt in (None, item.receipt_id)):
             return None
         what = "left the queue" if item is None or item.status != "waiting" else "was replaced by a newer version"
-        return IntakeDecision(Outcome.DEFER, Reason.CAPACITY, f"deferred item {item_id} {what} while it was decided",
+        return IntakeDecision(Outcome.DEFER, stale_resume_reason(), f"deferred item {item_id} {what} while it was decided",
                               receipt_id=item.receipt_id if item is not None else "", work_key=item.work_key
                               if item is not None else None, input_version=item.input_version if item else None)
 
@@ -256,8 +252,8 @@ class SqlIntakeStore:
     def _already_claimed_unknown(draft: ReceiptDraft) -> IntakeDecision:
         """The claim failed but the winner's row is not visible (cannot happen under either
         ledger's isolation; answered as a duplicate rather than written)."""
-        return IntakeDecision(Outcome.REJECT, str(Reason.DUPLICATE_DELIVERY),
-                              f"delivery {draft.delivery_id} from {draft.source} was already decided", receipt_id="")
+        reason, message = repeat_reason(draft, same_body=False)
+        return IntakeDecision(Outcome.REJECT, str(reason), message, receipt_id="")
 
     @staticmethod
     def _admit_version(s: Session, draft: ReceiptDraft, receipt_id: str, existing: WorkVersion | None) -> int:

@@ -16,11 +16,12 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
 from ledger._engine import make_engine, normalize_url
+from sluicegate.errors import SluicegateError
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 
 
-class LedgerSchemaError(Exception):
+class LedgerSchemaError(SluicegateError):
     """The ledger database is not at the schema revision this code expects."""
 
     def __init__(self, current: str | None, expected: str) -> None:

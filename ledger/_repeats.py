@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from intake.admission_rules import repeat_reason
 from intake.decision import IntakeDecision, Outcome, Reason
 from intake.receipts import ReceiptDraft
 
@@ -108,14 +108,13 @@ def find_repeat(conn: Connection, draft: ReceiptDraft) -> RepeatRows:
     return RepeatRows(**found)
 
 
-def original_answer(rows: RepeatRows, draft: ReceiptDraft,
-                    replay_message: Callable[[ReceiptDraft], str]) -> IntakeDecision | None:
-    """The repeat answered from the original delivery (no row written), or None if not a repeat."""
+def original_answer(rows: RepeatRows, draft: ReceiptDraft) -> IntakeDecision | None:
+    """The repeat answered from the original delivery (no row written), or None if not a repeat;
+    the reason and message come from ``intake.admission_rules.repeat_reason``."""
     if rows.delivery is not None:
-        row, reason = rows.delivery, Reason.DUPLICATE_DELIVERY
-        message = f"delivery {draft.delivery_id} from {draft.source} was already decided"
+        row, (reason, message) = rows.delivery, repeat_reason(draft, same_body=False)
     elif rows.body is not None and draft.body_digest:
-        row, reason, message = rows.body, Reason.REPLAYED_BODY, replay_message(draft)
+        row, (reason, message) = rows.body, repeat_reason(draft, same_body=True)
     else:
         return None
     return IntakeDecision(Outcome.REJECT, str(reason), message, receipt_id=row["receipt_id"],

@@ -13,8 +13,10 @@ import asyncio
 
 from starlette.requests import Request
 
+from sluicegate.errors import SluicegateError
 
-class BodyTooSlow(Exception):
+
+class BodyTooSlow(SluicegateError):
     """The body did not arrive whole within the read deadline."""
 
 

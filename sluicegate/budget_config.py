@@ -9,11 +9,12 @@ journaled usage if the answer had arrived, else at the estimate (see ``ledger/_b
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from sluicegate.config_section import Section
 
 
-class StaleReservationsConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class StaleReservationsConfig(Section):
 
     interval_seconds: float = Field(default=300.0, gt=0)
     """How often the sweep runs."""

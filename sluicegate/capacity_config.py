@@ -6,14 +6,13 @@ delivery (``defer`` with a reason and a retry-after; the item waits in the defer
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from intake.capacity import BreakerPolicy, CapacityLimits, TenantLimits
 from intake.capacity.fairness import DEFAULT_AGING_SECONDS
+from sluicegate.config_section import Section as _Section
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class TenantCapacity(_Section):

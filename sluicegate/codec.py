@@ -40,12 +40,14 @@ from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec
 from temporalio.exceptions import ApplicationError
 
+from sluicegate.errors import SluicegateError
+
 ENCODING = b"binary/encrypted"
 NONCE_BYTES = 12
 PLAINTEXT_REFUSED = "PlaintextPayloadRefused"
 
 
-class PayloadKeyError(Exception):
+class PayloadKeyError(SluicegateError):
     """A payload key is malformed, or a value was encrypted with a key that is not configured."""
 
 

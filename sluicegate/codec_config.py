@@ -5,15 +5,16 @@ It holds the payload keys, so it refuses to run without a bearer token (``sluice
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator
+
+from sluicegate.config_section import Section
 
 MIN_TOKEN_CHARS = 16
 
 
-class CodecServerConfig(BaseModel):
+class CodecServerConfig(Section):
     """Where ``python -m sluicegate.codec_server`` listens and who may call it."""
 
-    model_config = ConfigDict(extra="forbid")
 
     host: str = "127.0.0.1"
     port: int = 8888

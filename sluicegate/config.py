@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from sluicegate.budget_config import StaleReservationsConfig
 from sluicegate.capacity_config import CapacityConfig
+from sluicegate.config_section import Section as _Section
+from sluicegate.errors import SluicegateError
 from sluicegate.intake_config import IntakeConfig
 from sluicegate.codec_config import CodecServerConfig
 from sluicegate.config_checks import UniqueKeyLoader, uniqueness_problems
@@ -42,12 +44,10 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG_FILE = PROJECT_ROOT / "temporal-dev.yaml"
 
 
-class ConfigError(Exception):
+class ConfigError(SluicegateError):
     """The configuration file or an environment override is invalid."""
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class TemporalConfig(_Section):

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr
+from pydantic import AfterValidator, Field, SecretStr
 
+from sluicegate.config_section import Section
 from sluicegate.secret_fields import GENERATE_HINT
 
 MIN_SESSION_KEY_CHARS = 32
@@ -26,8 +27,7 @@ def _session_key(value: SecretStr) -> SecretStr:
 SessionKey = Annotated[SecretStr, AfterValidator(_session_key)]
 
 
-class ConsoleConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ConsoleConfig(Section):
 
     session_key: SessionKey | None = None
     """Signs console session cookies (``SLUICEGATE_CONSOLE_SESSION_KEY``); unset: the console is off."""

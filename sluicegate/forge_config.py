@@ -9,15 +9,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 
 MIN_MARKER_SECRET_CHARS = 16
 
+from sluicegate.config_section import Section as _Section
 from sluicegate.secret_fields import Credential
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class ForgeAppConfig(_Section):

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Mapping
 
+from sluicegate.errors import SluicegateError
 from sluicegate.retry_after import header, parse_retry_after, rate_limit_exhausted, rate_limit_reset_delay, \
     with_jitter
 
@@ -40,7 +41,7 @@ _RATE_LIMIT_WORDS = ("rate limit", "abuse detection")
 
 
 @dataclass
-class ForgeError(Exception):
+class ForgeError(SluicegateError):
     """A forge request failed; ``retryable`` tells whether trying again can help."""
 
     message: str

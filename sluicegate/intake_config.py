@@ -11,14 +11,14 @@ an error (``source-unavailable``). A queued item is re-decided by the dispatcher
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from intake.policy import POLICY_VERSION, Policy
 from intake.scope import check_glob
+from sluicegate.config_section import Section
 
 
-class IntakeConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class IntakeConfig(Section):
 
     freshness_deadline_seconds: float = Field(default=4.0, gt=0, lt=10)
     """Deadline of the freshness read (seconds, 0 < d < 10: GitHub gives a webhook 10 s)."""

@@ -7,13 +7,14 @@ only the copy for replay is skipped, and the receipt says why.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from sluicegate.config_section import Section
 
 MIB = 1024 * 1024
 
 
-class KeptDeliveriesConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class KeptDeliveriesConfig(Section):
 
     max_body_bytes: int = Field(default=MIB, ge=0)
     """The largest body kept (1 MiB; 0 keeps none)."""

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
+from sluicegate.config_section import Section as _Section
 from sluicegate.durations import Duration
 
 MIN_RETENTION = timedelta(hours=1)
@@ -20,8 +21,6 @@ RETAINED_TABLES = ("receipts", "side_effects", "credentials", "budget_reservatio
                    "cancel_requests", "artifacts", "kept_deliveries")
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class RetentionConfig(_Section):

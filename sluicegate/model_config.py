@@ -17,13 +17,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from sluicegate.config_section import Section as _Section
 from sluicegate.secret_fields import Credential
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class Price(_Section):

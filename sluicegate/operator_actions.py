@@ -27,6 +27,7 @@ from typing import Literal, Protocol
 from intake.hygiene import MAX_REASON
 from intake.identity import is_tenant_name, parse_work_key
 from intake.manual_request import ManualTrigger
+from workflows.names import AGENT_WORKFLOW
 
 KillScope = Literal["work_key", "tenant", "all"]
 KILL_SCOPES: tuple[KillScope, ...] = ("work_key", "tenant", "all")
@@ -70,7 +71,7 @@ def kill_tenant(scope: str, target: str) -> str | None:
 
 def running_agents_query(scope: str, target: str) -> str:
     """Visibility query for the running agent workflows a kill scope covers (target validated)."""
-    base = 'WorkflowType = "AgentLoop" AND ExecutionStatus = "Running"'
+    base = f'WorkflowType = "{AGENT_WORKFLOW}" AND ExecutionStatus = "Running"'
     if scope == "work_key":
         # A run admitted before the tenancy upgrade is searchable only by its old key (no tenant).
         tenant, _, legacy = target.partition("/")

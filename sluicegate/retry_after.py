@@ -81,10 +81,12 @@ def rate_limit_reset_delay(headers: Mapping[str, str] | None, now: datetime | No
     return max(reset - (now or datetime.now(UTC)).timestamp(), 0.0)
 
 
-def with_jitter(seconds: float, rng: random.Random | None = None, cap: float = MAX_HONOURED_RETRY_AFTER) -> float:
-    """``seconds`` capped at ``cap``, plus up to 20 % random extra."""
+def with_jitter(seconds: float, rng: random.Random | None = None, cap: float = MAX_HONOURED_RETRY_AFTER,
+                fraction: float = JITTER_FRACTION) -> float:
+    """``seconds`` capped at ``cap``, plus up to ``fraction`` (20 %) random extra: the one jitter
+    (the capacity gate's deferred items use it too, through ``intake.capacity.jittered``)."""
     base = min(max(seconds, 0.0), cap)
-    return base + base * JITTER_FRACTION * (rng or random).random()
+    return base + base * fraction * (rng or random).random()
 
 
 def exponential_backoff(attempt: int, base: float, cap: float, floor: float | None = None,

@@ -6,13 +6,12 @@ from datetime import timedelta
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from sluicegate.config_section import Section as _Section
 from sluicegate.durations import Duration
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 OverlapName = Literal["skip", "buffer_one", "buffer_all", "cancel_other", "terminate_other", "allow_all"]

@@ -19,11 +19,15 @@ from temporalio.client import (
     ScheduleUpdateInput,
 )
 
-from activities.maintenance import PruneRequest, RelayRequest, RetentionPolicy, StaleReservationsRequest
 from sluicegate.config import ScheduleConfig, Settings
+from workflows.maintenance_contracts import PruneRequest, RelayRequest, RetentionPolicy, StaleReservationsRequest
 from workflows.capacity_contracts import DISPATCH_WORKFLOW, REAP_WORKFLOW, DispatchRequest, ReapRequest
 from workflows.scan_contracts import SCAN_WORKFLOW, ScanRequest
 from workflows.stranded import RECONCILE_WORKFLOW, ReconcileRequest
+from workflows.names import (  # noqa: F401  (schedule ids re-exported)
+    DISPATCH_SCHEDULE, OUTBOX_RELAY_SCHEDULE, OUTBOX_RELAY_WORKFLOW, PRUNE_DELIVERIES_SCHEDULE, PRUNE_DELIVERIES_WORKFLOW,
+    REAP_SCHEDULE, RECONCILE_SCHEDULE, SETTLE_STALE_WORKFLOW, STALE_RESERVATIONS_SCHEDULE,
+)
 
 OVERLAP_POLICIES: dict[str, ScheduleOverlapPolicy] = {
     "skip": ScheduleOverlapPolicy.SKIP,
@@ -72,14 +76,6 @@ def schedule_for(schedule_id: str, cfg: ScheduleConfig, settings: Settings) -> S
                     state=ScheduleState(note=cfg.note, paused=cfg.start_paused))
 
 
-OUTBOX_RELAY_SCHEDULE = "sluicegate-outbox-relay"
-PRUNE_DELIVERIES_SCHEDULE = "sluicegate-prune-deliveries"
-DISPATCH_SCHEDULE = "sluicegate-dispatch-deferred"
-REAP_SCHEDULE = "sluicegate-reap-capacity"
-RECONCILE_SCHEDULE = "sluicegate-reconcile-runs"
-STALE_RESERVATIONS_SCHEDULE = "sluicegate-settle-stale-reservations"
-
-
 def retention_policy(settings: Settings) -> RetentionPolicy:
     """``maintenance.retention`` as the prune workflow carries it."""
     r = settings.maintenance.retention
@@ -101,11 +97,11 @@ def maintenance_schedules(settings: Settings) -> dict[str, Schedule]:
     slot reaper, the run reconciler and the stale-reservation sweep: skip overlaps, take one missed tick."""
     m, queue = settings.maintenance, settings.temporal.task_queue
     policy = SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP, catchup_window=timedelta(minutes=1))
-    relay = ScheduleActionStartWorkflow("OutboxRelay", RelayRequest(grace_seconds=m.outbox_grace_seconds),
+    relay = ScheduleActionStartWorkflow(OUTBOX_RELAY_WORKFLOW, RelayRequest(grace_seconds=m.outbox_grace_seconds),
                                         id=OUTBOX_RELAY_SCHEDULE, task_queue=queue,
                                         execution_timeout=timedelta(minutes=10))
     prune_req = PruneRequest(window_hours=m.delivery_dedupe_window_hours, retention=retention_policy(settings))
-    prune = ScheduleActionStartWorkflow("PruneDeliveries", prune_req,
+    prune = ScheduleActionStartWorkflow(PRUNE_DELIVERIES_WORKFLOW, prune_req,
                                         id=PRUNE_DELIVERIES_SCHEDULE, task_queue=queue,
                                         execution_timeout=timedelta(minutes=30))
     cap = settings.capacity
@@ -117,7 +113,7 @@ def maintenance_schedules(settings: Settings) -> dict[str, Schedule]:
     reconcile = ScheduleActionStartWorkflow(RECONCILE_WORKFLOW, ReconcileRequest(m.reconcile_grace_seconds),
                                             id=RECONCILE_SCHEDULE, task_queue=queue,
                                             execution_timeout=timedelta(minutes=15))
-    stale = ScheduleActionStartWorkflow("SettleStaleReservations", stale_reservations_request(settings),
+    stale = ScheduleActionStartWorkflow(SETTLE_STALE_WORKFLOW, stale_reservations_request(settings),
                                         id=STALE_RESERVATIONS_SCHEDULE, task_queue=queue,
                                         execution_timeout=timedelta(minutes=10))
 

@@ -22,11 +22,12 @@ from __future__ import annotations
 import base64
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
 
 from intake.identity import TENANT_PATTERN
 from intake.scope import check_glob
 from intake.sources.mapping import PayloadMapping
+from sluicegate.config_section import Section
 from sluicegate.secret_fields import VerifierSecret
 
 SourceKind = Literal["github", "standard-webhooks", "cloudevents"]
@@ -39,13 +40,12 @@ MIN_WHSEC_BYTES = 24
 MAX_EVENT_AGE_SECONDS = 7 * 24 * 3600
 
 
-class SourceConfig(BaseModel):
+class SourceConfig(Section):
     """One webhook source. ``secret: x`` (the old single-secret form) is read as ``secrets: [x]``.
 
     Rotation: list the new and the old secret; a delivery verifying with any one is accepted.
     """
 
-    model_config = ConfigDict(extra="forbid")
 
     kind: SourceKind
     tenant: str = Field(pattern=TENANT_PATTERN)

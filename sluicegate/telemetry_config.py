@@ -9,7 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, Field
+
+from sluicegate.config_section import Section
 
 
 def parse_bind(bind: str) -> tuple[str, int]:
@@ -29,10 +31,9 @@ def _bind(value: str | None) -> str | None:
 Bind = Annotated[str | None, AfterValidator(_bind)]
 
 
-class PrometheusConfig(BaseModel):
+class PrometheusConfig(Section):
     """``host:port`` addresses for the ``/metrics`` listeners (``null`` = off)."""
 
-    model_config = ConfigDict(extra="forbid")
 
     api_bind: Bind = None
     """The webhook API's Sluicegate series (conventionally ``127.0.0.1:9464``)."""
@@ -45,8 +46,7 @@ class PrometheusConfig(BaseModel):
     between reads, so a scrape storm cannot turn into a query storm."""
 
 
-class TelemetryConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class TelemetryConfig(Section):
 
     service_name: str = "sluicegate"
     exporter: Literal["none", "console", "file", "otlp"] = "none"

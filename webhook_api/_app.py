@@ -32,6 +32,7 @@ from temporalio.client import Client
 from console import ConsolePorts, create_console
 from intake.decision import Reason
 from intake.errors import InvalidDelivery
+from intake.request_rules import source_rule
 from intake.temporal_admitter import TemporalAdmitter
 from ledger import SqlIntakeStore
 from sluicegate.bounded_body import declared_too_large, read_limited
@@ -115,10 +116,8 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
             if declared_too_large(request, api.max_body_bytes):
                 return refuse(request, name, InvalidDelivery(Reason.BAD_INPUT,
                                                              f"body exceeds {api.max_body_bytes} bytes", 413))
-            if src is None:  # answered like a bad signature: which names exist is nobody's business
-                return refuse(request, name, InvalidDelivery(Reason.UNKNOWN_SOURCE,
-                                                             "no source of that name is configured", 401), source,
-                              answer=NOT_AUTHENTICATED)
+            if (unknown := source_rule(src is not None)) is not None:  # answered like a bad signature
+                return refuse(request, name, unknown, source, answer=NOT_AUTHENTICATED)
             span.set_attribute("sluicegate.source_kind", src.kind)
             try:  # a bearer-token kind authenticates from its headers, before any body byte is read
                 verified = authenticate(src, headers, b"") if src.kind in HEADER_AUTH_KINDS else None

@@ -31,11 +31,12 @@ from fastapi import Request
 from fastapi.responses import JSONResponse
 
 from intake.actors import actor_for_token, choose_tenant
-from intake.decision import Reason, policy_reason
+from intake.decision import Reason
 from intake.envelope import Envelope, PullRequestRef, TriggerKind
 from intake.errors import InvalidDelivery
 from intake.identity import review_candidate
 from intake.manual_request import MAX_BODY_BYTES, ManualTrigger, parse_manual_body
+from intake.request_rules import actor_rule, force_rule, tenant_rule
 from sluicegate.config import ActorConfig, Settings
 from sluicegate.tenancy_config import configured_tenants
 from webhook_api._body import BodyTooSlow, bounded_headers, declared_too_large, read_limited
@@ -67,9 +68,8 @@ async def manual_trigger(request: Request, settings: Settings) -> JSONResponse:
     if declared_too_large(request, MAX_BODY_BYTES):
         return refuse(request, SOURCE, InvalidDelivery(Reason.BAD_INPUT, f"body exceeds {MAX_BODY_BYTES} bytes", 413))
     actor = authenticated_actor(request.headers.get("authorization"), settings.actors)
-    if actor is None:
-        return refuse(request, SOURCE, InvalidDelivery(Reason.UNAUTHORIZED_ACTOR,
-                                                       "a configured actor's bearer token is required", 401))
+    if (anonymous := actor_rule(actor)) is not None:
+        return refuse(request, SOURCE, anonymous)
     store = request.app.state.store
     fallback_id = f"manual-{uuid.uuid4()}"
     try:
@@ -102,15 +102,11 @@ async def submit_manual(state, settings: Settings, actor: str, trigger: ManualTr
     request_id = trigger.request_id or fallback_id or f"manual-{uuid.uuid4()}"
     # The tenant comes from the actor's grants; the body may only choose among them.
     choice = choose_tenant(actor, settings.actors[actor].tenants, trigger.tenant, configured_tenants(settings))
-    if choice.tenant is None:
-        reason, status = (Reason.BAD_INPUT, 422) if choice.ambiguous else (Reason.OUT_OF_SCOPE, 403)
-        return await _reject(state.store, actor, received_at,
-                             InvalidDelivery(reason, choice.refusal or "", status, request_id, EVENT_TYPE), None)
+    if (refused := tenant_rule(choice, request_id, EVENT_TYPE)) is not None:
+        return await _reject(state.store, actor, received_at, refused, None)
     tenant = choice.tenant
-    if trigger.force and choice.role != "admin":
-        return await _reject(state.store, actor, received_at, InvalidDelivery(
-            policy_reason("override-not-permitted"), f"actor {actor!r} may not force a re-run in tenant {tenant!r} "
-            "(role admin required there)", 403, request_id, EVENT_TYPE), tenant)
+    if (refused := force_rule(trigger.force, choice.role, actor, tenant, request_id, EVENT_TYPE)) is not None:
+        return await _reject(state.store, actor, received_at, refused, tenant)
     ref = PullRequestRef(*trigger.owner_repo, trigger.number)
     # Request ids are deduplicated per tenant: tenant A's id never collides with (or answers with) B's.
     envelope = Envelope(id=tenant_request_id(tenant, request_id), source=SOURCE, type=EVENT_TYPE, subject=ref.target_id, time=received_at,

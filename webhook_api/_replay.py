@@ -33,10 +33,11 @@ from fastapi import Request
 from fastapi.responses import JSONResponse
 
 from intake.actors import role_in
-from intake.decision import Reason, policy_reason
+from intake.decision import Reason
 from intake.envelope import TriggerKind
 from intake.errors import InvalidDelivery
 from intake.replay_request import MAX_BODY_BYTES, parse_replay_body
+from intake.request_rules import actor_rule, replay_rule
 from intake.sources import VerifiedDelivery
 from ledger import KeptDelivery
 from sluicegate.codec import PayloadKeyError
@@ -60,9 +61,8 @@ async def replay(request: Request, settings: Settings) -> JSONResponse:
     if declared_too_large(request, MAX_BODY_BYTES):
         return refuse(request, SOURCE, InvalidDelivery(Reason.BAD_INPUT, f"body exceeds {MAX_BODY_BYTES} bytes", 413))
     actor = authenticated_actor(request.headers.get("authorization"), settings.actors)
-    if actor is None:
-        return refuse(request, SOURCE, InvalidDelivery(Reason.UNAUTHORIZED_ACTOR,
-                                                       "a configured actor's bearer token is required", 401))
+    if (anonymous := actor_rule(actor)) is not None:
+        return refuse(request, SOURCE, anonymous)
     state = request.app.state
     try:
         body = await read_limited(request, MAX_BODY_BYTES, settings.webhook_api.body_read_timeout_seconds)
@@ -85,11 +85,9 @@ async def replay(request: Request, settings: Settings) -> JSONResponse:
         return _answer(InvalidDelivery(Reason.BAD_INPUT, "several sources kept a delivery with that id; name one "
                                        f"with \"source\" ({', '.join(r.source for r in rows)})", 409))
     row = rows[0]
-    if role_in(grants, row.tenant) != "admin":
-        return await reject_with_receipt(state.store, InvalidDelivery(
-            policy_reason("replay-not-permitted"), f"actor {actor!r} may not replay deliveries in tenant "
-            f"{row.tenant!r} (role admin required there)", 403, row.delivery_id, EVENT_TYPE),
-            source=SOURCE, tenant=row.tenant, received_at=received_at, trigger_kind=TriggerKind.MANUAL, actor=actor)
+    if (refused := replay_rule(role_in(grants, row.tenant), actor, row.tenant, row.delivery_id, EVENT_TYPE)) is not None:
+        return await reject_with_receipt(state.store, refused, source=SOURCE, tenant=row.tenant,
+                                         received_at=received_at, trigger_kind=TriggerKind.MANUAL, actor=actor)
     return with_fields(await _rerun(state, settings, row, actor, ask.reason), replay_of=row.receipt_id)
 
 

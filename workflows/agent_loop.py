@@ -54,6 +54,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 
 with workflow.unsafe.imports_passed_through():
     from workflows.failures import count_failure, failure_type
+    from workflows.kinds import FailureType
     from workflows.state import StateSchemaError, upgrade_state
     from workflows import search_attributes as sa
     from workflows.budget import cost_usd, exhausted
@@ -218,7 +219,7 @@ class AgentLoopWorkflow:
         try:
             state = upgrade_state(carried)
         except StateSchemaError as exc:
-            raise ApplicationError(str(exc), type="StateSchemaUnsupported", non_retryable=True) from None
+            raise ApplicationError(str(exc), type=FailureType.STATE_SCHEMA_UNSUPPORTED, non_retryable=True) from None
         self._pending = list(state.pending) + self._pending
         self._seen_generations |= set(state.seen_generations)
         self._finished = list(state.recent)
@@ -258,8 +259,8 @@ class AgentLoopWorkflow:
                 self._check_cancel()
                 kind = failure_type(err)
                 count_failure(err, order.runtime.model_max_attempts, outcome)
-                outcome.status = {"Killed": RunStatus.KILLED,
-                                  "DayBudgetExceeded": RunStatus.BUDGET_EXHAUSTED}.get(kind, RunStatus.FAILED)
+                outcome.status = {FailureType.KILLED: RunStatus.KILLED,
+                                  FailureType.DAY_BUDGET_EXCEEDED: RunStatus.BUDGET_EXHAUSTED}.get(kind, RunStatus.FAILED)
                 outcome.reason = f"model-error: {kind}"
                 break
             outcome.retries += response.attempt - 1
@@ -338,7 +339,7 @@ class AgentLoopWorkflow:
             except ActivityError as err:
                 self._check_cancel()
                 count_failure(err, rt.tool_max_attempts, outcome)
-                if failure_type(err) == "Killed":
+                if failure_type(err) == FailureType.KILLED:
                     outcome.status, outcome.reason = RunStatus.KILLED, f"tool-error: {call.name}: Killed"
                     return None
                 return f"tool-error: {call.name}: {failure_type(err)}"

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-DISPATCH_WORKFLOW = "DispatchDeferred"
-REAP_WORKFLOW = "ReapCapacity"
+from workflows.names import DISPATCH_WORKFLOW, REAP_WORKFLOW  # noqa: F401  (re-exported)
 
 
 @dataclass

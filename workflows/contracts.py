@@ -8,33 +8,10 @@ can build a :class:`WorkOrder` without importing the workflow.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
-AGENT_WORKFLOW = "AgentLoop"
-WORK_ORDER_SIGNAL = "work_order"
-PROGRESS_QUERY = "progress"
-KILL_SIGNAL = "kill"
-
-
-class RunStatus(StrEnum):
-    """How a work order ended (``work_versions.status`` once the version left ``admitted``)."""
-
-    DONE = "done"
-    FAILED = "failed"
-    BUDGET_EXHAUSTED = "budget_exhausted"
-    SUPERSEDED = "superseded"
-    KILLED = "killed"
-    CANCELLED = "cancelled"
-    """A person cancelled the run (Temporal UI/CLI or ``starter.py cancel``): no dead letter."""
-    TERMINATED = "terminated"
-    """The workflow was terminated; recorded by the reconciler, with a dead letter."""
-    TIMED_OUT = "timed_out"
-    """The workflow hit its execution or run timeout; recorded by the reconciler, with a dead letter."""
-
-
-NEEDS_A_PERSON = frozenset({RunStatus.FAILED, RunStatus.TERMINATED, RunStatus.TIMED_OUT})
-"""Outcomes that open a dead letter: someone must look at them."""
+from workflows.kinds import NEEDS_A_PERSON, RunStatus  # noqa: F401  (re-exported)
+from workflows.names import AGENT_WORKFLOW, KILL_SIGNAL, PROGRESS_QUERY, WORK_ORDER_SIGNAL  # noqa: F401  (re-exported)
 
 
 @dataclass

@@ -22,12 +22,14 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from intake.decision import IntakeDecision
     from workflows.scan import delivery_id_for
-    from workflows.scan_contracts import (
-        GOAL_BOUND_ACTIVITY, GOAL_BOUND_REACHED, GOAL_CONDITIONS, GOAL_OBSERVE_ACTIVITY, GOAL_PROGRESS_QUERY,
-        GOAL_WORKFLOW, INTAKE_SUBMIT_ACTIVITY, GoalRequest, GoalResult, IntakeRequest, IntakeResult, Observation,
-        ObserveRequest, ReceiptRef, ReceiptRequest,
+    from workflows.kinds import FailureType
+    from workflows.goal_contracts import GOAL_CONDITIONS, GoalRequest, GoalResult, Observation, ObserveRequest
+    from workflows.names import (
+        GOAL_BOUND_ACTIVITY, GOAL_OBSERVE_ACTIVITY, GOAL_PROGRESS_QUERY, GOAL_WORKFLOW, INTAKE_SUBMIT_ACTIVITY,
     )
+    from workflows.scan_contracts import GOAL_BOUND_REACHED, IntakeRequest, ReceiptRef, ReceiptRequest
 
 
 @workflow.defn(name=GOAL_WORKFLOW)
@@ -90,7 +92,7 @@ class GoalWorkflow:
         except ActivityError as err:
             return Observation(exists=False, detail=f"observation failed: {err.cause or err}")
 
-    async def _intake(self, req: GoalRequest, obs: Observation) -> IntakeResult:
+    async def _intake(self, req: GoalRequest, obs: Observation) -> IntakeDecision:
         return await workflow.execute_activity(
             INTAKE_SUBMIT_ACTIVITY,
             IntakeRequest(trigger_kind="goal", source=req.source,
@@ -98,7 +100,7 @@ class GoalWorkflow:
                           event_type=f"goal.{req.condition.kind}", tenant=req.tenant, owner=req.owner,
                           repo=req.repo, number=req.number, input_version=obs.head_sha, draft=obs.draft,
                           emitted_at=workflow.now().isoformat()),
-            result_type=IntakeResult, start_to_close_timeout=timedelta(seconds=req.activity_timeout_seconds),
+            result_type=IntakeDecision, start_to_close_timeout=timedelta(seconds=req.activity_timeout_seconds),
             retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30),
                                      maximum_attempts=10))
 
@@ -116,7 +118,7 @@ def _validate(req: GoalRequest) -> None:
     if not req.deadline_seconds > 0:
         problems.append("deadline_seconds must be positive")
     if problems:
-        raise ApplicationError("invalid goal: " + "; ".join(problems), type="InvalidGoal", non_retryable=True)
+        raise ApplicationError("invalid goal: " + "; ".join(problems), type=FailureType.INVALID_GOAL, non_retryable=True)
 
 
 __all__ = ["GoalWorkflow"]

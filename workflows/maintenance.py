@@ -17,14 +17,17 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from activities.maintenance import (
-        PRUNE_DELIVERIES_ACTIVITY, PRUNE_RETENTION_ACTIVITY, SETTLE_STALE_ACTIVITY, PruneRequest, RelayRequest,
-        RelayResult, RetentionReport, StaleReservationsRequest, StaleReservationsResult,
+    from workflows.maintenance_contracts import (
+        PruneRequest, RelayRequest, RelayResult, RetentionReport, StaleReservationsRequest, StaleReservationsResult,
     )
     from workflows.capacity_contracts import (
         DISPATCH_WORKFLOW, REAP_WORKFLOW, DispatchRequest, DispatchResult, ReapRequest,
     )
     from workflows.stranded import RECONCILE_ACTIVITY, RECONCILE_WORKFLOW, ReconcileRequest, ReconcileResult
+    from workflows.names import (
+        DISPATCH_ACTIVITY, OUTBOX_RELAY_WORKFLOW, PRUNE_DELIVERIES_ACTIVITY, PRUNE_DELIVERIES_WORKFLOW,
+        PRUNE_RETENTION_ACTIVITY, REAP_ACTIVITY, RELAY_OUTBOX_ACTIVITY, SETTLE_STALE_ACTIVITY, SETTLE_STALE_WORKFLOW,
+    )
 
 RETRY = RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(seconds=30))
 
@@ -32,16 +35,16 @@ PRUNE_RETENTION_PATCH = "prune-retention"
 """After the delivery window, one more activity prunes every other growing table by its retention rule."""
 
 
-@workflow.defn(name="OutboxRelay")
+@workflow.defn(name=OUTBOX_RELAY_WORKFLOW)
 class OutboxRelayWorkflow:
     @workflow.run
     async def run(self, req: RelayRequest) -> RelayResult:
         return await workflow.execute_activity(
-            "sluicegate.maintenance.relay_outbox", req, result_type=RelayResult,
+            RELAY_OUTBOX_ACTIVITY, req, result_type=RelayResult,
             start_to_close_timeout=timedelta(minutes=5), retry_policy=RETRY)
 
 
-@workflow.defn(name="PruneDeliveries")
+@workflow.defn(name=PRUNE_DELIVERIES_WORKFLOW)
 class PruneDeliveriesWorkflow:
     @workflow.run
     async def run(self, req: PruneRequest) -> int:
@@ -58,7 +61,7 @@ class PruneDeliveriesWorkflow:
         return removed
 
 
-@workflow.defn(name="SettleStaleReservations")
+@workflow.defn(name=SETTLE_STALE_WORKFLOW)
 class SettleStaleReservationsWorkflow:
     """End reservations still held after the grace period: journaled usage, else the estimate."""
 
@@ -76,7 +79,7 @@ class DispatchDeferredWorkflow:
     @workflow.run
     async def run(self, req: DispatchRequest) -> DispatchResult:
         return await workflow.execute_activity(
-            "sluicegate.capacity.dispatch", req, result_type=DispatchResult,
+            DISPATCH_ACTIVITY, req, result_type=DispatchResult,
             start_to_close_timeout=timedelta(minutes=10), retry_policy=RETRY)
 
 
@@ -87,7 +90,7 @@ class ReapCapacityWorkflow:
     @workflow.run
     async def run(self, req: ReapRequest) -> DispatchResult:
         return await workflow.execute_activity(
-            "sluicegate.capacity.reap", req, result_type=DispatchResult,
+            REAP_ACTIVITY, req, result_type=DispatchResult,
             start_to_close_timeout=timedelta(minutes=10), heartbeat_timeout=timedelta(minutes=2), retry_policy=RETRY)
 
 

@@ -18,15 +18,16 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from workflows.claims import AdmissionRefusal, Claim, ClaimRequest, ClaimVerdict, LedgerStanding, decide_claim
     from workflows.contracts import RunOutcome, WorkOrder
+    from workflows.kinds import RunStatus
     from workflows.failures import failure_type
     from workflows.order_end import cancellation_type
+    from workflows.names import CLAIM_ORDER_ACTIVITY
 
 CLAIM_ORDER_PATCH = "claim-order-at-start"
 """Each order first asks the ledger (activity ``sluicegate.ledger.claim_order``) whether it may still run."""
 ADMISSION_PATCH = "claim-requires-admission"
 """The claim also proves the order was admitted by intake (``workflows/claims.py``); the claim
 activity is retried until the ledger answers, and an order it cannot prove is refused."""
-CLAIM_ORDER_ACTIVITY = "sluicegate.ledger.claim_order"
 SKIPPED = "skipped"
 """Status of an order that was not run because its admission had already ended (nothing recorded)."""
 REFUSED = "refused"
@@ -65,7 +66,7 @@ async def claim_order(order: WorkOrder, seen: Iterable[WorkOrder | RunOutcome], 
 def unrun_outcome(order: WorkOrder, claim: Claim) -> RunOutcome:
     """The outcome of an order the claim did not let run: ``superseded``, ``skipped`` or ``refused``,
     no step taken."""
-    status = {ClaimVerdict.SUPERSEDED: "superseded", ClaimVerdict.REFUSED: REFUSED}.get(claim.verdict, SKIPPED)
+    status = {ClaimVerdict.SUPERSEDED: RunStatus.SUPERSEDED, ClaimVerdict.REFUSED: REFUSED}.get(claim.verdict, SKIPPED)
     return RunOutcome(order.work_key, order.input_version, order.generation, status, claim.reason,
                       run_id=workflow.info().run_id, receipt_id=order.receipt_id, tenant=order.tenant,
                       source=order.source)

@@ -34,9 +34,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.capacity_contracts import ReleaseRequest
     from workflows.contracts import RunOutcome, RunStatus, TokenUsage, WorkOrder
     from workflows.failures import failure_type
+    from workflows.names import RECORD_OUTCOME_ACTIVITY, RELEASE_CAPACITY_ACTIVITY
 
-RECORD_OUTCOME_ACTIVITY = "sluicegate.ledger.record_run_outcome"
-RELEASE_CAPACITY_ACTIVITY = "sluicegate.capacity.release"
 _LEDGER_RETRY = RetryPolicy(maximum_attempts=10, maximum_interval=timedelta(seconds=30))
 T = TypeVar("T")
 

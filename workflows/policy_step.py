@@ -26,9 +26,9 @@ with workflow.unsafe.imports_passed_through():
     from workflows.failures import failure_type
     from workflows.order_claim import SKIPPED
     from workflows.order_end import cancellation_type
+    from workflows.names import RECHECK_POLICY_ACTIVITY
 
 POLICY_FIRST_STEP_PATCH = "policy-first-step"
-RECHECK_POLICY_ACTIVITY = "sluicegate.intake.recheck_policy"
 
 
 @dataclass

@@ -14,15 +14,16 @@ from __future__ import annotations
 from typing import Any
 
 from workflows.contracts import ModelResponse, WorkOrder
+from workflows.names import GET_DIFF_ACTIVITY, POST_COMMENT_ACTIVITY, READ_ARTIFACT_ACTIVITY
 
 GET_DIFF = "get_pull_request_diff"
 POST_COMMENT = "post_review_comment"
 READ_ARTIFACT = "read_artifact"
 
 TOOL_ACTIVITIES: dict[str, str] = {
-    GET_DIFF: "sluicegate.tool.get_pull_request_diff",
-    POST_COMMENT: "sluicegate.tool.post_review_comment",
-    READ_ARTIFACT: "sluicegate.tool.read_artifact",
+    GET_DIFF: GET_DIFF_ACTIVITY,
+    POST_COMMENT: POST_COMMENT_ACTIVITY,
+    READ_ARTIFACT: READ_ARTIFACT_ACTIVITY,
 }
 
 TOOLS: list[dict[str, Any]] = [

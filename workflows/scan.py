@@ -30,11 +30,13 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from intake.decision import IntakeDecision, Outcome
     from workflows.failures import failure_type
+    from workflows.kinds import FailureType
     from workflows.scan_contracts import (
         INTAKE_SUBMIT_ACTIVITY, NOTHING_CHANGED, SCAN_ADVANCE_ACTIVITY, SCAN_EVENT_TYPE, SCAN_LIST_ACTIVITY,
         SCAN_NO_WORK_ACTIVITY, SCAN_NO_WORK_EVENT_TYPE, SCAN_WORKFLOW, AdvanceWatermarkRequest, CandidatePage,
-        IntakeRequest, IntakeResult, ListCandidatesRequest, ReceiptRef, ReceiptRequest, ScanCandidate, ScanRequest,
+        IntakeRequest, ListCandidatesRequest, ReceiptRef, ReceiptRequest, ScanCandidate, ScanRequest,
         ScanResult, WatermarkState, scan_source,
     )
 
@@ -60,7 +62,7 @@ class ScanWorkflow:
             if failure is not None:
                 failures.append(failure)
         if failures:
-            raise ApplicationError(f"scan {req.scan_id} incomplete: " + "; ".join(failures), type="ScanIncomplete",
+            raise ApplicationError(f"scan {req.scan_id} incomplete: " + "; ".join(failures), type=FailureType.SCAN_INCOMPLETE,
                                    non_retryable=True)
         if result.candidates == 0:
             info = workflow.info()
@@ -102,12 +104,12 @@ class ScanWorkflow:
                 input_version=cand.head_sha, draft=cand.draft, emitted_at=cand.updated_at)
             try:
                 decision = await workflow.execute_activity(INTAKE_SUBMIT_ACTIVITY, request,
-                                                           result_type=IntakeResult, **opts)
+                                                           result_type=IntakeDecision, **opts)
             except ActivityError as err:
                 failure = f"{cand.target_id}: intake failed ({failure_type(err)})"
                 break
             result.decisions.append(decision)
-            if decision.outcome == "defer":
+            if decision.outcome == Outcome.DEFER:
                 # Not decided: the watermark must stay before it, the next scan retries it.
                 result.deferred += 1
                 break

@@ -9,18 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from intake.decision import Reason
+from intake.decision import IntakeDecision, Reason
 
-SCAN_WORKFLOW = "Scan"
-GOAL_WORKFLOW = "Goal"
-GOAL_PROGRESS_QUERY = "progress"
-
-INTAKE_SUBMIT_ACTIVITY = "sluicegate.intake.submit"
-SCAN_LIST_ACTIVITY = "sluicegate.scan.list_candidates"
-SCAN_ADVANCE_ACTIVITY = "sluicegate.scan.advance_watermark"
-SCAN_NO_WORK_ACTIVITY = "sluicegate.scan.record_no_work"
-GOAL_OBSERVE_ACTIVITY = "sluicegate.goal.observe"
-GOAL_BOUND_ACTIVITY = "sluicegate.goal.record_bound_reached"
+from workflows.names import (  # noqa: F401  (re-exported)
+    GOAL_BOUND_ACTIVITY, GOAL_OBSERVE_ACTIVITY, GOAL_PROGRESS_QUERY, GOAL_WORKFLOW, INTAKE_SUBMIT_ACTIVITY,
+    SCAN_ADVANCE_ACTIVITY, SCAN_LIST_ACTIVITY, SCAN_NO_WORK_ACTIVITY, SCAN_WORKFLOW,
+)
 
 # Receipt reasons of these trigger families (outcome ``no-work``), as plain strings for payloads.
 NOTHING_CHANGED = Reason.NOTHING_CHANGED.value
@@ -28,7 +22,6 @@ GOAL_BOUND_REACHED = Reason.GOAL_BOUND_REACHED.value
 
 SCAN_EVENT_TYPE = "scan.pull_request"
 SCAN_NO_WORK_EVENT_TYPE = "scan"
-GOAL_SOURCE = "goal"
 
 
 def scan_source(scan_id: str) -> str:
@@ -116,7 +109,7 @@ class WatermarkState:
 class ScanResult:
     scan_id: str
     candidates: int = 0
-    decisions: list["IntakeResult"] = field(default_factory=list)
+    decisions: list[IntakeDecision] = field(default_factory=list)
     deferred: int = 0
     watermarks: list[WatermarkState] = field(default_factory=list)
     no_work_receipt_id: str | None = None
@@ -148,20 +141,6 @@ class IntakeRequest:
 
 
 @dataclass
-class IntakeResult:
-    outcome: str
-    reason: str
-    message: str
-    receipt_id: str
-    work_key: str | None = None
-    input_version: str | None = None
-    generation: int | None = None
-    workflow_id: str | None = None
-    run_id: str | None = None
-    retry_after_seconds: float | None = None
-
-
-@dataclass
 class ReceiptRequest:
     """A receipt with no decision pipeline behind it (``no-work`` of a scan or a goal)."""
 
@@ -184,76 +163,7 @@ class ReceiptRef:
     already_recorded: bool = False
 
 
-# --- goal ----------------------------------------------------------------------------------------
-
-GOAL_CONDITIONS = ("head", "comment", "ready")
-
-
-@dataclass
-class GoalCondition:
-    """What must be observed on the pull request (see docs/schedules.md#goals).
-
-    * ``head`` — open and its head sha equals ``value`` (e.g. wait for a fix-up push);
-    * ``comment`` — open and a comment not written by Sluicegate contains ``value``;
-    * ``ready`` — open and neither a draft nor titled ``WIP``/``[WIP]``/``Draft:``.
-    """
-
-    kind: str
-    value: str | None = None
-
-    def describe(self) -> str:
-        return f"{self.kind}:{self.value}" if self.value is not None else self.kind
-
-
-@dataclass
-class GoalRequest:
-    tenant: str
-    owner: str
-    repo: str
-    number: int
-    condition: GoalCondition
-    poll_seconds: float
-    max_polls: int
-    deadline_seconds: float
-    """Measured from the workflow's start with ``workflow.now()``."""
-    source: str = GOAL_SOURCE
-    activity_timeout_seconds: float = 30
-    observe_max_attempts: int = 3
-
-    @property
-    def target_id(self) -> str:
-        return f"{self.owner}/{self.repo}#{self.number}"
-
-
-@dataclass
-class ObserveRequest:
-    owner: str
-    repo: str
-    number: int
-    condition: GoalCondition
-    tenant: str = ""
-    """For the kill switch: a goal whose work key or tenant is killed ends when it wakes."""
-
-
-@dataclass
-class Observation:
-    exists: bool
-    open: bool = False
-    head_sha: str | None = None
-    draft: bool = False
-    holds: bool = False
-    detail: str = ""
-    killed: bool = False
-
-
-@dataclass
-class GoalResult:
-    target_id: str
-    condition: str
-    met: bool
-    polls: int
-    bound: str | None = None
-    """``max-polls`` | ``deadline`` when the bound ended the watch."""
-    decision: IntakeResult | None = None
-    receipt_id: str | None = None
-    last_observation: str = ""
+# The goal family's payloads live in workflows/goal_contracts.py; re-exported for older imports.
+from workflows.goal_contracts import (  # noqa: E402,F401
+    GOAL_CONDITIONS, GOAL_SOURCE, GoalCondition, GoalRequest, GoalResult, Observation, ObserveRequest,
+)

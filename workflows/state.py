@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import Callable
 
+from sluicegate.errors import SluicegateError
 from workflows.contracts import STATE_SCHEMA_VERSION, AgentLoopState
 
 MIGRATIONS: dict[int, Callable[[AgentLoopState], AgentLoopState]] = {}
 """version N -> function producing version N+1."""
 
 
-class StateSchemaError(Exception):
+class StateSchemaError(SluicegateError):
     """The carried state cannot be read by this code."""
 
 

@@ -17,9 +17,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.contracts import ModelRequest, ModelResponse, RuntimeOptions, ToolRequest, ToolResult, WorkOrder
     from workflows.order_end import cancellation_type
     from workflows.review_task import TOOLS
-
-MODEL_ACTIVITY = "sluicegate.model.chat_completion"
-NON_RETRYABLE_MODEL_ERRORS = ["ModelRequestRejected", "DayBudgetExceeded", "Killed"]
+    from workflows.kinds import NON_RETRYABLE_MODEL_ERRORS
+    from workflows.names import MODEL_ACTIVITY
 
 
 async def call_model(order: WorkOrder, messages: list[dict[str, Any]], step: int, cancel_aware: bool,

@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from workflows.cancellation import FROM_TEMPORAL
 from workflows.contracts import RunStatus
 
-RECONCILE_WORKFLOW = "ReconcileRuns"
-RECONCILE_ACTIVITY = "sluicegate.maintenance.reconcile_runs"
+from workflows.names import RECONCILE_ACTIVITY, RECONCILE_WORKFLOW  # noqa: F401  (re-exported)
 OPEN_STATUSES = ("admitted",)
 """Versions a run owns. ``accepted`` ones belong to the outbox relay (it admits them, however
 old): the reconciler never touches them. ``running`` exists only as a search attribute."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from intake.envelope import TriggerKind, WorkCandidate
+from sluicegate.retry_after import JITTER_FRACTION, with_jitter
 
 GLOBAL_SLOT = "global"
 
@@ -149,7 +150,7 @@ def take_token(tokens: float, elapsed_seconds: float, rate: RateLimit) -> tuple[
     return False, level, (1.0 - level) / rate.per_second
 
 
-def jittered(seconds: float, fraction: float = 0.2, rng: random.Random | None = None) -> float:
-    """``seconds`` stretched by up to ``fraction`` at random, so deferred work does not return in step."""
-    r = (rng or random).random()
-    return math.ceil(seconds * (1.0 + fraction * r) * 10) / 10
+def jittered(seconds: float, fraction: float = JITTER_FRACTION, rng: random.Random | None = None) -> float:
+    """``seconds`` stretched by up to ``fraction`` at random (``sluicegate.retry_after.with_jitter``,
+    uncapped), so deferred work does not return in step; rounded up to a tenth of a second."""
+    return math.ceil(with_jitter(seconds, rng, cap=math.inf, fraction=fraction) * 10) / 10

@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from sluicegate.errors import SluicegateError
 
-class StackError(Exception):
+
+class StackError(SluicegateError):
     """The dev stack could not be started; the message says which part and why."""
 
 

@@ -32,9 +32,10 @@ from tests.support.agent_runs import copy_of_pr42, start_order, work_order
 from tests.support.histories import last_attempts
 from tests.support.sims import FORGE_TOKEN, settings_for
 from worker import create_worker
+from workflows.names import GET_DIFF_ACTIVITY, POST_COMMENT_ACTIVITY
 
-POST = "sluicegate.tool.post_review_comment"
-DIFF = "sluicegate.tool.get_pull_request_diff"
+POST = POST_COMMENT_ACTIVITY
+DIFF = GET_DIFF_ACTIVITY
 
 
 def _within_jitter(delay: timedelta | float | None, base: float) -> bool:

@@ -23,6 +23,7 @@ from demo.github_payloads import delivery_headers, encode, pull_request_payload
 from demo.outcome import wait_for_runs
 from ledger import Receipt, WorkVersion, make_engine
 from sluicegate.devstack import wait_for
+from workflows.names import OUTBOX_RELAY_WORKFLOW
 
 pytestmark = pytest.mark.e2e
 
@@ -63,7 +64,7 @@ def test_api_killed_between_commit_and_admission_is_relayed(stack_factory):
 
     async def relay() -> RelayResult:
         client = await Client.connect(s.temporal.address, namespace=s.temporal.namespace)
-        return await client.execute_workflow("OutboxRelay", RelayRequest(grace_seconds=0), id=f"relay-{uuid.uuid4()}",
+        return await client.execute_workflow(OUTBOX_RELAY_WORKFLOW, RelayRequest(grace_seconds=0), id=f"relay-{uuid.uuid4()}",
                                              task_queue=s.temporal.task_queue, result_type=RelayResult)
 
     result = asyncio.run(relay())

@@ -17,6 +17,7 @@ from ledger import Receipt, SqlIntakeStore, WorkVersion
 from tests.support.agent_runs import PR42_HEAD
 from tests.support.sims import settings_for
 from worker import create_worker
+from workflows.names import OUTBOX_RELAY_WORKFLOW
 
 
 def _accepted_but_not_admitted(store: SqlIntakeStore, delivery_id: str):
@@ -39,11 +40,11 @@ async def test_relay_admits_pending_items_and_the_run_completes(temporal_env, si
     async with AsyncExitStack() as stack:
         async with await create_worker(temporal_env.client, settings, stack, task_queue, search_attributes=False):
             relayed = await temporal_env.client.execute_workflow(
-                "OutboxRelay", RelayRequest(grace_seconds=0), id=f"relay-{task_queue}", task_queue=task_queue,
+                OUTBOX_RELAY_WORKFLOW, RelayRequest(grace_seconds=0), id=f"relay-{task_queue}", task_queue=task_queue,
                 result_type=RelayResult)
             assert relayed.admitted == [f"acme/github:acme/api#42:review@{PR42_HEAD}"] and relayed.failed == []
             again = await temporal_env.client.execute_workflow(
-                "OutboxRelay", RelayRequest(grace_seconds=0), id=f"relay2-{task_queue}", task_queue=task_queue,
+                OUTBOX_RELAY_WORKFLOW, RelayRequest(grace_seconds=0), id=f"relay2-{task_queue}", task_queue=task_queue,
                 result_type=RelayResult)
             assert again.admitted == []
             handle = temporal_env.client.get_workflow_handle("agent/acme/github:acme/api#42:review")

@@ -17,6 +17,7 @@ from tests.support.agent_runs import start_order, work_order
 from tests.support.sims import settings_for
 from worker import create_worker
 from workflows.contracts import TaskBudget
+from workflows.names import MODEL_ACTIVITY
 
 LINES = 2000
 BIG = (f"diff --git a/big.py b/big.py\n@@ -0,0 +1,{LINES} @@\n"
@@ -27,7 +28,7 @@ READ_MAX = 20_000
 def _tool_results(history_json: str) -> list[str]:
     """Every tool message the model was sent, from the last model request in the history."""
     requests = [e for e in json.loads(history_json)["events"] if e.get("eventType") == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"
-                and e["activityTaskScheduledEventAttributes"]["activityType"]["name"] == "sluicegate.model.chat_completion"]
+                and e["activityTaskScheduledEventAttributes"]["activityType"]["name"] == MODEL_ACTIVITY]
     payload = requests[-1]["activityTaskScheduledEventAttributes"]["input"]["payloads"][0]["data"]
     messages = json.loads(base64.b64decode(payload))["messages"]
     return [m["content"] for m in messages if m["role"] == "tool"]

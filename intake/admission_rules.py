@@ -1,0 +1,112 @@
+"""Admission refusals as pure functions: the pipeline and the ledger only apply them.
+
+The gate rules (``IntakeService`` asks them before any forge read): an event that asks for no
+work, a repository outside the source's or tenant's scope, an event older than its source allows.
+
+``SqlIntakeStore.decide`` (``ledger/_intake_store.py``) and its capacity step
+(``ledger/_admission_capacity.py``) read rows under lock and then ask these functions what the
+rows mean: a repeat of a delivery or of a body, work already admitted or queued, a version
+re-admitted too often, a capacity block that defers. Keeping the verdicts here means every
+reason a newcomer sees in a receipt has its rule in ``intake/`` (see the table in
+``docs/architecture.md``), and each is testable without a database.
+
+Pure: no Temporal, HTTP or database imports.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+from intake.capacity import Block, jittered
+from intake.decision import Outcome, Reason
+from intake.envelope import Envelope, WorkCandidate
+from intake.receipts import ReceiptDraft, draft_for
+from intake.scope import ScopeRules
+from intake.sources.age import event_age_seconds, too_old
+
+def not_actionable(envelope: Envelope) -> ReceiptDraft:
+    """A valid event its parser found no work in (a label change, a ping): ``not-actionable``, no-work."""
+    return draft_for(envelope, None, Outcome.NO_WORK, Reason.NOT_ACTIONABLE, f"{envelope.type} asks for no work")
+
+
+def scope_refusal(scope: ScopeRules, envelope: Envelope, candidate: WorkCandidate) -> ReceiptDraft | None:
+    """``out-of-scope`` when the repository is not one the source (or tenant) serves."""
+    why = scope.refusal(envelope.trigger_kind, envelope.source, candidate.tenant, candidate.target)
+    if why is None:
+        return None
+    return draft_for(envelope, candidate, Outcome.REJECT, Reason.OUT_OF_SCOPE, why)
+
+
+def age_refusal(envelope: Envelope, candidate: WorkCandidate, max_age_seconds: float | None,
+                ) -> ReceiptDraft | None:
+    """``too-old`` when the event is older than its source's ``max_age_seconds``."""
+    if not too_old(envelope.time, envelope.received_at, max_age_seconds):
+        return None
+    age = event_age_seconds(envelope.time or envelope.received_at, envelope.received_at)
+    return draft_for(envelope, candidate, Outcome.REJECT, Reason.TOO_OLD,
+                     f"event is {age:.0f}s old; the source allows {max_age_seconds:.0f}s")
+
+
+CAPACITY_REASONS: dict[Block, Reason] = {
+    Block.GLOBAL: Reason.CAPACITY, Block.TENANT: Reason.CAPACITY, Block.KEY: Reason.CAPACITY,
+    Block.QUOTA: Reason.QUOTA, Block.RATE: Reason.RATE_LIMITED, Block.BREAKER: Reason.BREAKER_OPEN,
+    Block.SOURCE: Reason.SOURCE_UNAVAILABLE,
+}
+
+
+def capacity_reason(block: Block) -> Reason:
+    """The reason of a defer by capacity ``block``: ``capacity`` (a global, tenant or key slot),
+    ``quota``, ``rate-limited``, ``breaker-open`` or ``source-unavailable``."""
+    return CAPACITY_REASONS[block]
+
+
+def deferral_delay(block: Block, retry_after: float | None, default: float, rng: random.Random | None = None) -> float:
+    """How long a deferred item waits: the block's own wish, else ``default``; jittered unless it is a
+    quota (a quota returns at midnight exactly; the fair order sorts those items then)."""
+    retry = retry_after if retry_after is not None else default
+    return retry if block == Block.QUOTA else jittered(retry, rng=rng)
+
+
+def capacity_deferral(draft: ReceiptDraft, block: Block, detail: str, retry: float) -> ReceiptDraft:
+    """``draft`` deferred because capacity ``block`` refused it (``detail``: the ledger's words)."""
+    deferred = draft.with_outcome(Outcome.DEFER, capacity_reason(block), f"deferred: {detail}; retry after {retry:.0f}s")
+    return replace(deferred, retry_after_seconds=retry)
+
+
+def stale_resume_reason() -> Reason:
+    """A deferred item changed while the dispatcher decided it: a no-op defer (``capacity``)."""
+    return Reason.CAPACITY
+
+
+def duplicate_work(draft: ReceiptDraft, why: str) -> ReceiptDraft:
+    """``draft`` refused because its (work key, version) is already admitted, running or done."""
+    return draft.with_outcome(Outcome.REJECT, Reason.DUPLICATE_WORK, why)
+
+
+def already_queued(draft: ReceiptDraft, queued_id: str | None, queued_version: str | None,
+                   resume_item: str | None) -> ReceiptDraft | None:
+    """``duplicate-work`` when the same version already waits in the deferred queue as another item."""
+    if queued_id is not None and queued_id != resume_item and queued_version == draft.input_version:
+        return duplicate_work(draft, f"{draft.work_key}@{draft.input_version} is already queued "
+                                     f"(deferred item {queued_id})")
+    return None
+
+
+def readmission_refusal(draft: ReceiptDraft, readmissions: int, limit: int) -> ReceiptDraft | None:
+    """``readmission-limit`` once an ended version was admitted again ``limit`` times."""
+    if readmissions < limit:
+        return None
+    return draft.with_outcome(Outcome.REJECT, Reason.READMISSION_LIMIT, (
+        f"{draft.work_key}@{draft.input_version} was admitted again {readmissions} times "
+        f"after it ended; the limit is {limit} (intake.max_readmissions_per_version)"))
+
+
+def repeat_reason(draft: ReceiptDraft, same_body: bool) -> tuple[Reason, str]:
+    """A delivery already decided: by its id (``duplicate-delivery``) or, under another id, by its
+    signed body's digest (``replayed-body``, a replay)."""
+    if not same_body:
+        return Reason.DUPLICATE_DELIVERY, f"delivery {draft.delivery_id} from {draft.source} was already decided"
+    return Reason.REPLAYED_BODY, (
+        f"delivery {draft.delivery_id} from {draft.source} repeats a body (sha256 {(draft.body_digest or '')[:16]}...) "
+        "already delivered under another delivery id within the dedupe window: a replay")
