@@ -5,13 +5,16 @@ one tenant, or everything. Intake asks the ledger, through :class:`KillLookup`, 
 force covers the candidate, after the scope check and before the event-age check and the
 freshness read, so a killed scope costs no forge quota, no slot, no day quota and no run:
 
-* a new delivery is rejected ``killed`` with a receipt (answered 200: decided, nothing queued);
-* a deferred item re-decided by the dispatcher is dropped with a ``killed`` reject receipt.
+* a new delivery is rejected ``killed`` with a receipt (answered 200: decided, nothing queued).
+  The delivery id is NOT claimed: the sender's redelivery (GitHub "Redeliver", a Svix retry)
+  after the unkill is decided afresh instead of being a ``duplicate-delivery``;
+* a deferred item re-decided by the dispatcher stays queued, untouched (no forge read, no
+  attempt counted): the pass skips it (:class:`HeldByKill`) and writes one ``killed`` receipt per
+  item and kill, however many passes run while the kill is in force.
 
 Lifting the kill (``unkill``) restores admission for new deliveries at once (the next lookup);
-queued items were never touched while the kill was in force, except those a dispatch pass
-reached (dropped). ``unkill`` runs a dispatch pass so what is still queued is re-decided without
-waiting for the schedule (``sluicegate/operator_actions.py``).
+queued items are re-decided by the next dispatch pass, and ``unkill`` starts one so that is at
+once rather than at the schedule's next tick (``sluicegate/operator_actions.py``).
 
 The lookup is one indexed query per candidate; a ledger that cannot be read raises, and the
 caller's ledger-down handling applies (the decide that follows needs the same ledger).
@@ -19,6 +22,7 @@ caller's ledger-down handling applies (the decide that follows needs the same le
 
 from __future__ import annotations
 
+import uuid
 from typing import Protocol
 
 from intake.decision import Outcome, Reason
@@ -40,6 +44,16 @@ class KillLookup(Protocol):
     def active_for(self, work_key: str, tenant: str | None) -> KillView | None:
         """The oldest kill in force covering the work key, its tenant, or everything (``ledger.KillSwitch``)."""
         ...
+
+
+class HeldByKill(Exception):
+    """A deferred item in a killed scope: it stays queued and the dispatch pass skips it."""
+
+
+def held_receipt_id(item_id: str, message: str) -> str:
+    """The ``killed`` receipt id of deferred item ``item_id`` under the kill ``message`` names
+    (its id is in it): one receipt per item per kill, however many passes see the item."""
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"sluicegate:held:{item_id}:{message}").hex
 
 
 def killed_message(kill: KillView) -> str:

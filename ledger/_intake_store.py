@@ -13,6 +13,11 @@ error and is decided again, when it sees the winner's row and becomes
 ``duplicate-work``. Generations are bumped with an atomic upsert, so every admission of
 a work key gets a distinct, increasing fencing token. Re-admitting an ended version reads
 its row ``FOR UPDATE``: a second replica waits for the first's commit and sees it.
+
+Kills: a ``killed`` reject
+never claims the delivery id or its body: the work was verified, and a redelivery after the
+unkill is decided afresh. A deferred item found killed stays queued, untouched; its ``killed``
+receipt is written once per item and kill (a deterministic id), however many passes see it.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from sqlmodel import Session
 
 from intake.decision import IntakeDecision, Outcome, Reason
 from intake.envelope import TriggerKind
+from intake.kill_gate import held_receipt_id
 from intake.outbox import PendingAdmission
 from intake.policy import Policy
 from intake.ports import CapacityContext
@@ -170,6 +176,8 @@ class SqlIntakeStore:
                 changed = self._resumed_item_changed(s, resume, capacity.resume_receipt)
                 if changed is not None:
                     return changed  # nothing written: the next pass decides the item as it is now
+            if draft.reason == Reason.KILLED:
+                return self._killed(s, draft, resume)
             if resume is None and draft.delivery_id is not None and not self._claim_delivery(s, draft, receipt_id):
                 # Lost a race to the same delivery id or body: answered from the winner, no row.
                 return _original_decision(s, draft) or self._already_claimed_unknown(draft)
@@ -221,6 +229,14 @@ class SqlIntakeStore:
         return IntakeDecision(Outcome.DEFER, Reason.CAPACITY, f"deferred item {item_id} {what} while it was decided",
                               receipt_id=item.receipt_id if item is not None else "", work_key=item.work_key
                               if item is not None else None, input_version=item.input_version if item else None)
+
+    def _killed(self, s: Session, draft: ReceiptDraft, resume: str | None) -> IntakeDecision:
+        """A ``killed`` reject: a receipt only. No delivery claim (a redelivery after the unkill is
+        decided afresh); a deferred item stays queued and gets one receipt per kill."""
+        receipt_id = new_id() if resume is None else held_receipt_id(resume, draft.message)
+        row = _receipt_row(draft, receipt_id, policy_version=self._policy.version)
+        s.execute(dialect_insert(s, Receipt).values(**row).on_conflict_do_nothing())
+        return _decision_from_row(row)
 
     @staticmethod
     def _item_receipt(s: Session, item_id: str) -> str:

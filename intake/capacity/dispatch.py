@@ -6,7 +6,9 @@ through the intake service (freshness, policy, capacity — exactly as a new del
 A global refusal ends the pass (nothing else can fit); a tenant, quota or rate refusal
 skips that tenant's remaining items; a concurrency-key refusal skips items blocked on
 the same key. An item whose payload cannot be read, or whose dispatch raises, counts a
-failure; after ``max_failures`` it is ``dead`` and goes to the dead letters.
+failure; after ``max_failures`` it is ``dead`` and goes to the dead letters. An item in a killed
+scope (:class:`~intake.kill_gate.HeldByKill`) is ``held``: left queued as it is, no forge read, no
+failure counted, so the pass after the unkill decides it.
 """
 
 from __future__ import annotations
@@ -85,6 +87,8 @@ class DispatchReport:
     dropped: list[str] = field(default_factory=list)
     deferred: int = 0
     skipped: int = 0
+    held: list[str] = field(default_factory=list)
+    """Work keys left queued because a kill covers them."""
     dead: list[str] = field(default_factory=list)
     stopped_on: str | None = None
 
@@ -93,6 +97,7 @@ async def dispatch_once(queue: QueuePort, service, active_by_tenant: Mapping[str
                         dead_letters: DeadLetterPort | None = None, batch: int = 200, max_failures: int = 5,
                         retry_after: float = 30.0, room: RoomCheck | None = None,
                         aging_seconds: float | None = DEFAULT_AGING_SECONDS) -> DispatchReport:
+    from intake.kill_gate import HeldByKill
     from intake.unread import Requeue  # unread imports capacity; avoid the cycle at import time
 
     report = DispatchReport()
@@ -116,6 +121,9 @@ async def dispatch_once(queue: QueuePort, service, active_by_tenant: Mapping[str
             continue
         try:
             decision = await service.resume(item.id, item.payload, item.receipt_id, getattr(item, "attempts", 0))
+        except HeldByKill:
+            report.held.append(item.work_key)
+            continue
         except Requeue as wait:
             await asyncio.to_thread(queue.requeue, item.id, wait.block, wait.retry_after, str(wait))
             report.deferred += 1

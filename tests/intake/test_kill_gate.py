@@ -1,6 +1,7 @@
 """Kill at the gate: a delivery in a killed scope is refused ``killed`` before any forge read and
-nothing is queued; a deferred item in a killed scope is dropped with a receipt by the dispatcher;
-lifting the kill restores admission.
+nothing is queued or claimed (its redelivery after the unkill is admitted); a deferred item in a
+killed scope stays queued through dispatch passes (one receipt per kill) and is admitted by the
+pass after the unkill.
 
 Real parts: the intake service with the SQL ledger (both backends, a database of this test's own:
 capacity counters are global), ``KillSwitch``, the capacity gate, the real ``dispatch_once`` over
@@ -76,8 +77,9 @@ async def test_a_delivery_in_a_killed_scope_is_refused_before_any_read_and_admit
     service, kills = _service(engine, forge), KillSwitch(engine)
     target = {"work_key": review_work_key(tenant, ref), "tenant": tenant, "all": "*"}[scope]
     kill = kills.kill(scope, target, "alice", "runaway prompt")
+    delivery = _envelope(ref, tenant)
     try:
-        refused = await service.submit(_envelope(ref, tenant), review_candidate(tenant, ref, None))
+        refused = await service.submit(delivery, review_candidate(tenant, ref, None))
     finally:
         kills.unkill(scope, target, "carol", "prompt fixed")
     assert (refused.outcome, refused.reason) == ("reject", "killed")
@@ -87,11 +89,13 @@ async def test_a_delivery_in_a_killed_scope_is_refused_before_any_read_and_admit
     assert (receipt.id, receipt.reason) == (refused.receipt_id, "killed")
     assert DeferredQueue(engine).waiting() == [] and CapacityLedger(engine).counters().get("global", 0) == 0
 
-    admitted = await service.submit(_envelope(ref, tenant), review_candidate(tenant, ref, None))
+    # The sender redelivers the same delivery (GitHub "Redeliver", a Svix retry): decided afresh.
+    admitted = await service.submit(delivery, review_candidate(tenant, ref, None))
     assert (admitted.outcome, admitted.reason) == ("accept", "admitted")
 
 
-async def test_a_deferred_item_in_a_killed_scope_is_dropped_with_a_receipt_when_dispatched(gate_parts, sims):
+async def test_a_deferred_item_in_a_killed_scope_stays_queued_through_passes_and_is_admitted_after_unkill(
+        gate_parts, sims):
     engine, forge = gate_parts
     killed_tenant, other_tenant = f"k{uuid.uuid4().hex[:6]}", f"o{uuid.uuid4().hex[:6]}"
     first, doomed, spared = _pull(sims, other_tenant), _pull(sims, killed_tenant), _pull(sims, other_tenant)
@@ -106,15 +110,24 @@ async def test_a_deferred_item_in_a_killed_scope_is_dropped_with_a_receipt_when_
 
     report = await dispatch_once(queue, service, {})
 
-    assert report.dropped == [answers[1].work_key] and report.admitted == [answers[2].work_key]
-    assert _reads(sims, doomed) == reads  # dropped without another forge read
+    assert report.held == [answers[1].work_key] and report.admitted == [answers[2].work_key]
+    assert report.dropped == []
+    [item] = queue.waiting()  # verified work is kept, untouched
+    assert (item.work_key, item.attempts) == (answers[1].work_key, 0)
+    CapacityLedger(engine).release(answers[2].work_key)  # room again, still killed
+    again = await dispatch_once(queue, service, {})
+    assert again.held == [answers[1].work_key] and again.admitted == []
+    assert _reads(sims, doomed) == reads  # held without another forge read
     receipts = list_receipts(engine, ReceiptFilter(work_key=answers[1].work_key))
     assert [(r.outcome, r.reason) for r in receipts][0] == ("reject", "killed")  # newest first
-    assert queue.waiting() == []
+    assert [r.reason for r in receipts].count("killed") == 1  # one receipt per item per kill, not per pass
+
     kills.unkill("tenant", killed_tenant, "carol", "done")
+    after = await dispatch_once(queue, service, {})
+    assert after.admitted == [answers[1].work_key] and queue.waiting() == []
 
 
-async def test_a_queued_item_waits_out_a_kill_it_was_not_dispatched_in_and_is_admitted_after_unkill(
+async def test_a_queued_item_waits_out_a_kill_a_pass_ran_during_and_is_admitted_after_unkill(
         gate_parts, sims):
     engine, forge = gate_parts
     tenant = f"k{uuid.uuid4().hex[:6]}"
@@ -124,8 +137,10 @@ async def test_a_queued_item_waits_out_a_kill_it_was_not_dispatched_in_and_is_ad
     waiting = await service.submit(_envelope(queued, tenant), review_candidate(tenant, queued, None))
     assert (held.outcome, waiting.outcome) == ("accept", "defer")
     kills.kill("tenant", tenant, "alice", "pause")
-    kills.unkill("tenant", tenant, "alice", "resume")  # lifted before any pass reached the item
     CapacityLedger(engine).release(held.work_key)
+    during = await dispatch_once(queue, service, {})  # a pass runs while the kill is in force
+    assert during.held == [waiting.work_key] and during.admitted == []
+    kills.unkill("tenant", tenant, "alice", "resume")
     report = await dispatch_once(queue, service, {})
     assert report.admitted == [waiting.work_key]
 
