@@ -12,6 +12,11 @@ freshness read, so a killed scope costs no forge quota, no slot, no day quota an
   attempt counted): the pass skips it (:class:`HeldByKill`) and writes one ``killed`` receipt per
   item and kill, however many passes run while the kill is in force.
 
+The ledger checks again inside the accept's transaction (``ledger/_intake_store.py``), so a kill
+committed during the freshness read refuses the accept too, and intake checks once more just
+before it starts a run (an accept committed just before the kill is left ``accepted``, for the
+outbox relay, which starts nothing in a killed scope either).
+
 Lifting the kill (``unkill``) restores admission for new deliveries at once (the next lookup);
 queued items are re-decided by the next dispatch pass, and ``unkill`` starts one so that is at
 once rather than at the schedule's next tick (``sluicegate/operator_actions.py``).

@@ -9,7 +9,8 @@ scope again when it is re-decided (the configuration may have changed meanwhile)
 for the work key, its tenant or everything refuses it ``killed`` right after the scope check
 (``intake/kill_gate.py``): a new delivery gets a receipt and its delivery id stays unclaimed (a
 redelivery after the unkill is decided afresh); a re-decided deferred item stays queued
-(:class:`HeldByKill`, skipped by the pass).
+(:class:`HeldByKill`, skipped by the pass). The ledger checks the kill again inside the accept's
+transaction (a kill committed during the read) and intake once more just before the run is started.
 Freshness has two distinct parts: the event's age against its
 source's bound (``too-old``), then the authoritative re-read (``stale-version``,
 ``target-closed``). The freshness read happens outside any database transaction (it is
@@ -192,6 +193,12 @@ class IntakeService:
 
     async def _admit(self, admission: Admission) -> IntakeDecision:
         decision = admission.decision
+        if self._kills is not None and (
+                killed := await asyncio.to_thread(self._kills.refusal, admission.envelope, admission.candidate)):
+            # Accepted just before a kill committed: start nothing while the kill is in force; the
+            # version stays ``accepted`` and the outbox relay starts it after the unkill.
+            return await asyncio.to_thread(self._store.mark_admission_failed, decision,
+                                           f"held: {killed.message}")
         try:
             workflow_id, run_id = await self._admitter.admit(admission)
         except Exception as exc:  # noqa: BLE001 - any failure leaves the item for the outbox

@@ -14,7 +14,9 @@ error and is decided again, when it sees the winner's row and becomes
 a work key gets a distinct, increasing fencing token. Re-admitting an ended version reads
 its row ``FOR UPDATE``: a second replica waits for the first's commit and sees it.
 
-Kills: a ``killed`` reject
+Kills: an accept reads the kills in force inside its own transaction, before the delivery is
+claimed (``ledger/_kills.py`` orders that read against kill writes), so a kill committed while
+the freshness read was in flight turns the accept into a ``killed`` reject. A ``killed`` reject
 never claims the delivery id or its body: the work was verified, and a redelivery after the
 unkill is decided afresh. A deferred item found killed stays queued, untouched; its ``killed``
 receipt is written once per item and kill (a deterministic id), however many passes see it.
@@ -32,7 +34,7 @@ from sqlmodel import Session
 
 from intake.decision import IntakeDecision, Outcome, Reason
 from intake.envelope import TriggerKind
-from intake.kill_gate import held_receipt_id
+from intake.kill_gate import held_receipt_id, killed_message
 from intake.outbox import PendingAdmission
 from intake.policy import Policy
 from intake.ports import CapacityContext
@@ -41,6 +43,7 @@ from ledger import _deferred
 from ledger._admission_capacity import apply_capacity, queue_unread
 from ledger._capacity import stamp_generation
 from ledger._capacity_models import DeferredItem
+from ledger._kills import kill_in_force
 from ledger._models import Delivery, Receipt, WorkItem, WorkVersion
 from ledger._sql import as_utc, dialect_insert, new_id, utcnow
 from workflows.contracts import RunStatus
@@ -176,6 +179,12 @@ class SqlIntakeStore:
                 changed = self._resumed_item_changed(s, resume, capacity.resume_receipt)
                 if changed is not None:
                     return changed  # nothing written: the next pass decides the item as it is now
+            if draft.outcome == Outcome.ACCEPT and draft.work_key:
+                # Here, not only before the freshness read: a kill committed during the read
+                # (seconds) must not become an admission. Before the claim: a kill claims nothing.
+                kill = kill_in_force(s, draft.work_key, draft.tenant or None)
+                if kill is not None:
+                    draft = draft.with_outcome(Outcome.REJECT, Reason.KILLED, killed_message(kill)[:500])
             if draft.reason == Reason.KILLED:
                 return self._killed(s, draft, resume)
             if resume is None and draft.delivery_id is not None and not self._claim_delivery(s, draft, receipt_id):

@@ -1,7 +1,8 @@
 """Kill at the gate: a delivery in a killed scope is refused ``killed`` before any forge read and
 nothing is queued or claimed (its redelivery after the unkill is admitted); a deferred item in a
 killed scope stays queued through dispatch passes (one receipt per kill) and is admitted by the
-pass after the unkill.
+pass after the unkill; a kill committed during the freshness read refuses the accept; the outbox
+relay starts nothing in a killed scope.
 
 Real parts: the intake service with the SQL ledger (both backends, a database of this test's own:
 capacity counters are global), ``KillSwitch``, the capacity gate, the real ``dispatch_once`` over
@@ -21,6 +22,7 @@ from intake.capacity.dispatch import dispatch_once
 from intake.capacity.gate import CapacityGate
 from intake.envelope import Envelope, PullRequestRef, TriggerKind
 from intake.forge_reader import ForgeTargetReader
+from intake.outbox import relay
 from intake.identity import review_candidate, review_work_key, workflow_id_for
 from intake.kill_gate import KillGate, kill_refusal
 from intake.ports import Admission
@@ -143,6 +145,69 @@ async def test_a_queued_item_waits_out_a_kill_a_pass_ran_during_and_is_admitted_
     kills.unkill("tenant", tenant, "alice", "resume")
     report = await dispatch_once(queue, service, {})
     assert report.admitted == [waiting.work_key]
+
+
+class KillsDuringTheRead:
+    """The forge reader, with a kill committed while the read is in flight."""
+
+    def __init__(self, reader: ForgeTargetReader, kill) -> None:
+        self._reader, self._kill = reader, kill
+
+    async def read(self, ref, tenant=None):
+        snapshot = await self._reader.read(ref, tenant)
+        self._kill()
+        return snapshot
+
+
+class CountsStarts(StartsNothing):
+    def __init__(self) -> None:
+        self.started: list[str] = []
+
+    async def admit(self, admission: Admission) -> tuple[str, str | None]:
+        self.started.append(admission.decision.work_key)
+        return await super().admit(admission)
+
+
+async def test_a_kill_committed_during_the_freshness_read_refuses_the_accept(gate_parts, sims):
+    engine, forge = gate_parts
+    tenant = f"k{uuid.uuid4().hex[:6]}"
+    ref, kills, starts = _pull(sims, tenant), KillSwitch(engine), CountsStarts()
+    reader = KillsDuringTheRead(ForgeTargetReader(forge), lambda: kills.kill("tenant", tenant, "alice", "mid-read"))
+    service = IntakeService(SqlIntakeStore(engine), reader, starts, CapacityGate(CapacityPlanner(CapacityLimits())),
+                            scope=ScopeRules.everything(), kills=KillGate(kills))
+    delivery = _envelope(ref, tenant)
+    refused = await service.submit(delivery, review_candidate(tenant, ref, None))
+    assert (refused.outcome, refused.reason) == ("reject", "killed") and starts.started == []
+    assert CapacityLedger(engine).counters().get("global", 0) == 0  # no slot taken either
+    kills.unkill("tenant", tenant, "carol", "over")
+    plain = IntakeService(SqlIntakeStore(engine), ForgeTargetReader(forge), starts,
+                          CapacityGate(CapacityPlanner(CapacityLimits())), scope=ScopeRules.everything(),
+                          kills=KillGate(kills))
+    admitted = await plain.submit(delivery, review_candidate(tenant, ref, None))  # the redelivery
+    assert admitted.outcome == "accept" and starts.started == [admitted.work_key]
+
+
+async def test_the_outbox_relay_leaves_killed_work_in_the_outbox_until_the_unkill(gate_parts, sims):
+    engine, forge = gate_parts
+    tenant = f"k{uuid.uuid4().hex[:6]}"
+    ref, kills, store = _pull(sims, tenant), KillSwitch(engine), SqlIntakeStore(engine)
+
+    class FailsToStart:
+        async def admit(self, admission):
+            raise RuntimeError("temporal unreachable")
+
+    service = IntakeService(store, ForgeTargetReader(forge), FailsToStart(),
+                            CapacityGate(CapacityPlanner(CapacityLimits())), scope=ScopeRules.everything(),
+                            kills=KillGate(kills))
+    accepted = await service.submit(_envelope(ref, tenant), review_candidate(tenant, ref, None))
+    assert accepted.outcome == "accept" and "admission pending" in accepted.message
+    kills.kill("tenant", tenant, "alice", "stop")
+    starts = CountsStarts()
+    report = await relay(store, store.pending_admissions(0), starts, kills)
+    assert starts.started == [] and len(report.held) == 1 and store.pending_admissions(0) != []
+    kills.unkill("tenant", tenant, "carol", "over")
+    report = await relay(store, store.pending_admissions(0), starts, kills)
+    assert starts.started == [accepted.work_key] and report.held == []
 
 
 def test_the_refusal_names_who_which_scope_and_why():
