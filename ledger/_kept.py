@@ -2,7 +2,7 @@
 
 A verified delivery rejected ``unsupported-schema`` (its payload names a schema version its
 source's mapping does not accept) is not lost: its raw body and the headers its parser reads
-are kept here, with its reject receipt, so an operator can replay it through intake once a
+are kept here (an allow-list: :func:`kept_headers`), with its reject receipt, so an operator can replay it through intake once a
 mapping for that version exists (``POST /v1/replays``, ``starter.py replay``). Only verified
 deliveries reach this table: the API checks the signature or token before it parses.
 
@@ -103,8 +103,22 @@ class KeptContent:
     body: bytes
 
 
-DROPPED_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
-"""Credentials are never kept (a bearer token is the CloudEvents sender's secret)."""
+KEPT_HEADERS = frozenset({"content-type", "webhook-id", "webhook-timestamp"})
+"""Headers a replay's normalize stage reads, kept with ``ce-*`` and the source's schema-version
+header. An allow-list, not a deny-list: whatever else a sender or a proxy adds (API keys,
+signatures, JWTs, cookies, forwarded-for addresses) is never stored."""
+
+
+def kept_headers(headers: dict[str, str], schema_header: str | None = None) -> dict[str, str]:
+    """The headers worth keeping for a replay: :data:`KEPT_HEADERS`, ``ce-*`` (binary CloudEvents
+    attributes) and ``schema_header`` (the source's ``schema_versions.header``), lower-cased."""
+    extra = schema_header.lower() if schema_header else None
+    out = {}
+    for name, value in headers.items():
+        key = name.lower()
+        if key in KEPT_HEADERS or key.startswith("ce-") or key == extra:
+            out[key] = value
+    return out
 
 
 class KeptDeliveries:
@@ -114,12 +128,14 @@ class KeptDeliveries:
         self._caps = caps
 
     def reject_and_keep(self, draft: ReceiptDraft, headers: dict[str, str], body: bytes,
-                        verified_id: str | None, verified_type: str | None) -> tuple[IntakeDecision, bool]:
+                        verified_id: str | None, verified_type: str | None,
+                        schema_header: str | None = None) -> tuple[IntakeDecision, bool]:
         """Write ``draft``'s reject receipt and keep the delivery, in one transaction; returns the
-        decision and whether the body is kept (now or by an earlier copy)."""
+        decision and whether the body is kept (now or by an earlier copy). Only the headers
+        :func:`kept_headers` allows are stored (``schema_header``: the source's version header)."""
         if draft.delivery_id is None or draft.tenant is None:
             raise ValueError("only an identified delivery of a known tenant can be kept")
-        meta = json.dumps({"headers": {k: v for k, v in headers.items() if k not in DROPPED_HEADERS},
+        meta = json.dumps({"headers": kept_headers(headers, schema_header),
                            "verified_id": verified_id, "verified_type": verified_type}).encode()
         receipt_id = new_id()
         with Session(self._engine) as s, s.begin():

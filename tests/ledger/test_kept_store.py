@@ -52,6 +52,23 @@ def test_a_redelivered_rejection_is_kept_once_and_answered_each_time(engine):
         assert len(s.exec(select(Receipt).where(Receipt.delivery_id == "d1")).all()) == 2
 
 
+def test_only_the_headers_a_replay_reads_are_kept(engine):
+    store = KeptDeliveries(engine)
+    sent = {"Content-Type": "application/cloudevents+json", "ce-id": "e1", "ce-schemaversion": "9",
+            "webhook-id": "msg_1", "webhook-timestamp": "1700000000", "X-Schema-Version": "9",
+            "x-api-key": "sk-live-secret", "webhook-signature": "v1,c2lnbmF0dXJl", "authorization": "Bearer t",
+            "x-amz-security-token": "jwt.eyJ.sig", "x-forwarded-for": "203.0.113.7", "cookie": "s=1",
+            "x-hub-signature-256": "sha256=ab", "x-custom": "anything"}
+    store.reject_and_keep(_draft("d-h"), sent, BODY, "d-h", None, schema_header="X-Schema-Version")
+    [row] = store.find("d-h")
+    assert store.open(row).headers == {
+        "content-type": "application/cloudevents+json", "ce-id": "e1", "ce-schemaversion": "9",
+        "webhook-id": "msg_1", "webhook-timestamp": "1700000000", "x-schema-version": "9"}
+    store.reject_and_keep(_draft("d-n"), sent, BODY, "d-n", None)  # no version header configured
+    [row] = store.find("d-n")
+    assert "x-schema-version" not in store.open(row).headers
+
+
 def test_sealed_rows_open_only_with_their_key_and_for_their_own_row(engine):
     keys = _keys()
     sealed = KeptDeliveries(engine, keys)
