@@ -32,7 +32,8 @@ from webhook_api._responses import invalid_response
 def kept_deliveries(settings: Settings, engine: Engine) -> KeptDeliveries:
     """The kept-delivery store with the configured caps, sealed with the payload keys when set."""
     cfg = settings.kept_deliveries
-    caps = KeptCaps(cfg.max_body_bytes, cfg.max_total_bytes, settings.maintenance.retention.kept_deliveries)
+    caps = KeptCaps(cfg.max_body_bytes, cfg.max_total_bytes, cfg.max_source_bytes,
+                    settings.maintenance.retention.kept_deliveries)
     return KeptDeliveries(engine, payload_keys(settings), caps)
 
 
