@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import UTC, datetime
+from datetime import datetime
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence
 
@@ -42,6 +42,9 @@ class Queued(Protocol):
 
 class QueuePort(Protocol):
     def due(self, limit: int = 500) -> Sequence[Queued]: ...
+    def now(self) -> datetime:
+        """The clock ``enqueued_at`` was written with (the database's), for aging."""
+        ...
     def get(self, item_id: str) -> Queued | None: ...
     def note_failure(self, item_id: str, error: str, max_failures: int, retry_after: float) -> bool: ...
     def requeue(self, item_id: str, block: Block, retry_after: float, error: str) -> None: ...
@@ -102,8 +105,9 @@ async def dispatch_once(queue: QueuePort, service, active_by_tenant: Mapping[str
 
     report = DispatchReport()
     items = {i.id: i for i in await asyncio.to_thread(queue.due, batch)}
+    now = as_aware(await asyncio.to_thread(queue.now)) if items else None  # the clock enqueued_at is on
     order = fair_order([QueuedItem(i.id, i.tenant, i.priority, as_aware(i.enqueued_at)) for i in items.values()],
-                       active_by_tenant, now=datetime.now(UTC), aging_seconds=aging_seconds)
+                       active_by_tenant, now=now, aging_seconds=aging_seconds)
     tenants_full: set[str] = set()
     keys_full: set[str] = set()
     for q in order:
