@@ -18,6 +18,7 @@ from contextlib import AsyncExitStack
 from datetime import UTC, datetime
 
 import pytest
+from temporalio.service import RPCError
 
 from intake.capacity.dispatch import dispatch_once
 from intake.envelope import Envelope, PullRequestRef, TriggerKind
@@ -83,7 +84,15 @@ async def test_unkill_starts_a_dispatch_pass_that_admits_the_queued_work(dev_env
             async def admitted():
                 return DeferredQueue(ctx.engine).get(item.id).status == "admitted"
 
+            async def started():  # the item leaves the queue when decided; the run starts just after
+                try:
+                    await client.get_workflow_handle(workflow_id_for(waiting.work_key)).describe()
+                except RPCError:
+                    return False
+                return True
+
             assert await eventually(admitted, timeout=60, interval=0.5)
+            assert await eventually(started, timeout=30, interval=0.5)
             await agent_results(client, [workflow_id_for(waiting.work_key)])
         finally:
             await client.get_schedule_handle(sid).delete()
