@@ -23,7 +23,7 @@ from activities.artifacts import ArtifactStore
 from activities.heartbeat import heartbeating
 from intake.outbox import relay
 from intake.ports import Admitter
-from ledger import RETENTION_RULES, DayBudgets, Retention, SqlIntakeStore
+from ledger import RETENTION_RULES, DayBudgets, KillSwitch, Retention, SqlIntakeStore
 from workflows.kinds import FailureType
 from workflows.names import (
     PRUNE_DELIVERIES_ACTIVITY, PRUNE_RETENTION_ACTIVITY, RELAY_OUTBOX_ACTIVITY, SETTLE_STALE_ACTIVITY,
@@ -48,7 +48,8 @@ class MaintenanceActivities:
     @activity.defn(name=RELAY_OUTBOX_ACTIVITY)
     async def relay_outbox(self, req: RelayRequest) -> RelayResult:
         pending = await asyncio.to_thread(self._store.pending_admissions, req.grace_seconds, req.limit)
-        report = await relay(self._store, pending, self._admitter)
+        kills = KillSwitch(self._engine) if self._engine is not None else None
+        report = await relay(self._store, pending, self._admitter, kills)
         return RelayResult(report.admitted, report.failed)
 
     @activity.defn(name=PRUNE_DELIVERIES_ACTIVITY)

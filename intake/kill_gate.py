@@ -5,13 +5,21 @@ one tenant, or everything. Intake asks the ledger, through :class:`KillLookup`, 
 force covers the candidate, after the scope check and before the event-age check and the
 freshness read, so a killed scope costs no forge quota, no slot, no day quota and no run:
 
-* a new delivery is rejected ``killed`` with a receipt (answered 200: decided, nothing queued);
-* a deferred item re-decided by the dispatcher is dropped with a ``killed`` reject receipt.
+* a new delivery is rejected ``killed`` with a receipt (answered 200: decided, nothing queued).
+  The delivery id is NOT claimed: the sender's redelivery (GitHub "Redeliver", a Svix retry)
+  after the unkill is decided afresh instead of being a ``duplicate-delivery``;
+* a deferred item re-decided by the dispatcher stays queued, untouched (no forge read, no
+  attempt counted): the pass skips it (:class:`HeldByKill`) and writes one ``killed`` receipt per
+  item and kill, however many passes run while the kill is in force.
+
+The ledger checks again inside the accept's transaction (``ledger/_intake_store.py``), so a kill
+committed during the freshness read refuses the accept too, and intake checks once more just
+before it starts a run (an accept committed just before the kill is left ``accepted``, for the
+outbox relay, which starts nothing in a killed scope either).
 
 Lifting the kill (``unkill``) restores admission for new deliveries at once (the next lookup);
-queued items were never touched while the kill was in force, except those a dispatch pass
-reached (dropped). ``unkill`` runs a dispatch pass so what is still queued is re-decided without
-waiting for the schedule (``sluicegate/operator_actions.py``).
+queued items are re-decided by the next dispatch pass, and ``unkill`` starts one so that is at
+once rather than at the schedule's next tick (``sluicegate/operator_actions.py``).
 
 The lookup is one indexed query per candidate; a ledger that cannot be read raises, and the
 caller's ledger-down handling applies (the decide that follows needs the same ledger).
@@ -19,6 +27,7 @@ caller's ledger-down handling applies (the decide that follows needs the same le
 
 from __future__ import annotations
 
+import uuid
 from typing import Protocol
 
 from intake.decision import Outcome, Reason
@@ -42,6 +51,16 @@ class KillLookup(Protocol):
         ...
 
 
+class HeldByKill(Exception):
+    """A deferred item in a killed scope: it stays queued and the dispatch pass skips it."""
+
+
+def held_receipt_id(item_id: str, message: str) -> str:
+    """The ``killed`` receipt id of deferred item ``item_id`` under the kill ``message`` names
+    (its id is in it): one receipt per item per kill, however many passes see the item."""
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"sluicegate:held:{item_id}:{message}").hex
+
+
 def killed_message(kill: KillView) -> str:
     """What a refusal in a killed scope says: who, which scope, why, and the kill's id."""
     scope = "everything" if kill.scope == "all" else f"{kill.scope} {kill.target}"
@@ -53,6 +72,17 @@ def kill_refusal(kill: KillView | None, envelope: Envelope, candidate: WorkCandi
     if kill is None:
         return None
     return draft_for(envelope, candidate, Outcome.REJECT, Reason.KILLED, killed_message(kill)[:500])
+
+
+def killed_instead(draft: ReceiptDraft, kill: KillView) -> ReceiptDraft:
+    """``draft`` (an accept) turned into the ``killed`` reject: a kill committed while it was being
+    decided (the ledger re-checks inside the accept's transaction)."""
+    return draft.with_outcome(Outcome.REJECT, Reason.KILLED, killed_message(kill)[:500])
+
+
+def is_killed(draft: ReceiptDraft) -> bool:
+    """Is ``draft`` a ``killed`` refusal (recorded without claiming its delivery)?"""
+    return draft.reason == Reason.KILLED
 
 
 class KillGate:

@@ -7,6 +7,9 @@ not race a request still in flight), rebuilds the admission from the receipt —
 receipt holds the whole identity bundle — and admits it. Signal-with-start is keyed by
 the work key and the workflow ignores a generation it has already seen, so relaying an
 item that was in fact admitted is harmless.
+
+A kill in force covering an item (``kills``) leaves it in the outbox, ``accepted``, unstarted:
+the relay that runs after the unkill starts it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass, field
 
 from intake.decision import IntakeDecision, Outcome
 from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
+from intake.kill_gate import KillLookup
 from intake.ports import Admission, Admitter, IntakeStore
 from intake.receipts import ReceiptDraft
 
@@ -36,6 +40,8 @@ class PendingAdmission:
 class RelayReport:
     admitted: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+    held: list[str] = field(default_factory=list)
+    """Left in the outbox: a kill covers them."""
 
 
 def parse_target(target_id: str) -> PullRequestRef:
@@ -60,11 +66,17 @@ def admission_from(pending: PendingAdmission) -> Admission:
     return Admission(decision, envelope, candidate)
 
 
-async def relay(store: IntakeStore, pending: list[PendingAdmission], admitter: Admitter) -> RelayReport:
-    """Admit every pending item; one failure does not stop the others."""
+async def relay(store: IntakeStore, pending: list[PendingAdmission], admitter: Admitter,
+                kills: KillLookup | None = None) -> RelayReport:
+    """Admit every pending item not covered by a kill in force; one failure does not stop the others."""
     report = RelayReport()
     for item in pending:
         key = f"{item.draft.work_key}@{item.draft.input_version}"
+        if kills is not None and await asyncio.to_thread(kills.active_for, item.draft.work_key,
+                                                          item.draft.tenant or None) is not None:
+            log.info("relay holds %s: a kill covers it", key, extra={"work_key": item.draft.work_key})
+            report.held.append(key)
+            continue
         try:
             admission = admission_from(item)
             workflow_id, run_id = await admitter.admit(admission)

@@ -8,8 +8,11 @@ its tenant's for every other trigger; ``intake/scope.py``) is refused ``out-of-s
 before the source is read, so no payload can make Sluicegate read — or spend a tenant's
 forge quota and budget on — a repository nobody declared. A deferred item is held to the
 scope again when it is re-decided (the configuration may have changed meanwhile). A kill in force
-for the work key, its tenant or everything refuses it ``killed`` right after the scope check, for a
-new delivery and a re-decided deferred item alike (``intake/kill_gate.py``).
+for the work key, its tenant or everything refuses it ``killed`` right after the scope check
+(``intake/kill_gate.py``): a new delivery gets a receipt and its delivery id stays unclaimed (a
+redelivery after the unkill is decided afresh); a re-decided deferred item stays queued
+(:class:`HeldByKill`, skipped by the pass). The ledger checks the kill again inside the accept's
+transaction (a kill committed during the read) and intake once more just before the run is started.
 Freshness has two distinct parts: the event's age against its
 source's bound (``too-old``), then the authoritative re-read (``stale-version``,
 ``target-closed``), shared per target between concurrent intakes (``intake/shared_reads.py``). The freshness read happens outside any database transaction (it is
@@ -39,7 +42,7 @@ from intake.capacity.payload import from_payload
 from intake.decision import IntakeDecision, Outcome, Reason
 from intake.envelope import Envelope, WorkCandidate
 from intake.freshness import assess_freshness
-from intake.kill_gate import KillGate
+from intake.kill_gate import HeldByKill, KillGate
 from intake.policy import Policy
 from intake.ports import Admission, Admitter, CapacityContext, IntakeStore, TargetReader
 from intake.receipts import ReceiptDraft, draft_for
@@ -148,7 +151,7 @@ class IntakeService:
         """Freshness against the source, policy, then the ledger decision with capacity."""
         if resume_item is not None and (refused := await self._refused_on_resume(envelope, candidate)) is not None:
             ctx = await self._capacity_context(envelope, candidate, resume_item, resume_receipt)
-            return await asyncio.to_thread(self._store.decide, refused, ctx)
+            return _held_if_killed(await asyncio.to_thread(self._store.decide, refused, ctx), resume_item)
         snapshot = await fresh_snapshot(self._targets, envelope, candidate, self._unread.deadline_seconds)
         if isinstance(snapshot, Unread):
             retry = self._unread.wait(attempts + 1 if resume_item is not None else 0, snapshot.retry_after)
@@ -174,11 +177,12 @@ class IntakeService:
             envelope, candidate, Outcome.ACCEPT, Reason.ADMITTED,
             f"admitting {candidate.work_key} at {version}", input_version=version), ctx)
         if decision.outcome != Outcome.ACCEPT:
-            return decision
+            return _held_if_killed(decision, resume_item)
         return await self._admit(Admission(decision, envelope, candidate))
 
     async def _refused_on_resume(self, envelope: Envelope, candidate: WorkCandidate) -> ReceiptDraft | None:
-        """A deferred item is held to the scope and to kills again: either drops it with a receipt."""
+        """A deferred item is held to the scope and to kills again: out of scope drops it with a
+        receipt; a kill keeps it queued (the store writes one receipt per kill; see ``_held_if_killed``)."""
         if (outside := self._out_of_scope(envelope, candidate)) is not None or self._kills is None:
             return outside
         return await asyncio.to_thread(self._kills.refusal, envelope, candidate)
@@ -188,6 +192,12 @@ class IntakeService:
 
     async def _admit(self, admission: Admission) -> IntakeDecision:
         decision = admission.decision
+        if self._kills is not None and (
+                killed := await asyncio.to_thread(self._kills.refusal, admission.envelope, admission.candidate)):
+            # Accepted just before a kill committed: start nothing while the kill is in force; the
+            # version stays ``accepted`` and the outbox relay starts it after the unkill.
+            return await asyncio.to_thread(self._store.mark_admission_failed, decision,
+                                           f"held: {killed.message}")
         try:
             workflow_id, run_id = await self._admitter.admit(admission)
         except Exception as exc:  # noqa: BLE001 - any failure leaves the item for the outbox
@@ -195,6 +205,13 @@ class IntakeService:
                       extra={"work_key": decision.work_key})
             return await asyncio.to_thread(self._store.mark_admission_failed, decision, repr(exc))
         return await asyncio.to_thread(self._store.mark_admitted, decision, workflow_id, run_id)
+
+
+def _held_if_killed(decision: IntakeDecision, resume_item: str | None) -> IntakeDecision:
+    """A re-decided deferred item refused ``killed`` stays queued: the dispatcher skips it."""
+    if resume_item is not None and decision.reason == Reason.KILLED:
+        raise HeldByKill(decision.message)
+    return decision
 
 
 def _freshness_message(reason: Reason, candidate: WorkCandidate, current: str | None) -> str:

@@ -9,6 +9,14 @@ Items leave the queue ``admitted``, ``dropped`` (rejected when re-checked: stale
 closed), ``superseded`` (a newer version was admitted directly, or the same version by a later
 delivery that could read the source the item was waiting on) or ``dead`` (failed to
 dispatch too often: a poison item goes to the dead letters instead of blocking the line).
+
+Clock: ``enqueued_at`` (aging, FIFO), ``next_attempt_at`` (backoff) and the "now" they are
+compared with all come from the database's clock (:func:`db_now`), not from the API replica or
+the dispatcher that happens to run the statement: replicas whose clocks disagree would otherwise
+age one replica's items faster and let a fast clock's item jump the line. On PostgreSQL it is the
+server's ``now()`` (the transaction's start); SQLite is a file on one host, so its clock is the
+host's, the same for every process. Limit: ``updated_at`` and the rest of the ledger still use
+the process clock.
 """
 
 from __future__ import annotations
@@ -28,6 +36,13 @@ from ledger._sql import new_id, utcnow
 
 SLOT_BLOCKS = (str(Block.GLOBAL), str(Block.TENANT), str(Block.KEY))
 """Waiting for a slot: due whenever a pass runs (a run's end frees one); the others wait out their time."""
+
+
+def db_now(s: Session) -> datetime:
+    """The database's clock (PostgreSQL ``now()``, UTC); SQLite's is this host's."""
+    if s.get_bind().dialect.name != "postgresql":
+        return utcnow()
+    return s.execute(select(func.now())).scalar_one()
 
 
 def waiting_for(s: Session, tenant: str, work_key: str, lock: bool = False) -> DeferredItem | None:
@@ -60,7 +75,7 @@ def queue_ahead(s: Session, tenant: str, slot_keys: tuple[str, ...] = (),
 def enqueue(s: Session, *, tenant: str, source: str, work_key: str, input_version: str | None,
             request: CapacityRequest, block: Block, blocked_key: str | None, retry_after: float,
             receipt_id: str, payload: dict[str, Any], now: datetime | None = None) -> DeferredItem:
-    now = now or utcnow()
+    now = now or db_now(s)
     due = now + timedelta(seconds=retry_after)
     item = waiting_for(s, tenant, work_key, lock=True)
     if item is None:
@@ -87,7 +102,7 @@ def enqueue(s: Session, *, tenant: str, source: str, work_key: str, input_versio
 
 
 def redefer(s: Session, item_id: str, block: Block, blocked_key: str | None, retry_after: float) -> None:
-    now = utcnow()
+    now = db_now(s)
     s.execute(update(DeferredItem).where(DeferredItem.id == item_id).values(
         blocked_on=str(block), blocked_key=blocked_key, next_attempt_at=now + timedelta(seconds=retry_after),
         attempts=DeferredItem.attempts + 1, updated_at=now))
@@ -109,10 +124,10 @@ class DeferredQueue:
         tenant still gets its first item in). The share is half the best by priority (then age) and
         half the oldest, so an item aged past its priority (``fair_order``'s aging) is in the window
         even behind a long line of higher-priority work; a share of 1 takes one of each."""
-        now = now or utcnow()
         slot_ready = DeferredItem.blocked_on.in_(SLOT_BLOCKS) & (DeferredItem.failures == 0)  # else: backoff
-        due = (DeferredItem.status == "waiting") & or_(DeferredItem.next_attempt_at <= now, slot_ready)
         with Session(self._engine, expire_on_commit=False) as s:
+            now = now or db_now(s)
+            due = (DeferredItem.status == "waiting") & or_(DeferredItem.next_attempt_at <= now, slot_ready)
             tenants = s.execute(select(func.count(func.distinct(DeferredItem.tenant))).where(due)).scalar() or 0
             if tenants == 0:
                 return []
@@ -130,6 +145,11 @@ class DeferredQueue:
                                                 ranked.c.by_age <= oldest))
             return list(s.execute(select(DeferredItem).where(DeferredItem.id.in_(ids))
                                   .order_by(DeferredItem.priority, DeferredItem.enqueued_at)).scalars())
+
+    def now(self) -> datetime:
+        """The database's clock, for the dispatcher's aging (``enqueued_at`` is on it too)."""
+        with Session(self._engine) as s:
+            return db_now(s)
 
     def waiting(self) -> list[DeferredItem]:
         with Session(self._engine, expire_on_commit=False) as s:
@@ -149,7 +169,7 @@ class DeferredQueue:
             item.failures += 1
             item.last_error = error[:2000]
             item.updated_at = utcnow()
-            item.next_attempt_at = item.updated_at + timedelta(seconds=retry_after * item.failures)
+            item.next_attempt_at = db_now(s) + timedelta(seconds=retry_after * item.failures)
             if item.failures >= max_failures:
                 item.status = "dead"
             s.add(item)

@@ -13,6 +13,13 @@ error and is decided again, when it sees the winner's row and becomes
 ``duplicate-work``. Generations are bumped with an atomic upsert, so every admission of
 a work key gets a distinct, increasing fencing token. Re-admitting an ended version reads
 its row ``FOR UPDATE``: a second replica waits for the first's commit and sees it.
+
+Kills: an accept reads the kills in force inside its own transaction, before the delivery is
+claimed (``ledger/_kills.py`` orders that read against kill writes), so a kill committed while
+the freshness read was in flight turns the accept into a ``killed`` reject. A ``killed`` reject
+never claims the delivery id or its body: the work was verified, and a redelivery after the
+unkill is decided afresh. A deferred item found killed stays queued, untouched; its ``killed``
+receipt is written once per item and kill (a deterministic id), however many passes see it.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from sqlmodel import Session
 from intake.admission_rules import duplicate_work, readmission_refusal, repeat_reason, stale_resume_reason
 from intake.decision import IntakeDecision, Outcome, Reason
 from intake.envelope import TriggerKind
+from intake.kill_gate import held_receipt_id, is_killed, killed_instead
 from intake.outbox import PendingAdmission
 from intake.policy import Policy
 from intake.ports import CapacityContext
@@ -36,6 +44,7 @@ from ledger import _deferred
 from ledger._admission_capacity import apply_capacity, queue_unread
 from ledger._capacity import stamp_generation
 from ledger._capacity_models import DeferredItem
+from ledger._kills import kill_in_force
 from ledger._models import Delivery, Receipt, WorkItem, WorkVersion
 from ledger._engine import single_read
 from ledger._repeats import blocking_reason, find_repeat, original_answer
@@ -148,6 +157,14 @@ class SqlIntakeStore:
                 changed = self._resumed_item_changed(s, resume, capacity.resume_receipt)
                 if changed is not None:
                     return changed  # nothing written: the next pass decides the item as it is now
+            if draft.outcome == Outcome.ACCEPT and draft.work_key:
+                # Here, not only before the freshness read: a kill committed during the read
+                # (seconds) must not become an admission. Before the claim: a kill claims nothing.
+                kill = kill_in_force(s, draft.work_key, draft.tenant or None)
+                if kill is not None:
+                    draft = killed_instead(draft, kill)
+            if is_killed(draft):
+                return self._killed(s, draft, resume)
             if resume is None and draft.delivery_id is not None and not self._claim_delivery(s, draft, receipt_id):
                 # Lost a race to the same delivery id or body: answered from the winner, no row.
                 return original_answer(find_repeat(s.connection(), draft), draft) \
@@ -200,6 +217,14 @@ class SqlIntakeStore:
         return IntakeDecision(Outcome.DEFER, stale_resume_reason(), f"deferred item {item_id} {what} while it was decided",
                               receipt_id=item.receipt_id if item is not None else "", work_key=item.work_key
                               if item is not None else None, input_version=item.input_version if item else None)
+
+    def _killed(self, s: Session, draft: ReceiptDraft, resume: str | None) -> IntakeDecision:
+        """A ``killed`` reject: a receipt only. No delivery claim (a redelivery after the unkill is
+        decided afresh); a deferred item stays queued and gets one receipt per kill."""
+        receipt_id = new_id() if resume is None else held_receipt_id(resume, draft.message)
+        row = _receipt_row(draft, receipt_id, policy_version=self._policy.version)
+        s.execute(dialect_insert(s, Receipt).values(**row).on_conflict_do_nothing())
+        return _decision_from_row(row)
 
     @staticmethod
     def _item_receipt(s: Session, item_id: str) -> str:

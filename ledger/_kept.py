@@ -2,17 +2,26 @@
 
 A verified delivery rejected ``unsupported-schema`` (its payload names a schema version its
 source's mapping does not accept) is not lost: its raw body and the headers its parser reads
-are kept here, with its reject receipt, so an operator can replay it through intake once a
+are kept here (an allow-list: :func:`kept_headers`), with its reject receipt, so an operator can replay it through intake once a
 mapping for that version exists (``POST /v1/replays``, ``starter.py replay``). Only verified
 deliveries reach this table: the API checks the signature or token before it parses.
 
 Bounds, all configured (``kept_deliveries``, ``maintenance.retention.kept_deliveries``):
 
 * one body over ``max_body_bytes`` is not kept (its receipt says so);
+* one source holds at most ``max_source_bytes`` (default a quarter of the total), so one sender
+  (say a CloudEvents producer that changed its schema) cannot fill the table for every tenant;
+* a body identical to one already kept for the same source (under another delivery id) is not
+  kept again: the row id is the digest of (source, body), so the primary key refuses the copy and
+  the receipt names the delivery to replay instead;
 * the table holds at most ``max_total_bytes`` (bodies plus headers); once full, new ones are
-  not kept (their receipts say so) until retention removes old rows. The sum is read and the row
-  inserted in one transaction: SQLite serializes writers, so the cap holds exactly; on PostgreSQL
-  (read committed) concurrent inserts can overshoot it by at most one body per concurrent request;
+  not kept (their receipts say so) until retention removes old rows. The sums are read and the row
+  inserted in one transaction: SQLite serializes writers, so the caps hold exactly; on PostgreSQL
+  (read committed) concurrent inserts can overshoot them by at most one body per concurrent request;
+* the sums stay cheap: every row is charged at least :data:`MIN_CHARGE` (4 KiB; ``size_bytes`` is
+  the charged size), so one source's sum reads at most ``max_source_bytes / 4 KiB`` rows (16,384
+  at the defaults) through the ``(source, delivery_id)`` unique index, and the table's at most
+  ``max_total_bytes / 4 KiB`` (65,536) — bounded by configuration, not by traffic;
 * rows older than the retention age are deleted by the prune schedule (``ledger/_retention.py``).
 
 At rest: with payload keys configured (``temporal.payload_key``) the headers and the body are
@@ -27,6 +36,7 @@ second replay ``duplicate-delivery`` with the first one's receipt.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -42,6 +52,8 @@ from ledger._intake_store import _RECEIPTS, _decision_from_row, _receipt_row
 from ledger._sql import dialect_insert, new_id, utcnow
 
 MIB = 1024 * 1024
+MIN_CHARGE = 4096
+"""The least a kept row counts against the caps (bounds the rows a cap's sum reads)."""
 _AAD = b"sluicegate-kept-delivery\x1f"
 
 
@@ -76,7 +88,7 @@ class KeptDelivery(SQLModel, table=True):
     """JSON: the headers (less credentials) and what verification established."""
     body: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     size_bytes: int
-    """Stored bytes (meta plus body) counted against the total cap."""
+    """Stored bytes (meta plus body), at least ``MIN_CHARGE``: what the row counts against the caps."""
     replay_receipt_id: str | None = Field(default=None, max_length=40)
     """The receipt of the first replay that reached a decision."""
     replayed_by: str | None = Field(default=None, max_length=128)
@@ -87,6 +99,8 @@ class KeptDelivery(SQLModel, table=True):
 class KeptCaps:
     max_body_bytes: int = MIB
     max_total_bytes: int = 256 * MIB
+    max_source_bytes: int | None = None
+    """One source's rows together; ``None``: a quarter of ``max_total_bytes``."""
     retention: timedelta | None = timedelta(days=7)
     """Only for the receipt's message (the prune schedule applies it)."""
 
@@ -103,8 +117,22 @@ class KeptContent:
     body: bytes
 
 
-DROPPED_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
-"""Credentials are never kept (a bearer token is the CloudEvents sender's secret)."""
+KEPT_HEADERS = frozenset({"content-type", "webhook-id", "webhook-timestamp"})
+"""Headers a replay's normalize stage reads, kept with ``ce-*`` and the source's schema-version
+header. An allow-list, not a deny-list: whatever else a sender or a proxy adds (API keys,
+signatures, JWTs, cookies, forwarded-for addresses) is never stored."""
+
+
+def kept_headers(headers: dict[str, str], schema_header: str | None = None) -> dict[str, str]:
+    """The headers worth keeping for a replay: :data:`KEPT_HEADERS`, ``ce-*`` (binary CloudEvents
+    attributes) and ``schema_header`` (the source's ``schema_versions.header``), lower-cased."""
+    extra = schema_header.lower() if schema_header else None
+    out = {}
+    for name, value in headers.items():
+        key = name.lower()
+        if key in KEPT_HEADERS or key.startswith("ce-") or key == extra:
+            out[key] = value
+    return out
 
 
 class KeptDeliveries:
@@ -114,12 +142,14 @@ class KeptDeliveries:
         self._caps = caps
 
     def reject_and_keep(self, draft: ReceiptDraft, headers: dict[str, str], body: bytes,
-                        verified_id: str | None, verified_type: str | None) -> tuple[IntakeDecision, bool]:
+                        verified_id: str | None, verified_type: str | None,
+                        schema_header: str | None = None) -> tuple[IntakeDecision, bool]:
         """Write ``draft``'s reject receipt and keep the delivery, in one transaction; returns the
-        decision and whether the body is kept (now or by an earlier copy)."""
+        decision and whether the body is kept (now or by an earlier copy). Only the headers
+        :func:`kept_headers` allows are stored (``schema_header``: the source's version header)."""
         if draft.delivery_id is None or draft.tenant is None:
             raise ValueError("only an identified delivery of a known tenant can be kept")
-        meta = json.dumps({"headers": {k: v for k, v in headers.items() if k not in DROPPED_HEADERS},
+        meta = json.dumps({"headers": kept_headers(headers, schema_header),
                            "verified_id": verified_id, "verified_type": verified_type}).encode()
         receipt_id = new_id()
         with Session(self._engine) as s, s.begin():
@@ -139,20 +169,36 @@ class KeptDeliveries:
             return False, f"over kept_deliveries.max_body_bytes ({self._caps.max_body_bytes})"
         if self._exists(s, draft.source, draft.delivery_id):
             return True, ""
+        row_id = body_row_id(draft.source, body)
+        twin = s.get(KeptDelivery, row_id)
+        if twin is not None:
+            return False, (f"an identical body from {draft.source} is already kept as delivery {twin.delivery_id} "
+                           f"(replay that one)")
         aad = _aad(draft.source, draft.delivery_id)
         sealed_meta, sealed_body = (self._keys.seal(meta, aad + b"meta"), self._keys.seal(body, aad + b"body")) \
             if self._keys else (meta, body)
-        size = len(sealed_meta) + len(sealed_body)
+        size = max(len(sealed_meta) + len(sealed_body), MIN_CHARGE)
+        source_cap = self._source_cap()
+        used_here = s.execute(select(func.coalesce(func.sum(KeptDelivery.size_bytes), 0))
+                              .where(KeptDelivery.source == draft.source)).scalar_one()
+        if used_here + size > source_cap:
+            return False, f"kept_deliveries.max_source_bytes ({source_cap}) reached for {draft.source}"
         used = s.execute(select(func.coalesce(func.sum(KeptDelivery.size_bytes), 0))).scalar_one()
         if used + size > self._caps.max_total_bytes:
             return False, f"kept_deliveries.max_total_bytes ({self._caps.max_total_bytes}) reached"
-        values = dict(id=new_id(), created_at=utcnow(), source=draft.source, delivery_id=draft.delivery_id,
+        values = dict(id=row_id, created_at=utcnow(), source=draft.source, delivery_id=draft.delivery_id,
                       tenant=draft.tenant, event_type=draft.event_type, received_at=draft.received_at,
                       receipt_id=receipt_id, key_id=self._keys.key_id if self._keys else None, meta=sealed_meta,
                       body=sealed_body, size_bytes=size)
-        s.execute(dialect_insert(s, KeptDelivery).values(**values)
-                  .on_conflict_do_nothing(index_elements=["source", "delivery_id"]))
+        kept = s.execute(dialect_insert(s, KeptDelivery).values(**values).on_conflict_do_nothing()
+                         .returning(KeptDelivery.id)).scalar_one_or_none()
+        if kept is None and not self._exists(s, draft.source, draft.delivery_id):
+            return False, f"an identical body from {draft.source} was kept at the same moment"
         return True, ""
+
+    def _source_cap(self) -> int:
+        cap = self._caps.max_source_bytes
+        return self._caps.max_total_bytes // 4 if cap is None else cap
 
     @staticmethod
     def _exists(s: Session, source: str, delivery_id: str) -> bool:
@@ -189,6 +235,12 @@ class KeptDeliveries:
     def used_bytes(self) -> int:
         with Session(self._engine) as s:
             return int(s.execute(select(func.coalesce(func.sum(KeptDelivery.size_bytes), 0))).scalar_one())
+
+
+def body_row_id(source: str, body: bytes) -> str:
+    """A kept row's id: the digest of its source and raw body (40 hex digits), so one source keeps
+    one copy of a body. Unkeyed like the delivery dedupe's ``body_digest``."""
+    return hashlib.sha256(source.encode() + b"\x1f" + body).hexdigest()[:40]
 
 
 def _aad(source: str, delivery_id: str) -> bytes:

@@ -5,6 +5,13 @@ until lifted; lifting is recorded the same way (actor, reason, time), never dele
 the question "why did this stop at 03:12?" always has an answer. The gateway and the
 model activity consult :meth:`KillSwitch.active_for` before every external call, so a
 kill takes effect at once even for an activity already running.
+
+Kills and admissions are serialized: an accept's ledger transaction reads the kills in force
+(:func:`kill_in_force`) under a shared lock and a kill is written under the exclusive one
+(PostgreSQL: a transaction-scoped advisory lock; SQLite: ``BEGIN IMMEDIATE`` already runs one
+writer at a time). So a kill committed while a delivery's freshness read was in flight is seen
+by the accept that follows the read, and an accept committed first is in the ledger before the
+kill is.
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from sqlalchemy import DateTime, Index, or_, update
+from sqlalchemy import DateTime, Index, or_, text, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, select
 
@@ -20,6 +27,8 @@ from ledger._credentials import revoke_in
 from ledger._sql import new_id, utcnow
 
 Scope = Literal["work_key", "tenant", "all"]
+_KILL_LOCK = 0x5117_4B11
+"""The PostgreSQL advisory lock key that orders kills against accepts (see the module docstring)."""
 
 
 class Kill(SQLModel, table=True):
@@ -37,6 +46,26 @@ class Kill(SQLModel, table=True):
     lift_reason: str | None = Field(default=None, max_length=500)
 
 
+def _covering(work_key: str, tenant: str | None):
+    covers = [Kill.scope == "all", (Kill.scope == "work_key") & (Kill.target == work_key)]
+    if tenant:
+        covers.append((Kill.scope == "tenant") & (Kill.target == tenant))
+    return select(Kill).where(Kill.lifted_at.is_(None), or_(*covers)).order_by(Kill.created_at).limit(1)
+
+
+def _lock(s: Session, shared: bool) -> None:
+    if s.get_bind().dialect.name == "postgresql":
+        fn = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+        s.execute(text(f"SELECT {fn}(:key)"), {"key": _KILL_LOCK})
+
+
+def kill_in_force(s: Session, work_key: str, tenant: str | None) -> Kill | None:
+    """Inside an accept's transaction: the oldest kill in force covering the work, read after
+    any kill being written has committed (the shared side of the kill lock)."""
+    _lock(s, shared=True)
+    return s.execute(_covering(work_key, tenant)).scalars().first()
+
+
 class KillSwitch:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
@@ -45,6 +74,7 @@ class KillSwitch:
         row = Kill(id=new_id(), scope=scope, target="*" if scope == "all" else target, actor=actor,
                    reason=reason[:500], created_at=utcnow())
         with Session(self._engine, expire_on_commit=False) as s, s.begin():
+            _lock(s, shared=False)
             s.add(row)
             revoke_in(s, scope, row.target, f"kill {row.id} by {actor}: {reason}")
         return row
@@ -59,12 +89,8 @@ class KillSwitch:
 
     def active_for(self, work_key: str, tenant: str | None) -> Kill | None:
         """The oldest kill in force that covers this work key or its tenant, if any."""
-        covers = [Kill.scope == "all", (Kill.scope == "work_key") & (Kill.target == work_key)]
-        if tenant:
-            covers.append((Kill.scope == "tenant") & (Kill.target == tenant))
-        query = select(Kill).where(Kill.lifted_at.is_(None), or_(*covers)).order_by(Kill.created_at).limit(1)
         with Session(self._engine, expire_on_commit=False) as s:
-            return s.exec(query).first()
+            return s.exec(_covering(work_key, tenant)).first()
 
     def newest_covering_tenant(self, tenant: str | None) -> str | None:
         """Id of the newest kill ever recorded (lifted or not) for this tenant or for everything.

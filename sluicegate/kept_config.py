@@ -20,3 +20,6 @@ class KeptDeliveriesConfig(Section):
     """The largest body kept (1 MiB; 0 keeps none)."""
     max_total_bytes: int = Field(default=256 * MIB, ge=0)
     """All kept rows together (256 MiB); past it new bodies are not kept until retention frees room."""
+    max_source_bytes: int | None = Field(default=None, ge=0)
+    """One source's kept rows together; unset: a quarter of ``max_total_bytes`` (64 MiB), so one
+    sender cannot fill the table for everyone."""

@@ -1,8 +1,11 @@
 """Gauges read from the ledger: deferred-queue age, open dead letters, breakers open, admissions
 pending. Read at most once per ``telemetry.prometheus.ledger_read_seconds`` (cached between
 collections), so a Prometheus scrape and the periodic exporter together cost one set of small
-aggregate queries. A ledger that cannot be read leaves the previous values in place and logs once
-per failure: the metrics must not fail the worker, and the alert on ``up``/staleness still fires.
+aggregate queries. A ledger that cannot be read drops the observations (the series go stale in
+Prometheus instead of repeating the last values as if current) and logs once per failure: the
+metrics must not fail the worker. ``sluicegate.ledger_gauges.last_success_timestamp`` (Unix
+seconds of the last good read) keeps being exported, so ``SluicegateLedgerGaugesStale``
+(ops/alerts.yml) says the ledger alerts are blind.
 
 | instrument | kind | attributes |
 |---|---|---|
@@ -10,6 +13,7 @@ per failure: the metrics must not fail the worker, and the alert on ``up``/stale
 | ``sluicegate.dead_letters.open`` | gauge | tenant |
 | ``sluicegate.breaker.open`` | gauge (1 open, 0 otherwise) | provider |
 | ``sluicegate.admissions.pending_oldest_age`` | gauge (s) | — oldest accepted receipt never admitted (0: none) |
+| ``sluicegate.ledger_gauges.last_success_timestamp`` | gauge (s) | — Unix time of the last good ledger read |
 
 Queue depth per tenant is ``sluicegate.capacity.deferred`` (``sluicegate.metrics``).
 """
@@ -64,19 +68,24 @@ def read_ledger(engine: Engine, policy: BreakerPolicy, now: datetime | None = No
 
 
 class CachedReading:
-    """The last reading, refreshed when older than ``max_age_seconds``."""
+    """The last reading, refreshed when older than ``max_age_seconds``; ``None`` after a failed read."""
 
     def __init__(self, read: Callable[[], LedgerReading], max_age_seconds: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self._read, self._max_age, self._clock = read, max_age_seconds, clock
-        self._value, self._at = LedgerReading(), float("-inf")
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
+        self._read, self._max_age, self._clock, self._wall = read, max_age_seconds, clock, wall
+        self._value: LedgerReading | None = None
+        self._at = float("-inf")
+        self.last_success: float | None = None
+        """Unix time of the last good read (``None``: none yet)."""
 
-    def get(self) -> LedgerReading:
+    def get(self) -> LedgerReading | None:
         if self._clock() - self._at >= self._max_age:
             try:
                 self._value = self._read()
+                self.last_success = self._wall()
             except Exception as exc:  # noqa: BLE001 - a metrics read must never take the worker down
-                log.warning("ledger gauges not refreshed: %r", exc)
+                log.warning("ledger gauges not refreshed (observations dropped): %r", exc)
+                self._value = None
             self._at = self._clock()
         return self._value
 
@@ -92,7 +101,10 @@ def observe_ledger(cache: CachedReading) -> None:
     def gauge(name: str, unit: str, description: str, pick: Callable[[LedgerReading], dict[str, float]],
               label: str) -> None:
         def cb(_: CallbackOptions) -> Iterable[Observation]:
-            return [Observation(v, {label: k} if label else {}) for k, v in pick(cache.get()).items()]
+            reading = cache.get()
+            if reading is None:  # the ledger could not be read: report nothing rather than old values
+                return []
+            return [Observation(v, {label: k} if label else {}) for k, v in pick(reading).items()]
         meter.create_observable_gauge(name, [cb], unit=unit, description=description)
 
     gauge("sluicegate.queue.oldest_age", "s", "age of the oldest waiting deferred item",
@@ -102,3 +114,9 @@ def observe_ledger(cache: CachedReading) -> None:
           "provider")
     gauge("sluicegate.admissions.pending_oldest_age", "s", "oldest accepted receipt not yet admitted (0: none)",
           lambda r: {"": r.pending_admission_age}, "")
+
+    def last_success(_: CallbackOptions) -> Iterable[Observation]:
+        cache.get()
+        return [] if cache.last_success is None else [Observation(cache.last_success)]
+    meter.create_observable_gauge("sluicegate.ledger_gauges.last_success_timestamp", [last_success], unit="s",
+                                  description="Unix time of the last good read of the ledger gauges")

@@ -128,7 +128,8 @@ def relay_now(grace_seconds: Optional[float] = typer.Option(None, help="default:
         store = ledger.SqlIntakeStore(engine)
         try:
             pending = await asyncio.to_thread(store.pending_admissions, grace)
-            return await relay(store, pending, TemporalAdmitter(await connect(settings), settings))
+            return await relay(store, pending, TemporalAdmitter(await connect(settings), settings),
+                               ledger.KillSwitch(engine))
         finally:
             engine.dispose()
 

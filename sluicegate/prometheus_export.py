@@ -34,7 +34,7 @@ def prometheus_reader(bind: str) -> PrometheusMetricReader:
     except OSError as exc:
         raise SystemExit(f"cannot serve /metrics on {bind} (telemetry.prometheus): {exc}") from None
     reader = PrometheusMetricReader()
-    log.info("Prometheus /metrics on http://%s:%d/metrics", host, port)
+    log.info("Prometheus /metrics on http://%s/metrics", socket_address(host, port))
     return reader
 
 
@@ -42,8 +42,20 @@ def temporal_runtime(cfg: TelemetryConfig) -> Runtime | None:
     """A Temporal ``Runtime`` exporting the SDK's metrics (schedule-to-start latency, task slots,
     poll results…) in Prometheus format on ``temporal_bind``; None when that is unset (the
     default runtime, no SDK metrics)."""
-    if not cfg.prometheus.temporal_bind:
+    bind = cfg.prometheus.temporal_bind
+    if not bind:
         return None
-    host, port = parse_bind(cfg.prometheus.temporal_bind)
-    log.info("Temporal SDK metrics on http://%s:%d/metrics", host, port)
-    return Runtime(telemetry=TemporalTelemetry(metrics=TemporalPrometheus(bind_address=f"{host}:{port}")))
+    address = socket_address(*parse_bind(bind))
+    try:
+        runtime = Runtime(telemetry=TemporalTelemetry(metrics=TemporalPrometheus(bind_address=address)))
+    except ValueError as exc:  # the SDK's "Failed starting Prometheus exporter: Address already in use"
+        raise SystemExit(f"cannot serve Temporal SDK metrics on {bind} (telemetry.prometheus.temporal_bind): "
+                         f"{exc}") from None
+    log.info("Temporal SDK metrics on http://%s/metrics", address)
+    return runtime
+
+
+def socket_address(host: str, port: int) -> str:
+    """``host:port`` as a socket address: an IPv6 host goes back in brackets (``[::1]:9466``);
+    ``parse_bind`` strips them, and the SDK refuses ``::1:9466``."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

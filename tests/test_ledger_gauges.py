@@ -63,7 +63,7 @@ def test_gauges_read_the_ledger(fresh_ledger_url):
     assert reading.pending_admission_age == pytest.approx(400)
 
 
-def test_cached_reading_reads_once_per_period_and_keeps_the_last_value_on_failure():
+def test_cached_reading_reads_once_per_period_and_drops_the_values_on_failure():
     clock, reads = [0.0], []
 
     def read() -> LedgerReading:
@@ -72,11 +72,13 @@ def test_cached_reading_reads_once_per_period_and_keeps_the_last_value_on_failur
             raise OSError("ledger down")
         return LedgerReading(dead_letters_open={"acme": len(reads)})
 
-    cache = CachedReading(read, 15, clock=lambda: clock[0])
-    assert cache.get().dead_letters_open == {"acme": 1}
+    cache = CachedReading(read, 15, clock=lambda: clock[0], wall=lambda: 1_000_000 + clock[0])
+    assert cache.last_success is None
+    assert cache.get().dead_letters_open == {"acme": 1} and cache.last_success == 1_000_000
     clock[0] = 10
     assert cache.get().dead_letters_open == {"acme": 1} and reads == [0.0]
     clock[0] = 16
-    assert cache.get().dead_letters_open == {"acme": 1}  # the read failed: the last value stays
+    assert cache.get() is None  # the read failed: nothing is reported, not the old values
+    assert cache.last_success == 1_000_000  # ...and the last good read's time says how stale
     clock[0] = 32
-    assert cache.get().dead_letters_open == {"acme": 3}
+    assert cache.get().dead_letters_open == {"acme": 3} and cache.last_success == 1_000_032

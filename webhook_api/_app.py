@@ -44,7 +44,7 @@ from webhook_api._body import BodyReadGate, BodyTooSlow, bounded_headers
 from webhook_api._manual import manual_trigger, submit_manual
 from webhook_api._replay import replay
 from webhook_api._refusals import NOT_AUTHENTICATED, UNKNOWN_SOURCE_LABEL, limit_refusal_log, refuse
-from webhook_api._kept import kept_deliveries, reject_or_keep
+from webhook_api._kept import kept_deliveries, reject_or_keep, schema_header
 from webhook_api._responses import LEDGER_DOWN, decision_response, ledger_down_response, unvalidated_response
 from webhook_api._sources import HEADER_AUTH_KINDS, authenticate, normalize
 
@@ -138,7 +138,8 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
             except InvalidDelivery as err:
                 span.set_attribute("sluicegate.reason", str(err.reason))
                 return await reject_or_keep(request.app.state, err, source=source, tenant=src.tenant,
-                                            headers=headers, body=body, verified=verified, received_at=received_at)
+                                            headers=headers, body=body, verified=verified, received_at=received_at,
+                                            schema_header=schema_header(src))
             decision = await request.app.state.intake.submit(parsed.envelope, parsed.candidate,
                                                              max_age_seconds=parsed.max_age_seconds)
             span.set_attribute("sluicegate.delivery_id", parsed.envelope.id)

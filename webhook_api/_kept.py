@@ -32,8 +32,15 @@ from webhook_api._responses import invalid_response
 def kept_deliveries(settings: Settings, engine: Engine) -> KeptDeliveries:
     """The kept-delivery store with the configured caps, sealed with the payload keys when set."""
     cfg = settings.kept_deliveries
-    caps = KeptCaps(cfg.max_body_bytes, cfg.max_total_bytes, settings.maintenance.retention.kept_deliveries)
+    caps = KeptCaps(cfg.max_body_bytes, cfg.max_total_bytes, cfg.max_source_bytes,
+                    settings.maintenance.retention.kept_deliveries)
     return KeptDeliveries(engine, payload_keys(settings), caps)
+
+
+def schema_header(src) -> str | None:
+    """The header a source's mapping reads its schema version from, if any (kept for a replay)."""
+    versions = src.mapping.schema_versions if src.mapping is not None else None
+    return versions.header if versions is not None else None
 
 
 def with_fields(response: JSONResponse, **fields) -> JSONResponse:
@@ -43,14 +50,16 @@ def with_fields(response: JSONResponse, **fields) -> JSONResponse:
 
 
 async def reject_or_keep(state, err: InvalidDelivery, *, source: str, tenant: str, headers: Mapping[str, str],
-                         body: bytes, verified: VerifiedDelivery, received_at: datetime) -> JSONResponse:
+                         body: bytes, verified: VerifiedDelivery, received_at: datetime,
+                         schema_header: str | None = None) -> JSONResponse:
     """Answer a verified delivery its normalize stage refused (``state``: the app's, with ``store``
-    and ``kept``): every refusal gets its receipt; ``unsupported-schema`` also keeps the body."""
+    and ``kept``): every refusal gets its receipt; ``unsupported-schema`` also keeps the body, with
+    only the headers a replay reads (``schema_header``: the source's ``schema_versions.header``)."""
     if err.reason != Reason.UNSUPPORTED_SCHEMA or err.delivery_id is None:
         return await reject_with_receipt(state.store, err, source=source, tenant=tenant, received_at=received_at)
     draft = ReceiptDraft(outcome=Outcome.REJECT, reason=str(err.reason), message=err.message,
                          trigger_kind=TriggerKind.EVENT, source=source, received_at=received_at,
                          delivery_id=err.delivery_id, event_type=err.event_type, tenant=tenant)
     decision, kept = await asyncio.to_thread(state.kept.reject_and_keep, draft, dict(headers), body,
-                                             verified.delivery_id, verified.event_type)
+                                             verified.delivery_id, verified.event_type, schema_header)
     return with_fields(invalid_response(err, decision.receipt_id), kept=kept)

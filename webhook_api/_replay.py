@@ -10,7 +10,9 @@ Order, and why (the manual trigger's, ``_manual``):
 4. The kept delivery, looked up only among the tenants the actor holds a role in: one kept for
    another tenant is answered exactly like one that does not exist (404), so ids do not leak
    across tenants. The actor must be ``admin`` in its tenant, else 403
-   ``policy:replay-not-permitted`` with a receipt.
+   ``policy:replay-not-permitted`` with a receipt. A source moved to another tenant since the
+   delivery was kept is refused 409 ``bad-input`` (no receipt, like the other 409s): the role was
+   checked in the kept row's tenant, and the work would be filed under the source's new one.
 5. The kept headers and body, unsealed, run through the source's *current* normalize stage
    (the signature was verified when the delivery arrived; a Standard Webhooks timestamp would
    no longer pass the 5-minute window, so it is not checked again), with the original delivery
@@ -95,6 +97,12 @@ async def _rerun(state, settings: Settings, row: KeptDelivery, actor: str, reaso
     src = settings.sources.get(row.source)
     if src is None:
         return _answer(InvalidDelivery(Reason.BAD_INPUT, f"source {row.source!r} is no longer configured", 409))
+    if src.tenant != row.tenant:
+        # The actor's role was checked in the kept row's tenant, but normalize would file the work
+        # under the source's tenant now: an admin of one tenant must not start work in another.
+        return _answer(InvalidDelivery(Reason.BAD_INPUT, (
+            f"source {row.source!r} now belongs to tenant {src.tenant!r}, not {row.tenant!r} where the delivery "
+            "was kept; replaying it would start work in another tenant"), 409))
     try:
         kept = await asyncio.to_thread(state.kept.open, row)
     except (PayloadKeyError, LookupError) as exc:

@@ -6,14 +6,16 @@ through the intake service (freshness, policy, capacity — exactly as a new del
 A global refusal ends the pass (nothing else can fit); a tenant, quota or rate refusal
 skips that tenant's remaining items; a concurrency-key refusal skips items blocked on
 the same key. An item whose payload cannot be read, or whose dispatch raises, counts a
-failure; after ``max_failures`` it is ``dead`` and goes to the dead letters.
+failure; after ``max_failures`` it is ``dead`` and goes to the dead letters. An item in a killed
+scope (:class:`~intake.kill_gate.HeldByKill`) is ``held``: left queued as it is, no forge read, no
+failure counted, so the pass after the unkill decides it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import UTC, datetime
+from datetime import datetime
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence
 
@@ -40,6 +42,9 @@ class Queued(Protocol):
 
 class QueuePort(Protocol):
     def due(self, limit: int = 500) -> Sequence[Queued]: ...
+    def now(self) -> datetime:
+        """The clock ``enqueued_at`` was written with (the database's), for aging."""
+        ...
     def get(self, item_id: str) -> Queued | None: ...
     def note_failure(self, item_id: str, error: str, max_failures: int, retry_after: float) -> bool: ...
     def requeue(self, item_id: str, block: Block, retry_after: float, error: str) -> None: ...
@@ -85,6 +90,8 @@ class DispatchReport:
     dropped: list[str] = field(default_factory=list)
     deferred: int = 0
     skipped: int = 0
+    held: list[str] = field(default_factory=list)
+    """Work keys left queued because a kill covers them."""
     dead: list[str] = field(default_factory=list)
     stopped_on: str | None = None
 
@@ -93,12 +100,14 @@ async def dispatch_once(queue: QueuePort, service, active_by_tenant: Mapping[str
                         dead_letters: DeadLetterPort | None = None, batch: int = 200, max_failures: int = 5,
                         retry_after: float = 30.0, room: RoomCheck | None = None,
                         aging_seconds: float | None = DEFAULT_AGING_SECONDS) -> DispatchReport:
+    from intake.kill_gate import HeldByKill
     from intake.unread import Requeue  # unread imports capacity; avoid the cycle at import time
 
     report = DispatchReport()
     items = {i.id: i for i in await asyncio.to_thread(queue.due, batch)}
+    now = as_aware(await asyncio.to_thread(queue.now)) if items else None  # the clock enqueued_at is on
     order = fair_order([QueuedItem(i.id, i.tenant, i.priority, as_aware(i.enqueued_at)) for i in items.values()],
-                       active_by_tenant, now=datetime.now(UTC), aging_seconds=aging_seconds)
+                       active_by_tenant, now=now, aging_seconds=aging_seconds)
     tenants_full: set[str] = set()
     keys_full: set[str] = set()
     for q in order:
@@ -116,6 +125,9 @@ async def dispatch_once(queue: QueuePort, service, active_by_tenant: Mapping[str
             continue
         try:
             decision = await service.resume(item.id, item.payload, item.receipt_id, getattr(item, "attempts", 0))
+        except HeldByKill:
+            report.held.append(item.work_key)
+            continue
         except Requeue as wait:
             await asyncio.to_thread(queue.requeue, item.id, wait.block, wait.retry_after, str(wait))
             report.deferred += 1

@@ -1,6 +1,8 @@
 """Kill at the gate: a delivery in a killed scope is refused ``killed`` before any forge read and
-nothing is queued; a deferred item in a killed scope is dropped with a receipt by the dispatcher;
-lifting the kill restores admission.
+nothing is queued or claimed (its redelivery after the unkill is admitted); a deferred item in a
+killed scope stays queued through dispatch passes (one receipt per kill) and is admitted by the
+pass after the unkill; a kill committed during the freshness read refuses the accept; the outbox
+relay starts nothing in a killed scope.
 
 Real parts: the intake service with the SQL ledger (both backends, a database of this test's own:
 capacity counters are global), ``KillSwitch``, the capacity gate, the real ``dispatch_once`` over
@@ -20,6 +22,7 @@ from intake.capacity.dispatch import dispatch_once
 from intake.capacity.gate import CapacityGate
 from intake.envelope import Envelope, PullRequestRef, TriggerKind
 from intake.forge_reader import ForgeTargetReader
+from intake.outbox import relay
 from intake.identity import review_candidate, review_work_key, workflow_id_for
 from intake.kill_gate import KillGate, kill_refusal
 from intake.ports import Admission
@@ -76,8 +79,9 @@ async def test_a_delivery_in_a_killed_scope_is_refused_before_any_read_and_admit
     service, kills = _service(engine, forge), KillSwitch(engine)
     target = {"work_key": review_work_key(tenant, ref), "tenant": tenant, "all": "*"}[scope]
     kill = kills.kill(scope, target, "alice", "runaway prompt")
+    delivery = _envelope(ref, tenant)
     try:
-        refused = await service.submit(_envelope(ref, tenant), review_candidate(tenant, ref, None))
+        refused = await service.submit(delivery, review_candidate(tenant, ref, None))
     finally:
         kills.unkill(scope, target, "carol", "prompt fixed")
     assert (refused.outcome, refused.reason) == ("reject", "killed")
@@ -87,11 +91,13 @@ async def test_a_delivery_in_a_killed_scope_is_refused_before_any_read_and_admit
     assert (receipt.id, receipt.reason) == (refused.receipt_id, "killed")
     assert DeferredQueue(engine).waiting() == [] and CapacityLedger(engine).counters().get("global", 0) == 0
 
-    admitted = await service.submit(_envelope(ref, tenant), review_candidate(tenant, ref, None))
+    # The sender redelivers the same delivery (GitHub "Redeliver", a Svix retry): decided afresh.
+    admitted = await service.submit(delivery, review_candidate(tenant, ref, None))
     assert (admitted.outcome, admitted.reason) == ("accept", "admitted")
 
 
-async def test_a_deferred_item_in_a_killed_scope_is_dropped_with_a_receipt_when_dispatched(gate_parts, sims):
+async def test_a_deferred_item_in_a_killed_scope_stays_queued_through_passes_and_is_admitted_after_unkill(
+        gate_parts, sims):
     engine, forge = gate_parts
     killed_tenant, other_tenant = f"k{uuid.uuid4().hex[:6]}", f"o{uuid.uuid4().hex[:6]}"
     first, doomed, spared = _pull(sims, other_tenant), _pull(sims, killed_tenant), _pull(sims, other_tenant)
@@ -106,15 +112,24 @@ async def test_a_deferred_item_in_a_killed_scope_is_dropped_with_a_receipt_when_
 
     report = await dispatch_once(queue, service, {})
 
-    assert report.dropped == [answers[1].work_key] and report.admitted == [answers[2].work_key]
-    assert _reads(sims, doomed) == reads  # dropped without another forge read
+    assert report.held == [answers[1].work_key] and report.admitted == [answers[2].work_key]
+    assert report.dropped == []
+    [item] = queue.waiting()  # verified work is kept, untouched
+    assert (item.work_key, item.attempts) == (answers[1].work_key, 0)
+    CapacityLedger(engine).release(answers[2].work_key)  # room again, still killed
+    again = await dispatch_once(queue, service, {})
+    assert again.held == [answers[1].work_key] and again.admitted == []
+    assert _reads(sims, doomed) == reads  # held without another forge read
     receipts = list_receipts(engine, ReceiptFilter(work_key=answers[1].work_key))
     assert [(r.outcome, r.reason) for r in receipts][0] == ("reject", "killed")  # newest first
-    assert queue.waiting() == []
+    assert [r.reason for r in receipts].count("killed") == 1  # one receipt per item per kill, not per pass
+
     kills.unkill("tenant", killed_tenant, "carol", "done")
+    after = await dispatch_once(queue, service, {})
+    assert after.admitted == [answers[1].work_key] and queue.waiting() == []
 
 
-async def test_a_queued_item_waits_out_a_kill_it_was_not_dispatched_in_and_is_admitted_after_unkill(
+async def test_a_queued_item_waits_out_a_kill_a_pass_ran_during_and_is_admitted_after_unkill(
         gate_parts, sims):
     engine, forge = gate_parts
     tenant = f"k{uuid.uuid4().hex[:6]}"
@@ -124,10 +139,75 @@ async def test_a_queued_item_waits_out_a_kill_it_was_not_dispatched_in_and_is_ad
     waiting = await service.submit(_envelope(queued, tenant), review_candidate(tenant, queued, None))
     assert (held.outcome, waiting.outcome) == ("accept", "defer")
     kills.kill("tenant", tenant, "alice", "pause")
-    kills.unkill("tenant", tenant, "alice", "resume")  # lifted before any pass reached the item
     CapacityLedger(engine).release(held.work_key)
+    during = await dispatch_once(queue, service, {})  # a pass runs while the kill is in force
+    assert during.held == [waiting.work_key] and during.admitted == []
+    kills.unkill("tenant", tenant, "alice", "resume")
     report = await dispatch_once(queue, service, {})
     assert report.admitted == [waiting.work_key]
+
+
+class KillsDuringTheRead:
+    """The forge reader, with a kill committed while the read is in flight."""
+
+    def __init__(self, reader: ForgeTargetReader, kill) -> None:
+        self._reader, self._kill = reader, kill
+
+    async def read(self, ref, tenant=None):
+        snapshot = await self._reader.read(ref, tenant)
+        self._kill()
+        return snapshot
+
+
+class CountsStarts(StartsNothing):
+    def __init__(self) -> None:
+        self.started: list[str] = []
+
+    async def admit(self, admission: Admission) -> tuple[str, str | None]:
+        self.started.append(admission.decision.work_key)
+        return await super().admit(admission)
+
+
+async def test_a_kill_committed_during_the_freshness_read_refuses_the_accept(gate_parts, sims):
+    engine, forge = gate_parts
+    tenant = f"k{uuid.uuid4().hex[:6]}"
+    ref, kills, starts = _pull(sims, tenant), KillSwitch(engine), CountsStarts()
+    reader = KillsDuringTheRead(ForgeTargetReader(forge), lambda: kills.kill("tenant", tenant, "alice", "mid-read"))
+    service = IntakeService(SqlIntakeStore(engine), reader, starts, CapacityGate(CapacityPlanner(CapacityLimits())),
+                            scope=ScopeRules.everything(), kills=KillGate(kills))
+    delivery = _envelope(ref, tenant)
+    refused = await service.submit(delivery, review_candidate(tenant, ref, None))
+    assert (refused.outcome, refused.reason) == ("reject", "killed") and starts.started == []
+    assert CapacityLedger(engine).counters().get("global", 0) == 0  # no slot taken either
+    kills.unkill("tenant", tenant, "carol", "over")
+    plain = IntakeService(SqlIntakeStore(engine), ForgeTargetReader(forge), starts,
+                          CapacityGate(CapacityPlanner(CapacityLimits())), scope=ScopeRules.everything(),
+                          kills=KillGate(kills))
+    admitted = await plain.submit(delivery, review_candidate(tenant, ref, None))  # the redelivery
+    assert admitted.outcome == "accept" and starts.started == [admitted.work_key]
+
+
+async def test_the_outbox_relay_leaves_killed_work_in_the_outbox_until_the_unkill(gate_parts, sims):
+    engine, forge = gate_parts
+    tenant = f"k{uuid.uuid4().hex[:6]}"
+    ref, kills, store = _pull(sims, tenant), KillSwitch(engine), SqlIntakeStore(engine)
+
+    class FailsToStart:
+        async def admit(self, admission):
+            raise RuntimeError("temporal unreachable")
+
+    service = IntakeService(store, ForgeTargetReader(forge), FailsToStart(),
+                            CapacityGate(CapacityPlanner(CapacityLimits())), scope=ScopeRules.everything(),
+                            kills=KillGate(kills))
+    accepted = await service.submit(_envelope(ref, tenant), review_candidate(tenant, ref, None))
+    assert accepted.outcome == "accept" and "admission pending" in accepted.message
+    kills.kill("tenant", tenant, "alice", "stop")
+    starts = CountsStarts()
+    report = await relay(store, store.pending_admissions(0), starts, kills)
+    assert starts.started == [] and len(report.held) == 1 and store.pending_admissions(0) != []
+    kills.unkill("tenant", tenant, "carol", "over")
+    report = await relay(store, store.pending_admissions(0), starts, kills)
+    assert starts.started == [accepted.work_key] and report.held == []
 
 
 def test_the_refusal_names_who_which_scope_and_why():

@@ -47,3 +47,29 @@ def test_the_oldest_low_priority_item_is_in_the_window_behind_a_higher_priority_
             for item in s.exec(select(DeferredItem).where(DeferredItem.tenant == tenant)):
                 item.status = "dropped"
                 s.add(item)
+
+
+def test_enqueued_at_and_the_dispatchers_now_are_the_databases_clock(engine):
+    """Aging compares ``enqueued_at`` (written by any API replica) with the dispatcher's "now": both
+    come from the database, so replicas' clocks cannot disagree about how long an item waited."""
+    from sqlalchemy import func
+
+    from ledger import _deferred
+
+    tenant = f"clock-{uuid.uuid4().hex[:8]}"
+    request = CapacityRequest(tenant, 3, (SlotClaim(f"global-{tenant}", 1, Block.GLOBAL),))
+    before = datetime.now(UTC)
+    with Session(engine) as s, s.begin():
+        item = _deferred.enqueue(s, tenant=tenant, source="github", work_key=f"{tenant}/k", input_version="v1",
+                                 request=request, block=Block.TENANT, blocked_key=None, retry_after=0,
+                                 receipt_id=uuid.uuid4().hex, payload={})
+        enqueued, db_clock = item.enqueued_at, s.execute(select(func.now())).scalar_one()
+        item.status = "dropped"  # leave no waiting item behind for later tests
+        s.add(item)
+    if engine.dialect.name == "postgresql":
+        assert enqueued == db_clock  # the server's now() of the enqueuing transaction, not this process's
+    clock = DeferredQueue(engine).now()
+    if engine.dialect.name == "postgresql":
+        assert clock.tzinfo is not None and clock >= db_clock
+    else:  # SQLite: one host, its clock is the database's
+        assert before <= enqueued.replace(tzinfo=enqueued.tzinfo or UTC) <= clock

@@ -1,8 +1,9 @@
-"""``starter.py unkill`` starts a dispatch pass: work queued while a tenant was killed is
-re-decided at once, not at the next scheduled tick.
+"""``starter.py unkill`` starts a dispatch pass: work queued while a tenant was killed — and
+held, not dropped, by a dispatch pass that ran during the kill — is re-decided at once, not at
+the next scheduled tick.
 
 Real parts: the dev server with the ``sluicegate-dispatch-deferred`` Schedule (interval one hour,
-so only the unkill's trigger can run a pass in this test), the worker (its dispatch activity,
+so only the test's own pass during the kill and the unkill's trigger run one), the worker (its dispatch activity,
 intake with the kill gate, the agent loop on the model simulator), the CLI in its own process,
 the SQLite ledger, the forge simulator over HTTP.
 """
@@ -17,7 +18,9 @@ from contextlib import AsyncExitStack
 from datetime import UTC, datetime
 
 import pytest
+from temporalio.service import RPCError
 
+from intake.capacity.dispatch import dispatch_once
 from intake.envelope import Envelope, PullRequestRef, TriggerKind
 from intake.identity import review_candidate, workflow_id_for
 from intake.ports import Admission
@@ -61,10 +64,12 @@ async def test_unkill_starts_a_dispatch_pass_that_admits_the_queued_work(dev_env
         first, queued = PullRequestRef(ctx.owner, "api", 42), PullRequestRef(ctx.owner, "api", 44)
         held = await service.submit(_envelope(first), review_candidate("acme", first, None))
         waiting = await service.submit(_envelope(queued), review_candidate("acme", queued, None))
-    assert (held.outcome, waiting.outcome, waiting.reason) == ("accept", "defer", "capacity")
-    KillSwitch(ctx.engine).kill("tenant", "acme", "alice", "incident")
-    CapacityLedger(ctx.engine).release(held.work_key)  # room, but no pass runs until the unkill's trigger
-    [item] = DeferredQueue(ctx.engine).waiting()
+        assert (held.outcome, waiting.outcome, waiting.reason) == ("accept", "defer", "capacity")
+        KillSwitch(ctx.engine).kill("tenant", "acme", "alice", "incident")
+        CapacityLedger(ctx.engine).release(held.work_key)  # room, and a pass runs during the kill:
+        during = await dispatch_once(DeferredQueue(ctx.engine), service, {})
+    assert during.held == [waiting.work_key] and during.admitted == [] and during.dropped == []
+    [item] = DeferredQueue(ctx.engine).waiting()  # held, still queued for the unkill's pass
 
     async with running_worker(client, ctx, search_attributes=True):
         try:
@@ -79,7 +84,15 @@ async def test_unkill_starts_a_dispatch_pass_that_admits_the_queued_work(dev_env
             async def admitted():
                 return DeferredQueue(ctx.engine).get(item.id).status == "admitted"
 
+            async def started():  # the item leaves the queue when decided; the run starts just after
+                try:
+                    await client.get_workflow_handle(workflow_id_for(waiting.work_key)).describe()
+                except RPCError:
+                    return False
+                return True
+
             assert await eventually(admitted, timeout=60, interval=0.5)
+            assert await eventually(started, timeout=30, interval=0.5)
             await agent_results(client, [workflow_id_for(waiting.work_key)])
         finally:
             await client.get_schedule_handle(sid).delete()

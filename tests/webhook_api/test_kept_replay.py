@@ -172,3 +172,25 @@ def test_only_an_admin_replays(sims, temporal_env, fresh_ledger_url):
     assert all(x.outcome != "accept" for x in receipts(fresh_ledger_url, delivery_id))
     [row] = kept_rows(fresh_ledger_url, delivery_id)
     assert row.replay_receipt_id is None
+
+
+def test_a_replay_is_refused_when_its_source_moved_to_another_tenant(sims, temporal_env, fresh_ledger_url):
+    with api(sims, temporal_env, fresh_ledger_url, ["1"]) as (server, s):
+        delivery_id = post(server, "stdhooks", *std_versioned(s, fresh_pull(sims), "2")).json()["delivery_id"]
+    [row] = kept_rows(fresh_ledger_url, delivery_id)
+    assert row.tenant == "acme"
+    moved = versioned(settings_for(sims, fresh_ledger_url), ["1", "2"])
+    sources = dict(moved.sources)
+    sources["stdhooks"] = sources["stdhooks"].model_copy(update={"tenant": "beta"})
+    moved = moved.model_copy(update={"sources": sources})
+    server = ServerThread(create_app(moved, client=temporal_env.client, search_attributes=False),
+                          name="webhook-api").start()
+    try:
+        r = replay(server, ADMIN, delivery_id)  # carol is admin in acme, where the row was kept
+    finally:
+        server.stop()
+    assert (r.status_code, r.json()["reason"]) == (409, "bad-input"), r.text
+    assert "now belongs to tenant 'beta'" in r.json()["message"]
+    assert all(x.outcome != "accept" for x in receipts(fresh_ledger_url, delivery_id))
+    [row] = kept_rows(fresh_ledger_url, delivery_id)
+    assert row.replay_receipt_id is None
