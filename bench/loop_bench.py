@@ -121,9 +121,10 @@ def report_overhead(o: Overhead) -> None:
               f"{o.cpu_ms('loop', 'bench (workers, sims)') / o.cpu_ms('bare', 'bench (workers, sims)'):.2f}")
     console.print(t)
     _log("  per-round ratios (wall ms/step loop / bare): " + ", ".join(f"{r:.2f}" for r in ratios))
-    _log(f"  extra wall time per model step: {o.per_step_ms('loop') - o.per_step_ms('bare'):.1f} ms "
-         f"(AgentLoop runs 6 activities per order -- 3 model, 2 tool, record_run_outcome -- plus 2 search-"
-         f"attribute upserts; the bare one 5)")
+    _log(f"  extra wall time per model step: {o.per_step_ms('loop') - o.per_step_ms('bare'):.1f} ms")
+    for side in ("loop", "bare"):  # counted in Temporal history, last round's orders
+        ev = o.events.get(side, {})
+        _log(f"  {side} history per model step: " + ", ".join(f"{k} {v:.2f}" for k, v in ev.items()))
     for c in o.checks:
         _log(f"  check {c}")
 
@@ -242,7 +243,8 @@ def _measurements(a, rep: BenchReport, overhead: Overhead | None, restart: Resta
             m.figures = {side: {"ms_per_model_step": overhead.per_step_ms(side),
                                 "p50_ms_per_step": overhead.latency_per_step_ms(side, 50),
                                 "p95_ms_per_step": overhead.latency_per_step_ms(side, 95)} for side in ("loop", "bare")}
-            m.figures.update(orders=overhead.orders, concurrency=overhead.concurrency, rounds=len(overhead.loop))
+            m.figures.update(orders=overhead.orders, concurrency=overhead.concurrency, rounds=len(overhead.loop),
+                             history_events_per_model_step=overhead.events)
             m.ratios = {"step": median(overhead.ratios), "step_target_max": 1.2, "step_per_round": overhead.ratios,
                         "p95": overhead.latency_per_step_ms("loop", 95) / overhead.latency_per_step_ms("bare", 95)}
     limits = f"dev config limits (per repository {repo_limit})"

@@ -1,7 +1,7 @@
 """Scale-out curve on PostgreSQL: deliveries/s and p95 at 1, 2 and 4 API processes with 1-2 workers.
 
     .venv/bin/python -m bench.scale_bench            # 10,000 deliveries per step, 200 PRs, 64 in flight
-    .venv/bin/python -m bench.scale_bench --quick    # verification run: 100 deliveries per step, 6 PRs, 1x1 and 2x2 (~55 s)
+    .venv/bin/python -m bench.scale_bench --quick    # verification: 100 deliveries per step, 6 PRs, 1x1 and 2x2 (~50 s)
     .venv/bin/python -m bench.scale_bench --deliveries 2000 --pulls 40   # a moderate run
 
 One dev stack (Temporal dev server, simulators) with its ledger on a private PostgreSQL database
@@ -136,11 +136,13 @@ def _kind(name: str) -> str:
     return name.rsplit("-", 1)[0] if name.rsplit("-", 1)[-1].isdigit() else name
 
 
-def _step(a, stack: DevStack, procs: Processes, web: StackHttp, n_api: int, n_workers: int) -> Measurement:
+def _step(a, stack: DevStack, procs: Processes, web: StackHttp, n_api: int, n_workers: int,
+          index: int) -> Measurement:
     procs.grow(n_api, n_workers)
     name = f"{n_api} API x {n_workers} worker{'s' * (n_workers > 1)}"
     pulls = open_pulls(web, f"acme/scale-{n_api}x{n_workers}", a.pulls)
-    stream = build_stream(stack.settings.sources["github"].secret, pulls, a.deliveries, 0.5, a.seed + n_api)
+    stream = build_stream(stack.settings.sources["github"].secret, pulls, a.deliveries, 0.5,
+                          a.seed + index)  # delivery ids of its own per step
     meter = _e2e.CpuMeter(stack)
     cpu0 = meter.snapshot()
     answers, seconds = asyncio.run(_round_robin(procs.apis[:n_api], stream, a.in_flight, a.step_timeout))
@@ -177,7 +179,8 @@ def _step(a, stack: DevStack, procs: Processes, web: StackHttp, n_api: int, n_wo
         problems.append(f"{len(rows)} of {len(pulls)} versions recorded, not done: {not_done[:5]}")
     _log(f"  {name}: {len(sent)} deliveries in {seconds:6.1f}s = {figures['deliveries_per_s']:7.1f}/s, "
          f"p50 {figures['p50_ms']:5.0f} ms, p95 {figures['p95_ms']:5.0f} ms, CPU share "
-         f"{figures['machine_cpu_share_during_send']:.0%} of {cores} cores (load {os.getloadavg()[0]:.1f}), drained in {drain:.1f}s "
+         f"{figures['machine_cpu_share_during_send']:.0%} of {cores} cores (load {os.getloadavg()[0]:.1f}), "
+         f"drained in {drain:.1f}s "
          f"{'OK' if not problems else 'FAILED: ' + '; '.join(problems)}")
     _log(f"    CPU s during send: {figures['cpu_seconds_during_send']}")
     checks = [f"{len(sent)}/{len(stream)} sent; answers {dict(labels)}; {sum(accepts.values())} accepts for "
@@ -202,8 +205,8 @@ def _run(a) -> BenchReport:
     try:
         stack.start()
         procs, web = Processes(stack), StackHttp(stack)
-        for n_api, n_workers in a.plan:
-            rep.add(_step(a, stack, procs, web, n_api, n_workers))
+        for index, (n_api, n_workers) in enumerate(a.plan):
+            rep.add(_step(a, stack, procs, web, n_api, n_workers, index))
         base = rep.measurements[0].figures["deliveries_per_s"] if rep.measurements else 0
         for m in rep.measurements:
             m.ratios = {"throughput_vs_first_step": m.figures["deliveries_per_s"] / base if base else float("nan")}
