@@ -4,10 +4,10 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv lock demo up test quick-pass test-dev-server bench bench-quick clean drills drill-cancel drill-temporal-restart drill-duplicate-storm \
+.PHONY: venv lock demo up test quick-pass test-dev-server bench bench-quick bench-peers bench-scale clean drills drill-cancel drill-temporal-restart drill-duplicate-storm \
         drill-worker-crash drill-postgres-restart drill-forge-outage console-screenshots
 
-# The venv is the lock: every package pinned with hashes (runtime + the `dev` extra), then this
+# The venv is the lock: every package pinned with hashes (runtime + the `dev` and `bench` extras), then this
 # checkout itself without resolving anything again.
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,7 @@ venv: $(STAMP)
 PIP_TOOLS := var/pip-tools
 lock:  ## re-pin requirements.lock from pyproject.toml (pip-tools from the package mirror pip is configured with)
 	@test -x $(PIP_TOOLS)/bin/pip-compile || { $(PYTHON) -m venv $(PIP_TOOLS) && $(PIP_TOOLS)/bin/pip install --quiet pip-tools==7.6.2; }
-	$(PIP_TOOLS)/bin/pip-compile --quiet --extra dev --generate-hashes --strip-extras --allow-unsafe \
+	$(PIP_TOOLS)/bin/pip-compile --quiet --extra dev --extra bench --generate-hashes --strip-extras --allow-unsafe \
 	    --no-emit-index-url --no-emit-find-links -o requirements.lock pyproject.toml
 
 demo: venv  ## start the embedded stack, play the webhook stream, check invariants, stop
@@ -60,10 +60,16 @@ drills: drill-cancel drill-temporal-restart drill-duplicate-storm drill-worker-c
 console-screenshots: venv  ## re-take docs/console/*.png: the console's browser tests on a throwaway stack
 	SLUICEGATE_CONSOLE_SCREENSHOTS_DOCS=1 $(PY) -m pytest -q tests/console/test_browser_read.py tests/console/test_browser_write.py
 
-BENCHES := intake_bench loop_bench mixed_stream capacity_bench
+BENCHES := intake_bench loop_bench mixed_stream capacity_bench peers_bench scale_bench
 
 bench: venv  ## the full intake bench: intake vs. bare baselines (exit 1 only when a verification fails)
 	@$(PY) -m bench.intake_bench $(BENCH_ARGS)
+
+bench-peers: venv  ## one duplicate storm to Sluicegate, naive Temporal and DBOS side by side (docs/performance.md)
+	@$(PY) -m bench.peers_bench $(BENCH_ARGS)
+
+bench-scale: venv  ## scale-out curve on a private PostgreSQL database: 1, 2, 4 API processes, 1-2 workers, 10,000 deliveries per step
+	@$(PY) -m bench.scale_bench $(BENCH_ARGS)
 
 bench-quick: venv  ## every bench with --quick: checks each measurement's verification, not speed
 	@set -e; for b in $(BENCHES); do echo "== $$b --quick"; $(PY) -m bench.$$b --quick $(BENCH_ARGS); done

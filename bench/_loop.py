@@ -60,6 +60,8 @@ class Overhead:
     cpu: dict[str, dict[str, list[float]]] = field(default_factory=lambda: {"loop": {}, "bare": {}})
     """side -> process -> per-round CPU ms per model step."""
     checks: list[str] = field(default_factory=list)
+    events: dict[str, dict[str, float]] = field(default_factory=dict)
+    """side -> Temporal history events per model step, counted over the last round's orders (what dominates)."""
 
     def per_step_ms(self, side: str) -> float:
         """Median over rounds of wall ms per model step (orders x 3 steps per round)."""
@@ -123,12 +125,14 @@ async def measure_overhead(stack: DevStack, tmp: Path, rounds: int, orders: int,
         temporal_pid = stack.processes["temporal"].proc.pid
         pids = {"temporal": temporal_pid, "bench (workers, sims)": os.getpid()}
         next_order = iter(range(total))
+        handles: dict[str, list] = {"loop": [], "bare": []}
 
         async def loop_one(_: int) -> None:
             n = next(next_order)
             order = work_order(settings, search_attributes=True, owner="bench", repo=f"loop-{run}", number=n + 1,
                                version=shas[n])
             handle = await start_order(client, loop_tq, order)
+            handles["loop"].append(handle)
             res: AgentLoopResult = await handle.result()
             outcomes["loop"] += [(o.status, o.steps) for o in res.orders]
 
@@ -136,6 +140,7 @@ async def measure_overhead(stack: DevStack, tmp: Path, rounds: int, orders: int,
             handle = await client.start_workflow(BARE_WORKFLOW, BareStart(f"bare-{run}-{uuid.uuid4().hex[:8]}"),
                                                  id=f"bench-bare/{run}/{uuid.uuid4().hex[:12]}", task_queue=bare_tq,
                                                  result_type=BareResult)
+            handles["bare"].append(handle)
             res: BareResult = await handle.result()
             outcomes["bare"].append(("done" if res.activities == 5 else "short", res.model_calls))
 
@@ -161,6 +166,8 @@ async def measure_overhead(stack: DevStack, tmp: Path, rounds: int, orders: int,
                         getattr(result, side).append(sr)
                         log(f"  overhead round {r + 1}/{rounds} {side:<4} {orders} orders ({sr.ops} model steps) "
                             f"in {sr.seconds:5.2f}s = {sr.seconds * 1000 / sr.ops:6.1f} ms/step")
+            for side in ("loop", "bare"):
+                result.events[side] = await _events_per_step(handles[side][-orders:])
         stats = httpx.get(f"{model.base_url}/_sim/stats", timeout=10).json()
     finally:
         forge.stop()
@@ -185,6 +192,27 @@ async def measure_overhead(stack: DevStack, tmp: Path, rounds: int, orders: int,
     if problems:
         raise BenchError("overhead verification failed: " + "; ".join(problems))
     return result
+
+
+COUNTED_EVENTS = {
+    "activities": EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
+    "search_attribute_upserts": EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
+    "workflow_tasks": EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+    "signals": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
+    "markers (local activities, patches)": EventType.EVENT_TYPE_MARKER_RECORDED,
+}
+
+
+async def _events_per_step(handles: list) -> dict[str, float]:
+    """History events per model step over these finished workflows, by kind, and all events."""
+    counts = dict.fromkeys([*COUNTED_EVENTS, "all history events"], 0)
+    for handle in handles:
+        for e in (await handle.fetch_history()).events:
+            counts["all history events"] += 1
+            for name, kind in COUNTED_EVENTS.items():
+                counts[name] += e.event_type == kind
+    steps = len(handles) * MODEL_STEPS
+    return {k: v / steps for k, v in counts.items()} if steps else counts
 
 
 # -- measurement 2: worker restart mid-run -------------------------------------------------

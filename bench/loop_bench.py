@@ -108,10 +108,11 @@ def report_overhead(o: Overhead) -> None:
     for col in ("side", "wall ms / model step", "p50 ms / step", "p95 ms / step", "ms / activity",
                 "CPU ms/step temporal", "CPU ms/step bench proc"):
         t.add_column(col, justify="left" if col == "side" else "right")
-    for side, label, acts in (("loop", "AgentLoop (real worker, sims)", 6), ("bare", "bare workflow", 5)):
+    for side, label in (("loop", "AgentLoop (real worker, sims)"), ("bare", "bare workflow")):
+        acts = o.events.get(side, {}).get("activities") or float("nan")  # per model step, counted in history
         per = o.per_step_ms(side)
         t.add_row(label, f"{per:.1f}", f"{o.latency_per_step_ms(side, 50):.1f}",
-                  f"{o.latency_per_step_ms(side, 95):.1f}", f"{per * MODEL_STEPS / acts:.1f}",
+                  f"{o.latency_per_step_ms(side, 95):.1f}", f"{per / acts:.1f}",
                   f"{o.cpu_ms(side, 'temporal'):.1f}", f"{o.cpu_ms(side, 'bench (workers, sims)'):.1f}")
     ratios = o.ratios
     t.add_row("[bold]ratio loop / bare[/]", f"[bold]{median(ratios):.2f}[/]",
@@ -121,9 +122,10 @@ def report_overhead(o: Overhead) -> None:
               f"{o.cpu_ms('loop', 'bench (workers, sims)') / o.cpu_ms('bare', 'bench (workers, sims)'):.2f}")
     console.print(t)
     _log("  per-round ratios (wall ms/step loop / bare): " + ", ".join(f"{r:.2f}" for r in ratios))
-    _log(f"  extra wall time per model step: {o.per_step_ms('loop') - o.per_step_ms('bare'):.1f} ms "
-         f"(AgentLoop runs 6 activities per order -- 3 model, 2 tool, record_run_outcome -- plus 2 search-"
-         f"attribute upserts; the bare one 5)")
+    _log(f"  extra wall time per model step: {o.per_step_ms('loop') - o.per_step_ms('bare'):.1f} ms")
+    for side in ("loop", "bare"):  # counted in Temporal history, last round's orders
+        ev = o.events.get(side, {})
+        _log(f"  {side} history per model step: " + ", ".join(f"{k} {v:.2f}" for k, v in ev.items()))
     for c in o.checks:
         _log(f"  check {c}")
 
@@ -242,7 +244,8 @@ def _measurements(a, rep: BenchReport, overhead: Overhead | None, restart: Resta
             m.figures = {side: {"ms_per_model_step": overhead.per_step_ms(side),
                                 "p50_ms_per_step": overhead.latency_per_step_ms(side, 50),
                                 "p95_ms_per_step": overhead.latency_per_step_ms(side, 95)} for side in ("loop", "bare")}
-            m.figures.update(orders=overhead.orders, concurrency=overhead.concurrency, rounds=len(overhead.loop))
+            m.figures.update(orders=overhead.orders, concurrency=overhead.concurrency, rounds=len(overhead.loop),
+                             history_events_per_model_step=overhead.events)
             m.ratios = {"step": median(overhead.ratios), "step_target_max": 1.2, "step_per_round": overhead.ratios,
                         "p95": overhead.latency_per_step_ms("loop", 95) / overhead.latency_per_step_ms("bare", 95)}
     limits = f"dev config limits (per repository {repo_limit})"

@@ -2,7 +2,7 @@
 
 Quick runs check what each measurement verifies (ledger and Temporal counts, model calls,
 limits held), never its speed: the figures are in the JSON but nothing here reads them.
-The four benches run at once (each on its own temp dir, free ports and throwaway database) to
+The six benches run at once (each on its own temp dir, free ports and throwaway database) to
 keep this under about a minute and a half on the 2-core box.
 """
 
@@ -20,7 +20,7 @@ import pytest
 pytestmark = [pytest.mark.e2e, pytest.mark.quick_pass, pytest.mark.timeout(420)]
 
 ROOT = Path(__file__).resolve().parents[2]
-BENCHES = ("intake_bench", "loop_bench", "mixed_stream", "capacity_bench")
+BENCHES = ("intake_bench", "loop_bench", "mixed_stream", "capacity_bench", "peers_bench", "scale_bench")
 QUICK_TIMEOUT = 360
 
 
