@@ -102,6 +102,10 @@ class DemoDriver:
 
 UNAUTHENTICATED_REASONS = frozenset({"bad-signature", "unauthorized-actor"})
 NEW_HEAD_42 = "5c1e6b2d9a8f4e3c7b0a1d2e3f405162738495a6"
+PASSED_HEAD_42 = "0a1b2c3d4e5f60718293a4b5c6d7e8f901234567"
+"""A head acme/api#42 had between its first head and the push, never admitted: its late delivery is
+read from the forge and refused ``stale-version`` (a late delivery for an *admitted* head is
+``duplicate-work`` from the ledger, with no forge read, or ``stale-version`` once superseded)."""
 OUT_OF_SCOPE_REPO = "globex/site"
 """A repository the ``github`` source does not serve (it serves ``acme/*``): refused before any forge read."""
 
@@ -126,7 +130,8 @@ def play(driver: DemoDriver) -> list[Sent]:
     d.push("acme/api", 42, NEW_HEAD_42)
     d.webhook("push to acme/api#42 (synchronize)", "acme/api", 42, NEW_HEAD_42, "synchronize",
               ("accept", "admitted"))
-    d.webhook("late delivery for the old sha", "acme/api", 42, api42, "synchronize", ("reject", "stale-version"))
+    d.webhook("late delivery for a sha the PR has moved past", "acme/api", 42, PASSED_HEAD_42, "synchronize",
+              ("reject", "stale-version"))
     d.webhook("event for closed PR acme/api#43", "acme/api", 43, api43, "reopened", ("reject", "target-closed"))
     d.webhook("bad signature", "acme/api", 44, api44, "opened", ("reject", "bad-signature"),
               secret="not-the-secret")

@@ -32,6 +32,7 @@ unreadable (``intake/unread.py``). A redelivery meanwhile is a duplicate.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 import logging
 import time
 from typing import Callable
@@ -117,6 +118,13 @@ class IntakeService:
                  extra={"work_key": candidate.work_key, "workflow_id": decision.workflow_id})
         return decision
 
+    def _with_key(self, draft: ReceiptDraft, envelope: Envelope, candidate: WorkCandidate) -> ReceiptDraft:
+        """``draft`` with the concurrency key the work would hold (the identity bundle), for a
+        decision taken without a capacity plan (the early ``duplicate-work``)."""
+        if self._capacity is None or draft.concurrency_key is not None:
+            return draft
+        return replace(draft, concurrency_key=self._capacity.planner.key_for(candidate, envelope.source))
+
     async def _capacity_context(self, envelope: Envelope, candidate: WorkCandidate, resume_item: str | None,
                                 resume_receipt: str | None = None) -> CapacityContext | None:
         if self._capacity is None:
@@ -143,7 +151,8 @@ class IntakeService:
             return await asyncio.to_thread(self._store.decide, old)
         if may_decide_early(envelope) and (blocking := repeat.blocking or await taken_meanwhile(
                 self._targets, self._store, probe, envelope, candidate)) is not None:  # taken: no forge read needed
-            return await asyncio.to_thread(self._store.decide, duplicate_work(envelope, candidate, blocking))
+            return await asyncio.to_thread(self._store.decide, self._with_key(
+                duplicate_work(envelope, candidate, blocking), envelope, candidate))
         return await self._check_and_decide(envelope, candidate, None)
 
     async def _check_and_decide(self, envelope: Envelope, candidate: WorkCandidate, resume_item: str | None,

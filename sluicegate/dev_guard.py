@@ -94,6 +94,6 @@ def refuse_published_secrets(settings: Settings, role: str, bound_to: str,
     why = (f"dev_mode is on but {bound_to!r} is not a loopback address" if settings.dev_mode
            else "dev_mode is off")
     raise ConfigError(
-        f"refusing to start the {role}: these settings still hold secrets published in temporal-dev.yaml: "
-        f"{settings_list}. Set your own values (see docs/security.md, \"Rotating secrets\"); for local "
-        f"development only, set SLUICEGATE_DEV_MODE=1 and bind to loopback ({why}).")
+        f"refusing to start the {role} ({why}): these settings still hold secrets published in "
+        f"temporal-dev.yaml: {settings_list}. Set your own values (see docs/security.md, \"Rotating "
+        f"secrets\"); for local development only, set SLUICEGATE_DEV_MODE=1 and bind to loopback.")

@@ -118,6 +118,11 @@ class CapacityPlanner:
         value = self._limits.source_priority.get(source, self._limits.priority_by_trigger.get(str(trigger), 3))
         return min(5, max(1, value))
 
+    def key_for(self, candidate: WorkCandidate, source: str) -> str | None:
+        """The concurrency key ``candidate`` from ``source`` would hold (None when none is configured)."""
+        template = self._limits.source_keys.get(source, (self._limits.concurrency_key, None))[0]
+        return concurrency_key(template, candidate) if template else None
+
     def plan(self, candidate: WorkCandidate, source: str, trigger: TriggerKind,
              global_limit: int | None = None) -> CapacityRequest:
         """``global_limit`` overrides the configured one (the breaker's ramp lowers it)."""
@@ -129,8 +134,7 @@ class CapacityPlanner:
             slots.append(SlotClaim(GLOBAL_SLOT, cap, Block.GLOBAL))
         if tenant.max_active_runs is not None:
             slots.append(SlotClaim(f"tenant:{candidate.tenant}", tenant.max_active_runs, Block.TENANT))
-        template, limit = lim.source_keys.get(source, (lim.concurrency_key, lim.concurrency_limit))
-        key = concurrency_key(template, candidate) if template else None
+        key, limit = self.key_for(candidate, source), self.key_limit(source)
         if key is not None and limit is not None:
             slots.append(SlotClaim(f"key:{key}", limit, Block.KEY))
         rate = None
