@@ -45,6 +45,15 @@ def test_an_invalid_config_value_is_exit_3(tmp_path: Path) -> None:
     _assert_one_line(done, cli_errors.CONFIG, "configuration error")
 
 
+def test_a_yaml_error_names_line_and_column_never_the_secret_on_it(tmp_path: Path) -> None:
+    """PyYAML's own text quotes the offending line; an unclosed quote around a key must not print the key."""
+    (tmp_path / "bad.yaml").write_text('codec:\n  payload_key: "SUPERSECRETKEY123\n', encoding="utf-8")
+    done = _cli("kills", "--json", SLUICEGATE_CONFIG=str(tmp_path / "bad.yaml"))
+    _assert_one_line(done, cli_errors.CONFIG, "is not valid YAML")
+    assert "SUPERSECRETKEY123" not in done.stdout + done.stderr
+    assert "line 3, column 1" in done.stderr  # the scanner reports where the quoted scalar ran out
+
+
 @pytest.mark.parametrize("where", ["postgres", "sqlite"])
 def test_an_unreachable_ledger_is_exit_4(where: str, tmp_path: Path) -> None:
     url = (f"postgresql+psycopg://nobody@127.0.0.1:{free_port()}/none" if where == "postgres"
