@@ -13,8 +13,10 @@ Known difference from the full path: an event for a version that is already take
 ``duplicate-work`` even when the forge would now say ``stale-version`` or ``target-closed``
 (a pull request closed after its head was admitted). Both are rejections of a version that will
 not run again; only the reason differs. A ``closed`` event itself never takes the early path
-(:func:`may_decide_early`): its ``target-closed`` decision writes the tombstone that lets a
-reopened pull request run a finished version again, so it is always read from the forge.
+(:func:`may_decide_early`): its ``target-closed`` decision writes the tombstone (the work item's
+reset) after which automatic triggers may run a ``cancelled`` version of the reopened pull request
+again, so it is always read from the forge. The tombstone never unblocks a ``done`` version (the
+same head was already reviewed; ``ledger/_intake_store.py``, ``_blocking_reason``).
 """
 
 from __future__ import annotations
