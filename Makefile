@@ -7,12 +7,13 @@ STAMP  := $(VENV)/.installed-stamp
 .PHONY: venv lock demo up test quick-pass test-dev-server bench bench-quick bench-peers bench-scale clean drills drill-cancel drill-temporal-restart drill-duplicate-storm \
         drill-worker-crash drill-postgres-restart drill-forge-outage console-screenshots
 
-# The venv is the lock: every package pinned with hashes (runtime + the `dev` and `bench` extras), then this
-# checkout itself without resolving anything again.
+# The venv is the lock: every package pinned with hashes (runtime + the `dev` and `bench` extras; `dev`
+# pins the build backend setuptools/wheel too), then this checkout itself without resolving anything
+# again and without build isolation (built with the locked setuptools: no index is asked at build time).
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements.lock
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -2,8 +2,11 @@
 
 Called by the agent workflow before an order's first step (patch ``policy-first-step``,
 ``workflows/policy_step.py``). An order admitted under the current policy version is permitted at
-once (no read). One admitted under another version is re-decided: the target is read fresh (the
-draft rule needs it) and the current policy applied. A refusal is written as a ``reject`` receipt
+once (no read). One admitted under another version is re-decided: the rules that need no read
+(repository refusals) first, so such a refusal is written even while the forge is down; then the
+target is read fresh (the draft rule needs it) and the rest applied. On the workflow's last attempt
+(``max_attempts``, patch ``policy-first-step-fail-closed``) a target still unreadable is refused
+``policy:recheck-unavailable``: the policy could not be re-checked, so the order does not run. A refusal is written as a ``reject`` receipt
 naming the new version, under an id derived from (work key, generation, version), so a retried
 attempt writes no second one; the workflow then ends the order ``skipped``.
 """
@@ -20,7 +23,7 @@ from temporalio.exceptions import ApplicationError
 from intake.decision import Outcome
 from intake.envelope import PullRequestRef, TriggerKind
 from intake.identity import review_candidate, with_tenant
-from intake.policy import Policy
+from intake.policy import Policy, recheck_unreadable
 from intake.ports import SourceUnavailable, TargetReader
 from intake.receipts import ReceiptDraft
 from ledger import SqlIntakeStore
@@ -44,13 +47,21 @@ class PolicyRecheckActivities:
         if not policy.changed_since(req.policy_version):
             return PolicyCheck(True, policy.version)
         ref = PullRequestRef(req.owner, req.repo, req.number)
-        try:
-            snapshot = await self._targets.read(ref, req.tenant)
-        except SourceUnavailable as exc:
-            raise ApplicationError(f"cannot re-read {ref.target_id} for the policy check: {exc}",
-                                   type="SourceUnavailable") from None
         candidate = review_candidate(req.tenant, ref, req.input_version)
-        refused = policy.evaluate(candidate, snapshot)
+        refused = policy.evaluate_unread(candidate)
+        why = f"refused by {refused}"
+        if refused is None:
+            try:
+                snapshot = await self._targets.read(ref, req.tenant)
+            except SourceUnavailable as exc:
+                refused = recheck_unreadable(activity.info().attempt, req.max_attempts)
+                if refused is None:
+                    raise ApplicationError(f"cannot re-read {ref.target_id} for the policy check: {exc}",
+                                           type="SourceUnavailable") from None
+                why = (f"the policy could not be re-checked ({ref.target_id} unreadable after "
+                       f"{req.max_attempts} attempts: {exc}), so it does not run")
+            else:
+                refused = policy.evaluate(candidate, snapshot)
         if refused is None:
             activity.logger.info("%s@%s gen %s admitted under policy %s: still permitted under %s", req.work_key,
                                  req.input_version, req.generation, req.policy_version, policy.version,
@@ -61,7 +72,7 @@ class PolicyRecheckActivities:
         draft = ReceiptDraft(
             outcome=Outcome.REJECT, reason=refused, received_at=datetime.now(UTC),
             message=(f"admitted under policy {req.policy_version}; re-decided before its first step under policy "
-                     f"{policy.version}: refused by {refused}; the run ends skipped"),
+                     f"{policy.version}: {why}; the run ends skipped"),
             trigger_kind=TriggerKind(req.trigger_kind) if req.trigger_kind else TriggerKind.EVENT,
             source=req.source or "policy", delivery_id=req.delivery_id, tenant=req.tenant, work_key=work_key,
             target_id=ref.target_id, input_version=req.input_version, policy_version=policy.version)

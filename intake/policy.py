@@ -25,6 +25,9 @@ from intake.envelope import PullRequestRef, WorkCandidate
 from intake.freshness import TargetSnapshot
 from intake.scope import repository_in_scope
 
+RECHECK_UNAVAILABLE = policy_reason("recheck-unavailable")
+"""An admitted order whose policy re-check could not read its target through every attempt (it does not run)."""
+
 POLICY_VERSION = "2026-11-29.1"
 """The default version (the built-in rules with no ``intake.policy_*`` settings)."""
 
@@ -42,6 +45,10 @@ class Policy:
         """``None`` when permitted, else a ``policy:<rule>`` reason."""
         if snapshot.draft or candidate.draft:
             return policy_reason("draft")
+        return self.evaluate_unread(candidate)
+
+    def evaluate_unread(self, candidate: WorkCandidate) -> str | None:
+        """The verdict of the rules that need no target read (repository refusals); ``None`` when they permit."""
         if self.refuses_repository(candidate.target):
             return policy_reason("repository-refused")
         return None
@@ -57,6 +64,13 @@ class Policy:
     def reruns_done(self, done_under: str | None) -> bool:
         """Does a policy change lift the ``done`` block of a version decided under ``done_under``?"""
         return self.rerun_done_on_change and self.changed_since(done_under)
+
+
+def recheck_unreadable(attempt: int, max_attempts: int) -> str | None:
+    """The policy re-check's verdict when the target cannot be read on attempt ``attempt``: ``None``
+    (retry) before the last attempt, then ``policy:recheck-unavailable`` (fail closed: the order does
+    not run). ``max_attempts`` 0 (a run from before the patch) never refuses for an outage."""
+    return RECHECK_UNAVAILABLE if max_attempts and attempt >= max_attempts else None
 
 
 def evaluate_policy(candidate: WorkCandidate, snapshot: TargetSnapshot) -> str | None:

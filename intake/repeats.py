@@ -13,8 +13,10 @@ Known difference from the full path: an event for a version that is already take
 ``duplicate-work`` even when the forge would now say ``stale-version`` or ``target-closed``
 (a pull request closed after its head was admitted). Both are rejections of a version that will
 not run again; only the reason differs. A ``closed`` event itself never takes the early path
-(:func:`may_decide_early`): its ``target-closed`` decision writes the tombstone that lets a
-reopened pull request run a finished version again, so it is always read from the forge.
+(:func:`may_decide_early`): its ``target-closed`` decision writes the tombstone (the work item's
+reset) after which automatic triggers may run a ``cancelled`` version of the reopened pull request
+again, so it is always read from the forge. The tombstone never unblocks a ``done`` version (the
+same head was already reviewed; ``ledger/_intake_store.py``, ``_blocking_reason``).
 """
 
 from __future__ import annotations
@@ -54,9 +56,12 @@ def duplicate_work(envelope: Envelope, candidate: WorkCandidate, blocking: str) 
 
 
 async def look_up(store, probe: ReceiptDraft) -> Repeat:
-    """``store.find_repeat(probe)`` (``store``: an ``intake.ports.IntakeStore``): inline when the store says its read is local and lock-free
-    (``reads_inline``: SQLite in WAL mode, one indexed statement of some tens of µs — less than the
-    thread hop around it), else in a worker thread (PostgreSQL: a network round trip)."""
-    if getattr(store, "reads_inline", False):
-        return store.find_repeat(probe)
+    """``store.find_repeat(probe)`` (``store``: an ``intake.ports.IntakeStore``). A store that can read
+    locally (``find_repeat_inline``: SQLite, one indexed statement of some tens of µs, less than the
+    thread hop around it) answers on the event loop unless it would wait (a lock, its connection in
+    use: it returns None at once); otherwise, and always on PostgreSQL (a network round trip), the
+    read runs in a worker thread so the event loop never waits on the database."""
+    inline = getattr(store, "find_repeat_inline", None)
+    if inline is not None and (repeat := inline(probe)) is not None:
+        return repeat
     return await asyncio.to_thread(store.find_repeat, probe)

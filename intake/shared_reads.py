@@ -17,6 +17,8 @@ same moment. :class:`SharedReads` wraps the real :class:`~intake.ports.TargetRea
     sends its own delivery, which is never answered by this read. This is what makes a duplicate
     storm cost one read per version. (The one gap: a force-push *back* to an earlier head inside
     the read's lifetime, whose event would be answered by a read that saw the intermediate head.)
+    An event without a version (a manual trigger with no ``input_version``: "review what is there
+    now") has no origin: it shares only reads started after its receipt.
 * **Snapshot, reject only.** A finished read is kept ``intake.freshness_snapshot_seconds``
   (default 3 s), under the same two rules. It is used to decide a rejection
   (``target-not-found``, ``target-closed``, ``stale-version``) without a read; a snapshot that says
@@ -73,8 +75,15 @@ Origin = tuple[str | None, str]
 _SAME_NEWS = {"pull_request.synchronize": "pull_request.opened"}
 
 
-def origin_of(envelope: Envelope, candidate: WorkCandidate) -> Origin:
+def origin_of(envelope: Envelope, candidate: WorkCandidate) -> Origin | None:
+    """What a read for this event is started for; None without a version (it names no news to share)."""
+    if candidate.input_version is None:
+        return None
     return candidate.input_version, _SAME_NEWS.get(envelope.type, envelope.type)
+
+
+def _same_origin(origin: Origin | None, other: Origin | None) -> bool:
+    return origin is not None and origin == other
 
 
 @dataclass
@@ -85,7 +94,7 @@ class _Flight:
     task: asyncio.Future
 
     def answers(self, not_before: datetime | None, origin: Origin | None) -> bool:
-        return not_before is not None and (self.started_at >= not_before or (origin is not None and origin == self.origin))
+        return not_before is not None and (self.started_at >= not_before or _same_origin(origin, self.origin))
 
 
 @dataclass(frozen=True)
@@ -94,8 +103,8 @@ class _Kept:
     origin: Origin | None
     snapshot: TargetSnapshot
 
-    def answers(self, not_before: datetime, origin: Origin) -> bool:
-        return self.started_at >= not_before or origin == self.origin
+    def answers(self, not_before: datetime, origin: Origin | None) -> bool:
+        return self.started_at >= not_before or _same_origin(origin, self.origin)
 
 
 def _retrieve(task: asyncio.Future) -> None:

@@ -47,7 +47,8 @@ from ledger._capacity_models import DeferredItem
 from ledger._kills import kill_in_force
 from ledger._models import Delivery, Receipt, WorkItem, WorkVersion
 from ledger._engine import single_read
-from ledger._repeats import blocking_reason, find_repeat, original_answer
+from ledger._inline_read import InlineReader
+from ledger._repeats import RepeatRows, blocking_reason, find_repeat, original_answer
 from intake.repeats import Repeat
 from ledger._sql import as_utc, dialect_insert, new_id, utcnow
 from workflows.contracts import RunStatus
@@ -99,9 +100,8 @@ class SqlIntakeStore:
         self._engine = engine
         self._policy = policy
         self._max_readmissions = max_readmissions
-        self.reads_inline = engine.dialect.name == "sqlite"
-        """``find_repeat`` is a local, lock-free WAL read on SQLite: intake runs it on the event
-        loop rather than paying a thread hop (``intake.repeats.look_up``)."""
+        self._inline = InlineReader.for_engine(engine)
+        """SQLite: ``find_repeat_inline`` on a connection of its own (``ledger/_inline_read.py``)."""
 
     def record(self, draft: ReceiptDraft) -> IntakeDecision:
         row = _receipt_row(draft, new_id(), policy_version=self._policy.version)
@@ -132,7 +132,17 @@ class SqlIntakeStore:
         """Read-only, one statement (``ledger/_repeats.py``): the original decision if the delivery
         (or its body) was already decided, else why its (work key, version) is already taken."""
         with single_read(self._engine) as conn:
-            rows = find_repeat(conn, draft)
+            return self._repeat(find_repeat(conn, draft), draft)
+
+    def find_repeat_inline(self, draft: ReceiptDraft) -> Repeat | None:
+        """:meth:`find_repeat` on the calling thread (the event loop) if it can answer at once: SQLite
+        only, its own connection, a 20 ms busy timeout. None: run :meth:`find_repeat` in a thread."""
+        if self._inline is None:
+            return None
+        rows = self._inline.run(lambda conn: find_repeat(conn, draft))
+        return None if rows is None else self._repeat(rows, draft)
+
+    def _repeat(self, rows: RepeatRows, draft: ReceiptDraft) -> Repeat:
         seen = original_answer(rows, draft) if draft.delivery_id is not None else None
         return Repeat(seen=seen, blocking=None if seen is not None else blocking_reason(
             rows, draft, done_blocks=not self._policy.rerun_done_on_change))

@@ -354,6 +354,16 @@ def apply_env_overrides(tree: dict[str, Any], env: Mapping[str, str]) -> dict[st
     return tree
 
 
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """What PyYAML says is wrong and where (line, column), never the source snippet it quotes."""
+    def at(text: object, mark: object) -> str:
+        return f"{text} (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else str(text)
+
+    parts = [at(text, getattr(exc, f"{kind}_mark", None)) for kind in ("context", "problem")
+             if (text := getattr(exc, kind, None))]
+    return ": ".join(parts) or type(exc).__name__
+
+
 def load_settings(path: Path | str | None = None, env: Mapping[str, str] | None = None) -> Settings:
     """Load settings from ``path`` (default: ``$SLUICEGATE_CONFIG`` or the repo's temporal-dev.yaml)."""
     env = os.environ if env is None else env
@@ -365,7 +375,8 @@ def load_settings(path: Path | str | None = None, env: Mapping[str, str] | None 
     try:
         tree = _substitute_tree(yaml.load(raw_text, Loader=UniqueKeyLoader) or {}, env)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{cfg_path} is not valid YAML: {exc}") from exc
+        # ``from None`` and no ``str(exc)``: PyYAML's text quotes the offending line, which may hold a secret.
+        raise ConfigError(f"{cfg_path} is not valid YAML: {yaml_problem(exc)}") from None
     if not isinstance(tree, dict):
         raise ConfigError(f"{cfg_path} must hold a mapping at the top level")
     tree = apply_env_overrides(tree, env)

@@ -9,7 +9,8 @@ reconcile before retrying (see ``activities.gateway``).
 Freshness reads (:meth:`ForgeClient.get_pull`) are conditional requests: gidgethub's cache hook
 with a bounded LRU remembers each pull's ``ETag`` and sends ``If-None-Match``; GitHub answers an
 unchanged pull ``304 Not Modified``, which does not count against the installation's rate limit.
-The cache is per client (per process).
+The cache is per client (per process), per tenant, and keeps only the fields freshness and goal
+observations read (``sluicegate.forge_cache``); ``get_pull`` returns those fields, 200 or 304 alike.
 
 Credentials come per call from a :class:`ForgeCredentials` (the tenant and repository of the
 call pick the token): :class:`StaticToken` sends one configured token everywhere;
@@ -26,10 +27,10 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Protocol
 
 import gidgethub
 import httpx2
-from cachetools import LRUCache
 from gidgethub.httpx import GitHubAPI
 
 from sluicegate import forge_errors
+from sluicegate.forge_cache import FreshnessCache, pull_fields, scoped
 from sluicegate.forge_errors import ForgeError
 
 __all__ = ["ForgeClient", "ForgeCredentials", "ForgeError", "StaticToken", "call_forge"]
@@ -37,7 +38,8 @@ __all__ = ["ForgeClient", "ForgeCredentials", "ForgeError", "StaticToken", "call
 DIFF_MEDIA_TYPE = "application/vnd.github.diff"
 USER_AGENT = "sluicegate"
 CONDITIONAL_CACHE_SIZE = 4096
-"""Pull requests whose last ``ETag`` and body are remembered (least recently used dropped first)."""
+"""(tenant, pull request) pairs whose last ``ETag`` and freshness fields are remembered (least recently used
+dropped first; a few hundred bytes each)."""
 
 
 async def call_forge(coro_factory: Callable[[], Awaitable[Any]], *, write: bool = False) -> Any:
@@ -98,10 +100,10 @@ class ForgeClient:
         self.base_url = base_url.rstrip("/")
         self._http = httpx2.AsyncClient(timeout=timeout_seconds)
         self._gh = GitHubAPI(self._http, USER_AGENT, base_url=self.base_url)
-        # Freshness reads only: gidgethub keys its cache by URL alone (not Accept, not token), so
-        # the diff read of the same URL must never go through it. A 304 costs GitHub no rate limit.
-        self._conditional = GitHubAPI(self._http, USER_AGENT, base_url=self.base_url,
-                                      cache=LRUCache(maxsize=CONDITIONAL_CACHE_SIZE))
+        # Freshness reads only: gidgethub keys its cache by URL (not Accept), so the diff read of the
+        # same URL must never go through it; FreshnessCache adds the tenant. A 304 costs no rate limit.
+        self.freshness_cache = FreshnessCache(CONDITIONAL_CACHE_SIZE)
+        self._conditional = GitHubAPI(self._http, USER_AGENT, base_url=self.base_url, cache=self.freshness_cache)
         self._credentials: ForgeCredentials = credentials if credentials is not None else StaticToken(token)
 
     async def aclose(self) -> None:
@@ -148,10 +150,14 @@ class ForgeClient:
             yield item
 
     async def get_pull(self, owner: str, repo: str, number: int, *, tenant: str | None = None) -> dict[str, Any]:
-        """The pull request as JSON, read conditionally (``If-None-Match`` with the last ``ETag``:
-        an unchanged pull answers 304 and the cached body is returned)."""
-        return await self._send(tenant, owner, repo, lambda token: self._conditional.getitem(
-            f"/repos/{owner}/{repo}/pulls/{number}", oauth_token=token))
+        """The pull request's freshness fields (``forge_cache.PULL_FIELDS`` and ``head.sha``), read
+        conditionally (``If-None-Match`` with this tenant's last ``ETag``: an unchanged pull answers
+        304 and the cached fields are returned)."""
+        async def read(token: str | None) -> Any:
+            with scoped(tenant):
+                return await self._conditional.getitem(f"/repos/{owner}/{repo}/pulls/{number}", oauth_token=token)
+
+        return pull_fields(await self._send(tenant, owner, repo, read))
 
     async def get_pull_diff(self, owner: str, repo: str, number: int, *, tenant: str | None = None) -> str:
         body = await self._send(tenant, owner, repo, lambda token: self._gh.getitem(

@@ -7,7 +7,7 @@ turning a command that did its job into exit code -6. We run the ``atexit`` hand
 (span flush, etc.) and flush stdio ourselves, then leave with ``os._exit`` so the
 teardown never runs. An expected failure (bad config, ledger or Temporal unreachable, see
 ``sluicegate.cli_errors``) ends with its one-line message and documented exit code instead
-of a traceback.
+of a traceback; anything else is a bug: its traceback and exit code 70 (EX_SOFTWARE).
 """
 
 from __future__ import annotations
@@ -38,12 +38,12 @@ def run_then_exit(main: Callable[[], object]) -> NoReturn:
     except KeyboardInterrupt:
         code = 130
     except Exception as exc:  # noqa: BLE001 - an expected failure gets one line; a bug keeps its traceback
-        from sluicegate.cli_errors import report
+        from sluicegate.cli_errors import BUG, report
 
         known = report(exc)
         if known is None:
             traceback.print_exc()
-        code = 1 if known is None else known
+        code = BUG if known is None else known  # 1 means "the answer is no", never "it crashed"
     finally_exit(code)
 
 

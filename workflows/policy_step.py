@@ -7,9 +7,14 @@ otherwise it re-reads the target and applies the current policy, and when that r
 receipt naming the new version. The order then ends ``skipped`` (recorded: the version row leaves
 ``admitted``, capacity is given back) without a model call.
 
-Workflow code (deterministic): the answer comes from the activity and lives in history. If the
-activity cannot answer within its retries (the forge unreadable), the order runs: the decision
-made at admission stands, and every tool call still meets the ledger's kill and fencing checks.
+Workflow code (deterministic): the answer comes from the activity and lives in history.
+
+Patch ``policy-first-step-fail-closed``: the activity is retried for about a quarter of an hour
+(backoff doubling from 1 s, capped at 60 s, :data:`RECHECK_ATTEMPTS` attempts). Its last attempt,
+still unable to read the target, writes a ``policy:recheck-unavailable`` receipt and refuses; if
+even that attempt fails the workflow refuses on its own. Either way the order ends ``skipped``
+(fail closed), and a skipped version does not block the same version's re-admission. Histories
+without the patch keep the old answer: the order runs under the admission's decision.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
+    from intake.policy import RECHECK_UNAVAILABLE
     from workflows.contracts import RunOutcome, WorkOrder
     from workflows.failures import failure_type
     from workflows.order_claim import SKIPPED
@@ -29,6 +35,9 @@ with workflow.unsafe.imports_passed_through():
     from workflows.names import RECHECK_POLICY_ACTIVITY
 
 POLICY_FIRST_STEP_PATCH = "policy-first-step"
+FAIL_CLOSED_PATCH = "policy-first-step-fail-closed"
+RECHECK_ATTEMPTS = 20
+"""1+2+4+...+32 s, then 60 s each: about 14 minutes of backoff before the last attempt."""
 
 
 @dataclass
@@ -45,6 +54,8 @@ class PolicyCheckRequest:
     trigger_kind: str = ""
     source: str = ""
     delivery_id: str | None = None
+    max_attempts: int = 0
+    """The activity's attempt limit (patch ``policy-first-step-fail-closed``); 0: it never refuses for an outage."""
 
 
 @dataclass
@@ -66,14 +77,26 @@ def check_request(order: WorkOrder) -> PolicyCheckRequest:
 
 async def recheck_policy(order: WorkOrder, cancel_aware: bool) -> PolicyCheck:
     """The current policy's verdict on ``order``; a cancel during the check propagates."""
+    fail_closed = workflow.patched(FAIL_CLOSED_PATCH)
+    request = check_request(order)
+    retry = RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(seconds=10))
+    if fail_closed:
+        request.max_attempts = RECHECK_ATTEMPTS
+        retry = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
+                            maximum_interval=timedelta(seconds=60), maximum_attempts=RECHECK_ATTEMPTS)
     try:
         return await workflow.execute_activity(
-            RECHECK_POLICY_ACTIVITY, check_request(order), result_type=PolicyCheck,
+            RECHECK_POLICY_ACTIVITY, request, result_type=PolicyCheck,
             start_to_close_timeout=timedelta(seconds=30), cancellation_type=cancellation_type(cancel_aware),
-            retry_policy=RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(seconds=10)))
+            retry_policy=retry)
     except ActivityError as err:
         if cancel_aware and workflow.cancellation_reason() is not None:
             raise
+        if fail_closed:
+            workflow.logger.warning("could not re-check the policy for %s@%s gen %s (%s); the order ends skipped",
+                                    order.work_key, order.input_version, order.generation, failure_type(err),
+                                    extra={"work_key": order.work_key})
+            return PolicyCheck(False, order.policy_version or "", RECHECK_UNAVAILABLE)
         workflow.logger.warning("could not re-check the policy for %s@%s gen %s (%s); the admission's decision stands",
                                 order.work_key, order.input_version, order.generation, failure_type(err),
                                 extra={"work_key": order.work_key})

@@ -45,3 +45,10 @@ def test_configuration_builds_the_policy_and_refuses_unusable_globs():
             IntakeConfig(policy_refuse_repositories=bad)
     with pytest.raises(ValidationError):
         IntakeConfig(policy_version="has space")
+
+
+def test_an_unreadable_target_refuses_only_on_the_last_attempt_of_a_patched_run():
+    from intake.policy import recheck_unreadable
+
+    assert [recheck_unreadable(a, 3) for a in (1, 2, 3)] == [None, None, "policy:recheck-unavailable"]
+    assert recheck_unreadable(99, 0) is None  # a run from before patch policy-first-step-fail-closed: retry, never refuse

@@ -110,3 +110,29 @@ async def test_a_failed_read_is_shared_and_not_kept(sims, target):
     assert [a.reason for a in answers] == [Reason.SOURCE_UNAVAILABLE] * 3
     assert shared.rejecting_snapshot(*_delivery(ref, "other", received)) is None
     assert (_reads(sims, ref), shared.started, shared.joined) == (1, 1, 2)
+
+
+def _manual(ref: PullRequestRef, received_at: datetime):
+    """A manual trigger without ``input_version`` ("review what is there now")."""
+    env = Envelope(id=str(uuid.uuid4()), source="manual", type="manual.review", subject=ref.target_id,
+                   time=received_at, received_at=received_at, trigger_kind=TriggerKind.MANUAL, tenant="acme")
+    return env, review_candidate("acme", ref, None)
+
+
+async def test_manual_triggers_without_a_version_share_only_reads_begun_after_their_receipt(sims, target):
+    """Two such triggers carry the same (None, manual.review) but no news in common: a read (or a kept
+    snapshot) begun before the second arrived may predate what the person asking saw."""
+    ref, reader = target
+    shared = SharedReads(reader)
+    _hang(sims, ref)
+    early = asyncio.ensure_future(shared.since(*_manual(ref, datetime.now(UTC))).read(ref, "acme"))
+    await asyncio.sleep(0.1)  # that read is in flight now; the next trigger arrives after it began
+    await shared.since(*_manual(ref, datetime.now(UTC))).read(ref, "acme")
+    await early
+    assert (_reads(sims, ref), shared.started, shared.joined) == (2, 2, 0)
+    later = _manual(ref, datetime.now(UTC))
+    assert not shared.saw_fresh(*later) and shared.rejecting_snapshot(*later) is None  # the kept one is older
+    together = datetime.now(UTC)  # both received before the read below starts: one read answers both
+    _hang(sims, ref)
+    await asyncio.gather(*(shared.since(*_manual(ref, together)).read(ref, "acme") for _ in range(2)))
+    assert (_reads(sims, ref), shared.started, shared.joined) == (3, 3, 1)

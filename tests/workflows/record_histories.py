@@ -17,6 +17,9 @@ Scenarios:
 * ``policy-skip`` / ``policy-permit``: one order admitted under policy version ``v1`` while the
   worker runs ``v2`` (patch ``policy-first-step``): the re-check before its first step refuses it
   (``acme/*`` refused; the order ends ``skipped`` with a receipt) or permits it (it runs to ``done``).
+* ``policy-fail-closed``: as ``policy-permit`` but the forge answers 503 for the pull request through
+  every attempt (patch ``policy-first-step-fail-closed``): the last attempt refuses
+  ``policy:recheck-unavailable`` and the order ends ``skipped`` without a model call.
 * ``artifact-reads``: one order whose diff is stored as an artifact (inline limit 500) and read back
   by the model with ``read_artifact`` in parts (patch ``read-artifact-tool``).
 
@@ -86,7 +89,7 @@ def write(name: str, history) -> None:
 NEWER_HEAD = "5c1e6b2d9a8f4e3c7b0a1d2e3f405162738495a6"
 NEWEST_HEAD = "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a291807"
 SCENARIOS = ("two-orders", "late-older", "cancel", "claim-cancel", "artifact-reads", "forged", "policy-skip",
-             "policy-permit")
+             "policy-permit", "policy-fail-closed")
 WORKFLOW_ID = "agent/acme/github:acme/api#42:review"
 
 
@@ -103,7 +106,7 @@ async def main(name: str, scenario: str = "two-orders") -> None:
         await _artifact_reads(name)
         return
     if scenario.startswith("policy-"):
-        await _policy_first_step(name, refuse=scenario == "policy-skip")
+        await _policy_first_step(name, refuse=scenario == "policy-skip", forge_down=scenario == "policy-fail-closed")
         return
     env_extra = {"SLUICEGATE__TEMPORAL__REQUIRE_ADMISSION": "true"} if scenario == "forged" else {}
     async with recording("record-histories", **env_extra) as (env, settings, sims):
@@ -150,13 +153,16 @@ async def _artifact_reads(name: str) -> None:
         write(name, await handle.fetch_history())
 
 
-async def _policy_first_step(name: str, refuse: bool) -> None:
+async def _policy_first_step(name: str, refuse: bool, forge_down: bool = False) -> None:
     from dataclasses import replace
 
     env_vars = {"SLUICEGATE__INTAKE__POLICY_VERSION": "v2",
                 "SLUICEGATE__INTAKE__POLICY_REFUSE_REPOSITORIES": '["acme/*"]' if refuse else "[]"}
     async with recording("record-histories", **env_vars) as (env, settings, sims):
         order, _ = accept_in_ledger(settings, work_order(settings))
+        if forge_down:
+            httpx.post(f"{sims.forge.base_url}/_sim/faults", json={
+                "method": "GET", "path": "/api/pulls/42$", "status": 503, "times": 1000}).raise_for_status()
         handle = await start_order(env.client, "record-histories", replace(order, policy_version="v1"),
                                    workflow_id=WORKFLOW_ID)
         print(f"run ended: {(await handle.result()).orders[0].status}")

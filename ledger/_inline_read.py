@@ -1,0 +1,73 @@
+"""Reads the API may run on its event loop: SQLite only, never waiting on a lock or the pool.
+
+``intake.repeats.look_up`` answers the early repeat check inline on SQLite (one indexed statement,
+less than a thread hop). Run through the shared engine it could stall the whole API: the pool
+checkout waits up to 30 s for a free connection and ``busy_timeout`` is 30 s behind a writer that
+holds the database. :class:`InlineReader` keeps ONE connection of its own (no pool to wait for,
+opened on first use) with a busy timeout of :data:`INLINE_BUSY_MS`, guarded by a lock taken without
+waiting. :meth:`InlineReader.run` returns ``None`` whenever it cannot answer at once (the connection
+in use, the database busy or locked): the caller then runs the normal path in a worker thread.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.pool import StaticPool
+from sqlmodel import create_engine
+
+INLINE_BUSY_MS = 20
+"""How long an inline read waits for a lock before giving up (the normal path then waits in a thread)."""
+
+_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
+T = TypeVar("T")
+
+
+def is_busy(exc: Exception) -> bool:
+    """``database is locked``/``busy`` (SQLITE_BUSY, SQLITE_LOCKED and their extended codes), raised by
+    SQLAlchemy or by the driver itself (a read on the DBAPI cursor, ``ledger/_repeats.py``)."""
+    code = getattr(getattr(exc, "orig", exc), "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
+
+
+class InlineReader:
+    """One dedicated SQLite connection for reads on the event loop; :meth:`run` never blocks for long."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._url = engine.url
+        self._engine: Engine | None = None
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def for_engine(engine: Engine) -> InlineReader | None:
+        """A reader for a file-backed SQLite engine; None otherwise (PostgreSQL, in-memory SQLite)."""
+        database = engine.url.database
+        if engine.dialect.name != "sqlite" or not database or database == ":memory:":
+            return None
+        return InlineReader(engine)
+
+    def run(self, read: Callable[[Connection], T]) -> T | None:
+        """``read(conn)`` at once, or None: the connection is in use, or the database busy or locked."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            if self._engine is None:
+                self._engine = create_engine(self._url, poolclass=StaticPool, connect_args={
+                    "check_same_thread": False, "timeout": INLINE_BUSY_MS / 1000})
+            with self._engine.connect() as conn:
+                return read(conn)
+        except (OperationalError, sqlite3.OperationalError) as exc:
+            if is_busy(exc):
+                return None
+            raise
+        finally:
+            self._lock.release()
+
+    def close(self) -> None:
+        if self._engine is not None:
+            self._engine.dispose()
