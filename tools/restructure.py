@@ -58,9 +58,20 @@ MOVES: dict[str, str] = {
     "sluicegate.secret_fields": "sluicegate.config.secret_fields",
     "sluicegate.durations": "sluicegate.config.durations",
     "sluicegate.dev_guard": "sluicegate.config.dev_guard",
+    "sluicegate.config_section": "sluicegate.config.section",
+    "sluicegate.kept_config": "sluicegate.config.kept",
+    "sluicegate.telemetry_config": "sluicegate.config.telemetry",
     # observability: logging, tracing, metrics
     "sluicegate.telemetry": "sluicegate.observability.telemetry",
     "sluicegate.metrics": "sluicegate.observability.metrics",
+    "sluicegate.genai": "sluicegate.observability.genai",
+    "sluicegate.prometheus_export": "sluicegate.observability.prometheus_export",
+    "sluicegate.activity_telemetry": "sluicegate.observability.activity_telemetry",
+    "sluicegate.ledger_gauges": "sluicegate.observability.ledger_gauges",
+    "sluicegate.log_context": "sluicegate.observability.log_context",
+    "sluicegate.ops_metrics": "sluicegate.observability.ops_metrics",
+    # the terminal spinner: the demo and the drills both use it, and the demo may not import cli
+    "sluicegate.progress": "sluicegate.observability.progress",
     # forge: the GitHub client, its auth, the one error mapper and its Retry-After parser
     "sluicegate.forge_client": "sluicegate.forge.client",
     "sluicegate.forge_auth": "sluicegate.forge.auth",
@@ -72,6 +83,8 @@ MOVES: dict[str, str] = {
     "sluicegate.codec_server": "sluicegate.temporal.codec_server",
     "sluicegate.schedules": "sluicegate.temporal.schedules",
     "sluicegate.process_exit": "sluicegate.temporal.process_exit",
+    # exit codes and one-line messages: process_exit reports with them, so they sit beside it
+    "sluicegate.cli_errors": "sluicegate.temporal.exit_codes",
     "intake.temporal_admitter": "sluicegate.temporal.admitter",
     # services: the long-lived parts both processes build from the settings (ledger engine, forge
     # client, intake service, capacity gate); used by the API, the activities and the wiring
@@ -91,6 +104,11 @@ MOVES: dict[str, str] = {
     "sluicegate.operator_cli": "sluicegate.cli.operator",
     "sluicegate.trigger_cli": "sluicegate.cli.trigger",
     "sluicegate.json_output": "sluicegate.cli.json_output",
+    "sluicegate.cli_app": "sluicegate.cli.app",
+    "sluicegate.serve_cli": "sluicegate.cli.serve",
+    "sluicegate.manual_trigger_cli": "sluicegate.cli.manual_trigger",
+    "sluicegate.replay_cli": "sluicegate.cli.replay",
+    # sluicegate.errors (the one exception base, no imports) stays where it is: the bottom layer
 }
 
 # Docstrings of the packages the moves create (written once, when the package is created).
