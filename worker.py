@@ -36,21 +36,21 @@ from activities.run_reconciler import ReconcileActivities, RunReconciler
 from activities.step_ledger import SpendGuard
 from activities.work_ledger import WorkLedgerActivities
 from intake.forge_reader import ForgeTargetReader
-from intake.temporal_admitter import TemporalAdmitter
+from sluicegate.temporal.admitter import TemporalAdmitter
 from ledger import (
     BreakerBoard, CapacityLedger, CredentialBroker, DeferredQueue, DayBudgets, KillSwitch, ModelJournal, SideEffectLedger,
     SqlIntakeStore, WorkStore,
 )
-from sluicegate.config import Settings, load_settings
-from sluicegate.dev_guard import refuse_published_secrets
-from sluicegate.schedules import retention_policy
-from sluicegate.resources import open_forge, open_ledger
-from sluicegate.activity_telemetry import ActivityTelemetry
-from sluicegate.ledger_gauges import ledger_reading, observe_ledger
-from sluicegate.metrics import observe_capacity, setup_metrics
-from sluicegate.prometheus_export import temporal_runtime
-from sluicegate.telemetry import setup_logging, setup_tracing
-from sluicegate.temporal_client import connect, payload_keys
+from sluicegate.config.settings import Settings, load_settings
+from sluicegate.config.dev_guard import refuse_published_secrets
+from sluicegate.temporal.schedules import retention_policy
+from sluicegate.services.resources import open_forge, open_ledger
+from sluicegate.observability.activity_telemetry import ActivityTelemetry
+from sluicegate.observability.ledger_gauges import ledger_reading, observe_ledger
+from sluicegate.observability.metrics import observe_capacity, setup_metrics
+from sluicegate.observability.prometheus_export import temporal_runtime
+from sluicegate.observability.telemetry import setup_logging, setup_tracing
+from sluicegate.temporal.client import connect, payload_keys
 from workflows.agent_loop import AgentLoopWorkflow
 from workflows.contracts import Price
 from workflows.goal import GoalWorkflow
@@ -149,6 +149,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    from sluicegate.process_exit import run_then_exit
+    from sluicegate.temporal.process_exit import run_then_exit
 
     run_then_exit(lambda: asyncio.run(main()))

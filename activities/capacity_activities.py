@@ -119,7 +119,7 @@ class CapacityActivities:
 
 def capacity_activities(client: Client, settings, engine, forge, admitter) -> CapacityActivities:
     """The worker's capacity activities, wired from the settings."""
-    from sluicegate.capacity_setup import intake_service
+    from sluicegate.services.intake import intake_service
 
     cap = settings.capacity
     return CapacityActivities(client, CapacityLedger(engine), DeferredQueue(engine),

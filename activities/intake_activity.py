@@ -18,17 +18,17 @@ from sqlalchemy.engine import Engine
 from temporalio import activity
 from temporalio.client import Client
 
-from sluicegate.capacity_setup import intake_service
+from sluicegate.services.intake import intake_service
 
 from intake.decision import IntakeDecision
 from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
 from intake.identity import review_candidate
 from intake.service import IntakeService
-from intake.temporal_admitter import TemporalAdmitter
+from sluicegate.temporal.admitter import TemporalAdmitter
 from ledger import SqlIntakeStore, WatermarkStore
-from sluicegate.config import Settings
-from sluicegate.tenancy_config import scope_rules
-from sluicegate.forge_client import ForgeClient
+from sluicegate.config.settings import Settings
+from sluicegate.config.tenancy import scope_rules
+from sluicegate.forge.client import ForgeClient
 from workflows.scan_contracts import INTAKE_SUBMIT_ACTIVITY, IntakeRequest
 
 

@@ -21,8 +21,8 @@ import ledger
 from console._access import Viewer
 from console._charts import BarChart, ColumnChart, Gauge, bar_chart, gauge, hourly_columns
 from intake.capacity import BreakerView, CapacityPlanner
-from sluicegate.config import Settings
-from sluicegate.status_views import TenantQueue, counter_limit, gather
+from sluicegate.config.settings import Settings
+from sluicegate.operations.status import TenantQueue, counter_limit, gather
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 Each case runs the real command in a subprocess against something really absent: a config file that
 does not exist, a ledger on a closed port (PostgreSQL) or in a missing directory (SQLite), a Temporal
 address nobody listens on, a webhook API that refuses the connection. The codes are
-``sluicegate.cli_errors``'s, which docs/cli.md lists.
+``sluicegate.temporal.exit_codes``'s, which docs/cli.md lists.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from simulators import free_port
-from sluicegate import cli_errors
+from sluicegate.temporal import exit_codes as cli_errors
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -84,7 +84,7 @@ def test_the_simulators_are_subcommands_with_their_own_refusals(tmp_path: Path) 
 
 def test_a_bug_keeps_its_traceback() -> None:
     """The one-line treatment is for the listed failures only: anything else is shown in full."""
-    done = subprocess.run([sys.executable, "-c", "from sluicegate.process_exit import run_then_exit\n"
+    done = subprocess.run([sys.executable, "-c", "from sluicegate.temporal.process_exit import run_then_exit\n"
                            "def boom():\n    raise KeyError('a bug')\nrun_then_exit(boom)"],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "Traceback" in done.stderr and "KeyError" in done.stderr

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from sluicegate.forge_client import ForgeClient
+from sluicegate.forge.client import ForgeClient
 from tests.support.sims import FORGE_TOKEN
 
 
