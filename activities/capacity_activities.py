@@ -115,15 +115,3 @@ class CapacityActivities:
 
         with Session(self._engine, expire_on_commit=False) as s:
             return s.get(WorkItem, work_key)
-
-
-def capacity_activities(client: Client, settings, engine, forge, admitter) -> CapacityActivities:
-    """The worker's capacity activities, wired from the settings."""
-    from sluicegate.services.intake import intake_service
-
-    cap = settings.capacity
-    return CapacityActivities(client, CapacityLedger(engine), DeferredQueue(engine),
-                              intake_service(settings, engine, forge, admitter),
-                              PoisonLetters(engine, settings.dead_letters.owner_for), engine,
-                              DispatchRequest(cap.dispatch_batch, cap.max_dispatch_failures, cap.defer_retry_seconds),
-                              CapacityPlanner(cap.limits(settings.sources)), cap.aging_seconds)

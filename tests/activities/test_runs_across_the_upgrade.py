@@ -14,7 +14,7 @@ from sqlmodel import Session
 from temporalio.testing import ActivityEnvironment
 
 import ledger
-from activities.capacity_activities import capacity_activities
+from sluicegate.wiring import capacity_activities
 from activities.work_ledger import WorkLedgerActivities
 from intake.decision import Outcome, Reason
 from intake.envelope import TriggerKind
