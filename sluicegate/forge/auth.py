@@ -22,8 +22,8 @@ Failure modes:
 * a forge 401 on a cached token (revoked, or expired early) -> :meth:`InstallationTokens.discard`
   drops it and :class:`ForgeClient` repeats the call once with a new token.
 * an unreadable or non-RSA key, or a tenant named in ``sources``/``schedules``/``goals.tenant``
-  without an installation -> :class:`ConfigError` when the process starts
-  (:func:`credentials_from_settings`).
+  without an installation -> ``ConfigError`` when the process starts
+  (``sluicegate.services.forge_credentials.credentials_from_settings``: this module reads no settings).
 
 Token values and the key never appear in logs or error messages.
 """
@@ -35,20 +35,15 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Mapping
 
 import httpx2
-from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
-from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from gidgethub.apps import get_jwt
 from gidgethub.httpx import GitHubAPI
 
-from sluicegate.config.settings import ConfigError, Settings
 from sluicegate.forge.client import USER_AGENT, ForgeCredentials, ForgeError, StaticToken, call_forge
 
-__all__ = ["DEFAULT_PERMISSIONS", "InstallationTokens", "StaticToken", "credentials_from_settings",
-           "tenants_needing_installations"]
+__all__ = ["DEFAULT_PERMISSIONS", "InstallationTokens", "StaticToken"]
 
 log = logging.getLogger(__name__)
 
@@ -164,49 +159,3 @@ def _parse(body: Any) -> _Minted | None:
     except ValueError:
         return None
     return _Minted(body["token"], expires_at)
-
-
-def tenants_needing_installations(settings: Settings) -> set[str]:
-    """Tenants the configuration names (webhook sources, scan schedules, an explicit goals tenant)."""
-    tenants = {s.tenant for s in settings.sources.values()} | {s.tenant for s in settings.schedules.values()}
-    if "tenant" in settings.goals.model_fields_set:
-        tenants.add(settings.goals.tenant)
-    return tenants
-
-
-def _load_private_key(settings: Settings) -> str:
-    app = settings.forge.app
-    assert app is not None
-    if app.private_key is not None:
-        # Environment variables often carry a PEM with literal "\n" sequences.
-        given = app.private_key.get_secret_value()
-        pem = given if "\n" in given else given.replace("\\n", "\n")
-        where = "forge.app.private_key"
-    else:
-        path = settings.path(Path(app.private_key_file or ""))
-        where = f"forge.app.private_key_file ({path})"
-        try:
-            pem = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read {where}: {exc.__class__.__name__}") from None
-    try:
-        key = load_pem_private_key(pem.encode(), password=None)
-    except (ValueError, TypeError):
-        key = None
-    if not isinstance(key, RSAPrivateKey):
-        raise ConfigError(f"{where} is not an unencrypted PEM RSA private key (GitHub App keys are)")
-    return pem
-
-
-def credentials_from_settings(settings: Settings) -> ForgeCredentials:
-    """The credentials the configuration asks for; :class:`ConfigError` if the app section is unusable."""
-    forge = settings.forge
-    if forge.app is None:
-        return StaticToken(forge.token.get_secret_value() if forge.token else None)
-    missing = sorted(tenants_needing_installations(settings) - set(forge.app.installations))
-    if missing:
-        raise ConfigError(f"forge.app.installations has no installation for tenant(s) {', '.join(missing)}")
-    return InstallationTokens(forge.base_url, app_id=forge.app.app_id, private_key=_load_private_key(settings),
-                              installations=forge.app.installations, permissions=forge.app.permissions,
-                              refresh_margin_seconds=forge.app.refresh_margin_seconds,
-                              timeout_seconds=forge.timeout_seconds)

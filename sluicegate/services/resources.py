@@ -11,7 +11,7 @@ from sqlalchemy.engine import Engine
 
 from ledger import make_engine, require_current
 from sluicegate.config.settings import Settings
-from sluicegate.forge.auth import credentials_from_settings
+from sluicegate.services.forge_credentials import credentials_from_settings
 from sluicegate.forge.client import ForgeClient
 
 
