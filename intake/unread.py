@@ -26,7 +26,8 @@ import asyncio
 import logging
 from dataclasses import dataclass, replace
 
-from intake.capacity import Block, CapacityPlanner
+from intake.capacity import CapacityPlanner
+from intake.capacity.dispatch import Requeue  # noqa: F401 - re-exported: raised here, caught by dispatch
 from intake.capacity.payload import to_payload
 from intake.decision import Outcome, Reason
 from intake.envelope import Envelope, WorkCandidate
@@ -37,14 +38,6 @@ from sluicegate.errors import SluicegateError
 from sluicegate.forge.retry_after import exponential_backoff
 
 log = logging.getLogger("sluicegate.intake")
-
-
-class Requeue(SluicegateError):
-    """A deferred item could not be re-checked now (source unreadable): it stays queued."""
-
-    def __init__(self, block: Block, retry_after: float, message: str) -> None:
-        super().__init__(message)
-        self.block, self.retry_after = block, retry_after
 
 
 class SourceRefused(SluicegateError):
