@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
+from sqlmodel import Session
 from temporalio import activity
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
@@ -111,7 +112,5 @@ class CapacityActivities:
         return desc.status == WorkflowExecutionStatus.RUNNING
 
     def _work_item(self, work_key: str) -> WorkItem | None:
-        from sqlmodel import Session
-
         with Session(self._engine, expire_on_commit=False) as s:
             return s.get(WorkItem, work_key)

@@ -27,7 +27,8 @@ from typing import Literal, Protocol
 from intake.hygiene import MAX_REASON
 from intake.identity import is_tenant_name, parse_work_key
 from intake.manual_request import ManualTrigger
-from workflows.names import AGENT_WORKFLOW
+from workflows.contracts import KillNotice
+from workflows.names import AGENT_WORKFLOW, KILL_SIGNAL
 
 KillScope = Literal["work_key", "tenant", "all"]
 KILL_SCOPES: tuple[KillScope, ...] = ("work_key", "tenant", "all")
@@ -86,8 +87,6 @@ async def signal_kill(client, scope: str, target: str, actor: str, reason: str) 
     """Signal every running agent workflow the kill covers to stop before its next step; returns
     how many. Visibility is eventually consistent: a run started a moment ago may be missed —
     the recorded kill stops it at its next call."""
-    from workflows.contracts import KILL_SIGNAL, KillNotice
-
     count = 0
     async for wf in client.list_workflows(running_agents_query(scope, target)):
         await client.get_workflow_handle(wf.id, run_id=wf.run_id).signal(KILL_SIGNAL, KillNotice(actor, reason))
