@@ -40,7 +40,7 @@ from sluicegate.config.secret_fields import Credential, VerifierSecret
 from sluicegate.config.source import SourceConfig
 from sluicegate.config.tenancy import Role, actor_shape, check_tenancy
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # sluicegate/config/settings.py -> the project root
 DEFAULT_CONFIG_FILE = PROJECT_ROOT / "temporal-dev.yaml"
 
 
