@@ -28,3 +28,17 @@ def test_import_contract_is_kept():
 def test_no_reference_to_a_moved_module_is_left():
     done = _run("tools/restructure.py", "--check")
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_every_sluicegate_module_has_a_layer():
+    """A module added directly under ``sluicegate/`` is checked by no layer until it is given one
+    (a sub-package, or a line in tools/restructure.py's move table)."""
+    import configparser
+    import pkgutil
+    import re
+
+    config = configparser.ConfigParser()
+    config.read(ROOT / ".importlinter")
+    layered = set(re.split(r"[\s|:]+", config["importlinter:contract:layers"]["layers"]))
+    children = {f"sluicegate.{m.name}" for m in pkgutil.iter_modules([str(ROOT / "sluicegate")])}
+    assert children - layered == set()
