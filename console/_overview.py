@@ -2,7 +2,7 @@
 
 Decisions come from receipts (last hour, last day, and the day by hour); active runs from the
 capacity counters against the limits the same planner intake uses reports; the deferred queue,
-breakers and open dead letters from ``starter.py status``'s own view (``status_views.gather``);
+breakers and open dead letters from ``starter.py status``'s own view (``sluicegate.operations.status.gather``);
 today's spend from the day-budget rows the model activity reserves against.
 
 What a tenant-scoped viewer does not see: the global counter and the global day budget, other

@@ -167,7 +167,20 @@ def rewrite_text(text: str) -> str:
             return m.group(0)  # the package the old module became, or one of its modules
         return MOVES[old] + rest
 
-    return TEXT_RE.sub(sub, text)
+    return FROM_PACKAGE_RE.sub(from_package, TEXT_RE.sub(sub, text))
+
+
+# ``from sluicegate.config import load_settings`` in a doc or a ``python -c`` string: the old module
+# is now a package, so a name that is not one of its modules comes from the module it became.
+FROM_PACKAGE_RE = re.compile(r"(?<![\w.])from (%s) import (\w+)" % "|".join(
+    re.escape(o) for o in sorted(MOVES, key=len, reverse=True) if o in NEW_MODULES))
+
+
+def from_package(m: re.Match[str]) -> str:
+    old, name = m.group(1), m.group(2)
+    if f"{old}.{name}" in NEW_MODULES:
+        return m.group(0)
+    return f"from {MOVES[old]} import {name}"
 
 
 # ------------------------------------------------------------------ Python imports

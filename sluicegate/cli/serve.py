@@ -86,8 +86,3 @@ def api_main() -> None:
     from sluicegate.temporal.process_exit import run_then_exit
 
     run_then_exit(_single(api))
-
-
-def codec_server_main() -> None:
-    """``python -m sluicegate.temporal.codec_server``."""
-    _single(codec_server)()

@@ -29,6 +29,8 @@ body ``{"payloads": [...]}`` (protobuf JSON). It holds the payload keys, so:
 
 from __future__ import annotations
 
+import argparse
+
 import hmac
 
 import uvicorn
@@ -140,8 +142,19 @@ def serve(host: str | None = None, port: int | None = None) -> None:
                 access_log=False)
 
 
+def main(argv: list[str] | None = None) -> None:
+    """``python -m sluicegate.temporal.codec_server [--host H] [--port P]`` (= ``sluicegate codec-server``).
+    Parsed here, not through ``sluicegate.cli``: the CLI is the layer above this one."""
+    parser = argparse.ArgumentParser(prog="python -m sluicegate.temporal.codec_server",
+                                     description="Run the Temporal codec server (the UI and CLI show encrypted "
+                                                 "payloads in clear).")
+    parser.add_argument("--host", default=None, help="default: codec_server.host")
+    parser.add_argument("--port", type=int, default=None, help="default: codec_server.port")
+    args = parser.parse_args(argv)
+    serve(args.host, args.port)
+
+
 if __name__ == "__main__":
     from sluicegate.temporal.process_exit import run_then_exit
-    from sluicegate.cli.serve import codec_server_main
 
-    run_then_exit(codec_server_main)
+    run_then_exit(main)
