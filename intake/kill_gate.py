@@ -33,6 +33,7 @@ from typing import Protocol
 from intake.decision import Outcome, Reason
 from intake.envelope import Envelope, WorkCandidate
 from intake.receipts import ReceiptDraft, draft_for
+from sluicegate.errors import SluicegateError
 
 
 class KillView(Protocol):
@@ -51,7 +52,7 @@ class KillLookup(Protocol):
         ...
 
 
-class HeldByKill(Exception):
+class HeldByKill(SluicegateError):
     """A deferred item in a killed scope: it stays queued and the dispatch pass skips it."""
 
 
