@@ -1,4 +1,4 @@
-"""``python starter.py ...``: the same CLI as the ``sluicegate`` console script (``sluicegate.cli_app``).
+"""``python starter.py ...``: the same CLI as the ``sluicegate`` console script (``sluicegate.cli.app``).
 
     python starter.py status --json
     python starter.py --help          # every command
@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from sluicegate.cli_app import app, main
+from sluicegate.cli.app import app, main
 
 __all__ = ["app", "main"]
 

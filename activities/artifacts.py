@@ -6,7 +6,7 @@ the same tokens again and histories stay small. Writes are atomic (temp file + r
 so a crash never leaves a half-written artifact under a valid handle; identical content
 maps to the same handle, so retries store nothing twice.
 
-**At rest.** With payload keys configured (``temporal.payload_key``, ``sluicegate.codec``) an
+**At rest.** With payload keys configured (``temporal.payload_key``, ``sluicegate.temporal.codec``) an
 artifact is sealed with the current key (AES-256-GCM, bound to its handle): the file is
 ``SGA1 | key id | nonce | ciphertext``. Retired keys still open old files; a file written before
 encryption was turned on is still read (its SHA-256 must match the handle, so a planted file is
@@ -36,7 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from sluicegate.codec import PayloadKeys
+from sluicegate.temporal.codec import PayloadKeys
 
 PREFIX = "artifact:sha256:"
 MAGIC = b"SGA1"

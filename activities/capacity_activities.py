@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
+from sqlmodel import Session
 from temporalio import activity
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
@@ -111,19 +112,5 @@ class CapacityActivities:
         return desc.status == WorkflowExecutionStatus.RUNNING
 
     def _work_item(self, work_key: str) -> WorkItem | None:
-        from sqlmodel import Session
-
         with Session(self._engine, expire_on_commit=False) as s:
             return s.get(WorkItem, work_key)
-
-
-def capacity_activities(client: Client, settings, engine, forge, admitter) -> CapacityActivities:
-    """The worker's capacity activities, wired from the settings."""
-    from sluicegate.capacity_setup import intake_service
-
-    cap = settings.capacity
-    return CapacityActivities(client, CapacityLedger(engine), DeferredQueue(engine),
-                              intake_service(settings, engine, forge, admitter),
-                              PoisonLetters(engine, settings.dead_letters.owner_for), engine,
-                              DispatchRequest(cap.dispatch_batch, cap.max_dispatch_failures, cap.defer_retry_seconds),
-                              CapacityPlanner(cap.limits(settings.sources)), cap.aging_seconds)

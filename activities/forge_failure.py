@@ -1,6 +1,6 @@
 """Forge errors as activity failures: the Temporal side of the one forge error mapper.
 
-``sluicegate.forge_errors`` decides what a forge answer means (rate limited, unavailable,
+``sluicegate.forge.errors`` decides what a forge answer means (rate limited, unavailable,
 rejected) and how long to wait; this module only dresses that decision for Temporal, so every
 activity that talks to the forge (tools, scans, goals) fails the same way for the same answer:
 ``<Prefix>RateLimited`` / ``<Prefix>Unavailable`` retry after ``next_retry_delay`` (the server's
@@ -14,7 +14,7 @@ from datetime import timedelta
 from temporalio.exceptions import ApplicationError
 
 from activities.gateway import PermanentToolError, TransientToolError
-from sluicegate.forge_errors import ForgeError
+from sluicegate.forge.errors import ForgeError
 from workflows.kinds import FailureType
 
 

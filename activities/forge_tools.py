@@ -24,7 +24,7 @@ from activities.heartbeat import heartbeating
 from activities.keys import operation_key
 from activities.markers import CommentMarks
 from intake.identity import with_tenant
-from sluicegate.forge_client import ForgeClient, ForgeError
+from sluicegate.forge.client import ForgeClient, ForgeError
 from workflows.contracts import ToolRequest, ToolResult
 from workflows.kinds import FailureType
 from workflows.names import GET_DIFF_ACTIVITY, POST_COMMENT_ACTIVITY

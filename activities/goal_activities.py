@@ -31,7 +31,7 @@ from intake.outbox import parse_target
 from intake.scope import ScopeRules
 from intake.ports import IntakeStore
 from ledger import KillSwitch
-from sluicegate.forge_client import ForgeClient, ForgeError
+from sluicegate.forge.client import ForgeClient, ForgeError
 from workflows.scan_contracts import (
     GOAL_BOUND_ACTIVITY, GOAL_OBSERVE_ACTIVITY, GoalCondition, Observation, ObserveRequest, ReceiptRef,
     ReceiptRequest,

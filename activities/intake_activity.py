@@ -7,28 +7,19 @@ and signal-with-start. The delivery id comes from the workflow (deterministic pe
 candidate), so a retried attempt is answered ``duplicate-delivery`` by the ledger instead
 of deciding twice.
 
-:func:`trigger_activities` wires the scan/goal/intake activities for the worker.
+The worker wires them in ``sluicegate/wiring.py``.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy.engine import Engine
 from temporalio import activity
-from temporalio.client import Client
-
-from sluicegate.capacity_setup import intake_service
 
 from intake.decision import IntakeDecision
 from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
 from intake.identity import review_candidate
 from intake.service import IntakeService
-from intake.temporal_admitter import TemporalAdmitter
-from ledger import SqlIntakeStore, WatermarkStore
-from sluicegate.config import Settings
-from sluicegate.tenancy_config import scope_rules
-from sluicegate.forge_client import ForgeClient
 from workflows.scan_contracts import INTAKE_SUBMIT_ACTIVITY, IntakeRequest
 
 
@@ -57,22 +48,3 @@ class IntakeActivities:
         envelope, candidate = envelope_for(req, datetime.now(UTC))
         d = await self._service.submit(envelope, candidate)
         return d
-
-
-def trigger_activities(client: Client, settings: Settings, engine: Engine, forge: ForgeClient,
-                       search_attributes: bool = True) -> list:
-    """The activities of the schedule (scan) and goal trigger families, for ``create_worker``.
-
-    Admission uses ``settings.temporal.task_queue`` for the agent workflow, like the API.
-    """
-    from activities.goal_activities import GoalActivities
-    from activities.markers import CommentMarks
-    from activities.scan_activities import ScanActivities
-
-    store, scope = SqlIntakeStore(engine, policy=settings.intake.policy()), scope_rules(settings)
-    intake = IntakeActivities(intake_service(settings, engine, forge,
-                                             TemporalAdmitter(client, settings, search_attributes)))
-    scans = ScanActivities(forge, WatermarkStore(engine), store, engine, scope)
-    goals = GoalActivities(forge, store, engine, scope, CommentMarks.from_forge_config(settings.forge))
-    return [intake.submit, scans.list_candidates, scans.advance_watermark, scans.record_no_work, goals.observe,
-            goals.record_bound_reached]

@@ -37,7 +37,7 @@ from activities.model_credentials import ModelClients, ModelKeyUnavailable
 from activities.retry_classes import classify_status
 from activities.step_ledger import SpendGuard, StepLedger
 from intake.identity import with_tenant
-from sluicegate.genai import ModelCallReport, model_call
+from sluicegate.observability.genai import ModelCallReport, model_call
 from ledger import BreakerBoard, Kill, KillSwitch, ModelJournal
 from workflows.budget import usage_from_openai
 from workflows.contracts import ModelRequest, ModelResponse, ToolCall

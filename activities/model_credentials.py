@@ -18,7 +18,7 @@ and sees only the configured credential of the tenant it is asked for.
 Failure modes this module is written against:
 
 * tenant A's run presenting tenant B's key: the client is chosen by the request's tenant only, and
-  a tenant entry must carry its own key (``sluicegate/model_config.py``);
+  a tenant entry must carry its own key (``sluicegate/config/model.py``);
 * a key file that is missing or empty: ``ModelKeyUnavailable`` naming the setting and the path
   (never its content), raised as a non-retryable activity error by the model activity;
 * a revoked client still used by a call that started before the kill: it is closed, so that call

@@ -7,8 +7,8 @@
 * Any other 4xx (400, 401, 403, 404, 422, ...) — never retried: trying again only adds
   log noise and can get an account locked.
 
-The header parser and the jitter are ``sluicegate.retry_after``'s, shared with the forge's
-error mapper (``sluicegate.forge_errors``). Pure functions; the activities turn a
+The header parser and the jitter are ``sluicegate.forge.retry_after``'s, shared with the forge's
+error mapper (``sluicegate.forge.errors``). Pure functions; the activities turn a
 :class:`RetryClass` into an ``ApplicationError``.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from sluicegate.retry_after import MAX_HONOURED_RETRY_AFTER, parse_retry_after, with_jitter
+from sluicegate.forge.retry_after import MAX_HONOURED_RETRY_AFTER, parse_retry_after, with_jitter
 from workflows.kinds import FailureType
 
 __all__ = ["MAX_HONOURED_RETRY_AFTER", "RetryClass", "classify_status", "parse_retry_after", "with_jitter"]

@@ -29,7 +29,7 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, W
 from temporalio.service import RPCError, RPCStatusCode
 
 from ledger import OpenVersion, WorkStore
-from sluicegate.metrics import record_outcome
+from sluicegate.observability.metrics import record_outcome
 from workflows.contracts import RunOutcome
 from workflows.stranded import (
     NOT_FOUND, OPEN_STATUSES, RECONCILE_ACTIVITY, ClosedRun, ReconcileRequest, ReconcileResult, outcome_for,

@@ -27,7 +27,7 @@ from intake.scope import ScopeRules
 from activities.forge_failure import forge_activity_error
 from activities.intake_activity import parse_time
 from ledger import Receipt, WatermarkStore
-from sluicegate.forge_client import ForgeClient, ForgeError
+from sluicegate.forge.client import ForgeClient, ForgeError
 from workflows.scan_contracts import (
     SCAN_ADVANCE_ACTIVITY, SCAN_LIST_ACTIVITY, SCAN_NO_WORK_ACTIVITY, AdvanceWatermarkRequest, CandidatePage,
     ListCandidatesRequest, ReceiptRef, ReceiptRequest, ScanCandidate, WatermarkState,

@@ -17,8 +17,8 @@ from intake.envelope import PullRequestRef
 from intake.identity import review_work_key, with_tenant
 from ledger import WorkStore
 from ledger._sql import as_utc
-from sluicegate.metrics import record_outcome
-from sluicegate.ops_metrics import record_run_latency
+from sluicegate.observability.metrics import record_outcome
+from sluicegate.observability.ops_metrics import record_run_latency
 from workflows.claims import AdmissionReceipt, Claim, ClaimRequest, ClaimVerdict, LedgerStanding, decide_claim
 from workflows.contracts import RunOutcome
 from workflows.names import CLAIM_ORDER_ACTIVITY, RECORD_OUTCOME_ACTIVITY

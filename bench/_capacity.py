@@ -35,8 +35,8 @@ from intake.scope import ScopeRules
 from intake.ports import Admission
 from intake.service import IntakeService
 from ledger import BreakerBoard, CapacityLedger, DeferredQueue, SqlIntakeStore
-from sluicegate.capacity_config import CapacityConfig
-from sluicegate.forge_client import ForgeClient
+from sluicegate.config.capacity import CapacityConfig
+from sluicegate.forge.client import ForgeClient
 
 FORGE_TOKEN = "bench-forge-token"
 FLOODER = "tenant-00"

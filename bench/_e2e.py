@@ -32,10 +32,10 @@ from intake.decision import IntakeDecision, Outcome, Reason
 from intake.github import parse_github_delivery
 from intake.identity import workflow_id_for
 from intake.ports import Admission
-from intake.temporal_admitter import work_order_for
+from sluicegate.temporal.admitter import work_order_for
 from ledger import Receipt, WorkVersion
 from sluicegate.devstack import DevStack, isolated_overrides
-from sluicegate.temporal_client import connect
+from sluicegate.temporal.client import connect
 from workflows import search_attributes as sa
 from workflows.contracts import AGENT_WORKFLOW, WORK_ORDER_SIGNAL, AgentLoopStart
 

@@ -33,9 +33,9 @@ from demo.outcome import TERMINAL, wait_for_runs
 from simulators import ServerThread
 from simulators.forge import create_forge_app
 from simulators.model import create_model_app
-from sluicegate.config import load_settings
+from sluicegate.config.settings import load_settings
 from sluicegate.devstack import DevStack
-from sluicegate.temporal_client import connect
+from sluicegate.temporal.client import connect
 from tests.support.agent_runs import start_order, work_order
 from worker import create_worker
 from workflows.agent_loop import MODEL_ACTIVITY

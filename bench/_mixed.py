@@ -30,9 +30,9 @@ from bench._e2e import _cpu
 from bench._stream import Item, Pull, Stream
 from intake.identity import workflow_id_for
 from ledger import Receipt, WorkVersion
-from sluicegate.config import Settings
+from sluicegate.config.settings import Settings
 from sluicegate.devstack import DevStack
-from sluicegate.temporal_client import connect
+from sluicegate.temporal.client import connect
 from workflows.contracts import (
     AGENT_WORKFLOW, WORK_ORDER_SIGNAL, AgentLoopResult, AgentLoopStart, Price, RunStatus, RuntimeOptions, TaskBudget,
     WorkOrder,

@@ -32,8 +32,8 @@ from intake.identity import review_candidate
 from intake.scope import ScopeRules
 from intake.service import IntakeService
 from ledger import BreakerBoard, CapacityLedger, DeferredQueue, SqlIntakeStore
-from sluicegate.capacity_config import CapacityConfig
-from sluicegate.forge_client import ForgeClient
+from sluicegate.config.capacity import CapacityConfig
+from sluicegate.forge.client import ForgeClient
 
 KINDS = ((TriggerKind.MANUAL, 0.6), (TriggerKind.EVENT, 0.25), (TriggerKind.SCHEDULE, 0.15))
 """The mix of trigger kinds, hence priorities 2, 3 and 4 (``capacity.priority_by_trigger``)."""

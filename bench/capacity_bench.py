@@ -48,7 +48,7 @@ from bench._priority_flood import flood_rows, flood_workload, run_flood, verifie
 from ledger import CapacityLedger, DeferredItem
 from simulators import free_port, serve_in_thread
 from simulators.forge import create_forge_app
-from sluicegate.capacity_config import CapacityConfig, TenantCapacity
+from sluicegate.config.capacity import CapacityConfig, TenantCapacity
 from bench._capacity import (
     FLOODER, FORGE_TOKEN, CounterSampler, Dispatcher, Result, SimulatedRuns, admission_waits, burst, create_pulls,
     drive,

@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException
 
 from console._core import Console, ConsolePorts
 from console._render import STATIC, render
-from sluicegate.config import Settings
+from sluicegate.config.settings import Settings
 
 __all__ = ["ConsolePorts", "create_console"]
 

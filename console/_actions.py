@@ -3,7 +3,7 @@
 Each action goes through :meth:`Console.authenticated_form` (size, session, body, CSRF), then
 checks the role *in the tenant the action touches* — the work key's or the letter's tenant, the
 named tenant, or ``*`` for a kill of everything — and only then writes, through the same code
-the CLI uses (``sluicegate/operator_actions.py``, ``ledger.KillSwitch``, ``ledger.DeadLetters``),
+the CLI uses (``sluicegate/operations/actions.py``, ``ledger.KillSwitch``, ``ledger.DeadLetters``),
 so the ledger records the signed-in actor exactly as it records the CLI's ``--actor``. An
 operator's attempt is answered 403 and changes nothing.
 
@@ -25,11 +25,11 @@ from fastapi.responses import Response
 import ledger
 from console._core import Console
 from console._forms import FormRefused, text
-from sluicegate.operator_actions import (
+from sluicegate.operations.actions import (
     KILL_SCOPES, UNKILL_DISPATCH_FAILED, dispatch_now, kill_target, kill_tenant, resolved_note, retried_note,
     retry_took, retry_trigger, signal_kill,
 )
-from sluicegate.tenancy_config import configured_tenants
+from sluicegate.config.tenancy import configured_tenants
 
 log = logging.getLogger("sluicegate.console")
 MAX_REASON = 500

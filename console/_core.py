@@ -27,9 +27,9 @@ from console._forms import FormRefused, declared_size_ok, read_form
 from console._render import render
 from console._session import COOKIE, FLASH_COOKIE, SessionSigner, csrf_matches
 from intake.decision import Reason
-from sluicegate.config import Settings
-from sluicegate.metrics import record_unauthenticated
-from sluicegate.tenancy_config import configured_tenants
+from sluicegate.config.settings import Settings
+from sluicegate.observability.metrics import record_unauthenticated
+from sluicegate.config.tenancy import configured_tenants
 
 SOURCE = "console"
 """The ``source`` of the console's unauthenticated-request counter."""

@@ -26,7 +26,7 @@ from console._access import Viewer
 from console._charts import Gauge, gauge
 from console._overview import day_limit
 from intake.identity import parse_work_key
-from sluicegate.config import Settings
+from sluicegate.config.settings import Settings
 from workflows.contracts import TokenUsage
 
 MAX_DAYS = 31

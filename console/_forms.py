@@ -23,7 +23,7 @@ from urllib.parse import parse_qsl
 
 from fastapi import Request
 
-from sluicegate.bounded_body import declared_too_large, read_limited
+from sluicegate.web.bounded_body import declared_too_large, read_limited
 from sluicegate.errors import SluicegateError
 
 MAX_FORM_BYTES = 8 * 1024

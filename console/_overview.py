@@ -2,7 +2,7 @@
 
 Decisions come from receipts (last hour, last day, and the day by hour); active runs from the
 capacity counters against the limits the same planner intake uses reports; the deferred queue,
-breakers and open dead letters from ``starter.py status``'s own view (``status_views.gather``);
+breakers and open dead letters from ``starter.py status``'s own view (``sluicegate.operations.status.gather``);
 today's spend from the day-budget rows the model activity reserves against.
 
 What a tenant-scoped viewer does not see: the global counter and the global day budget, other
@@ -21,8 +21,8 @@ import ledger
 from console._access import Viewer
 from console._charts import BarChart, ColumnChart, Gauge, bar_chart, gauge, hourly_columns
 from intake.capacity import BreakerView, CapacityPlanner
-from sluicegate.config import Settings
-from sluicegate.status_views import TenantQueue, counter_limit, gather
+from sluicegate.config.settings import Settings
+from sluicegate.operations.status import TenantQueue, counter_limit, gather
 
 
 @dataclass(frozen=True)

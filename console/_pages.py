@@ -19,8 +19,8 @@ from console._overview import overview
 from console._render import utc
 from console._work import temporal_run_url, work_view
 from intake.decision import Outcome
-from sluicegate.operator_actions import KILL_SCOPES, kill_tenant
-from sluicegate.status_views import gather
+from sluicegate.operations.actions import KILL_SCOPES, kill_tenant
+from sluicegate.operations.status import gather
 
 OUTCOMES = tuple(str(o) for o in Outcome)
 LETTER_STATUSES = ("open", "retried", "resolved", "all")

@@ -31,7 +31,7 @@ from typing import Any
 
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
-from sluicegate.console_config import ConsoleConfig
+from sluicegate.config.console import ConsoleConfig
 
 COOKIE = "sg_console"
 SIGNIN_COOKIE = "sg_console_signin"

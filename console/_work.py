@@ -17,7 +17,7 @@ import ledger
 from console._access import Viewer
 from console._costs import cost_of, usage_of
 from intake.identity import parse_work_key
-from sluicegate.config import Settings
+from sluicegate.config.settings import Settings
 from workflows.contracts import TokenUsage
 
 

@@ -13,7 +13,7 @@ from demo.outcome import judge, observe, wait_for_runs
 from demo.render import render
 from demo.scenario import DEMO_OVERRIDES, DemoDriver, play
 from sluicegate.devstack import DevStack, StackError
-from sluicegate.progress import spinner
+from sluicegate.observability.progress import spinner
 
 
 def fresh_ledger(settings) -> None:
@@ -65,6 +65,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    from sluicegate.process_exit import run_then_exit
+    from sluicegate.temporal.process_exit import run_then_exit
 
     run_then_exit(main)

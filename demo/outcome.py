@@ -18,7 +18,7 @@ from sqlmodel import Session, select
 from activities.keys import marker_for, operation_key
 from demo.scenario import Sent
 from ledger import DeferredItem, Receipt, WorkVersion, make_engine
-from sluicegate.config import Settings
+from sluicegate.config.settings import Settings
 from workflows.contracts import RunStatus
 
 TERMINAL = frozenset(RunStatus)

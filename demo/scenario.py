@@ -13,7 +13,7 @@ import httpx
 from demo.github_payloads import delivery_headers, encode, pull_request_payload
 from intake.envelope import PullRequestRef
 from intake.identity import review_work_key
-from sluicegate.config import Settings
+from sluicegate.config.settings import Settings
 
 
 @dataclass

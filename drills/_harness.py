@@ -142,7 +142,7 @@ def comments_for(web: StackHttp, work_key: str, version: str) -> int:
 
 def workflow_status(stack: DevStack, workflow_id: str) -> str:
     async def describe() -> str:
-        from sluicegate.temporal_client import connect
+        from sluicegate.temporal.client import connect
 
         desc = await (await connect(stack.settings)).get_workflow_handle(workflow_id).describe()
         return desc.status.name if desc.status else "unknown"

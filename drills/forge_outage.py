@@ -57,8 +57,8 @@ class Sizes:
 
 
 def _apply_dispatcher(stack: DevStack) -> None:
-    from sluicegate.schedules import DISPATCH_SCHEDULE, apply_schedules
-    from sluicegate.temporal_client import connect
+    from sluicegate.temporal.schedules import DISPATCH_SCHEDULE, apply_schedules
+    from sluicegate.temporal.client import connect
 
     async def apply() -> None:
         await apply_schedules(await connect(stack.settings), stack.settings, only=[DISPATCH_SCHEDULE])

@@ -29,7 +29,7 @@ MODEL_SECONDS = 1.5
 
 def _closed_statuses(stack: DevStack) -> dict[str, str]:
     async def listing() -> dict[str, str]:
-        from sluicegate.temporal_client import connect
+        from sluicegate.temporal.client import connect
 
         client = await connect(stack.settings)
         return {wf.id: wf.status.name if wf.status else "unknown"

@@ -3,7 +3,7 @@
 A 404 is an answer (the pull request does not exist); any other forge error means the source
 cannot be read now (permanently so when the mapper says retrying cannot help: bad credentials, a
 forbidden repository) and intake defers, asking the sender to come back after the delay the forge
-error mapper (``sluicegate.forge_errors``) derived: a rate limit's own delay, a 5xx's
+error mapper (``sluicegate.forge.errors``) derived: a rate limit's own delay, a 5xx's
 ``Retry-After``, or intake's default.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from intake.envelope import PullRequestRef
 from intake.freshness import TargetSnapshot
 from intake.ports import SourceUnavailable
-from sluicegate.forge_client import ForgeClient, ForgeError
+from sluicegate.forge.client import ForgeClient, ForgeError
 
 
 class ForgeTargetReader:

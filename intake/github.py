@@ -28,9 +28,8 @@ from intake.decision import Reason
 from intake.envelope import Envelope, PullRequestRef, TriggerKind
 from intake.errors import InvalidDelivery
 from intake.identity import review_candidate
-from intake.hygiene import MAX_NUMBER, input_version, repository
+from intake.hygiene import MAX_NUMBER, display_title, input_version, repository
 from intake.sources import ParsedDelivery, VerifiedDelivery
-from workflows.run_memo import display_title
 from intake.sources._common import (MAX_EVENT_TYPE, MAX_JSON_DEPTH_ERROR, content_digest, decode_json,
                                     delivery_id_from, header, identity_text, media_type, utc)
 
@@ -71,7 +70,7 @@ class _PullRequest(_Lenient):
     draft: bool = False
     updated_at: datetime | None = None
     title: Any = None
-    """Shown in the Temporal UI only (``workflows.run_memo.display_title`` keeps a short string)."""
+    """Shown in the Temporal UI only (``intake.hygiene.display_title`` keeps a short string)."""
 
 
 class PullRequestEvent(_Lenient):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from typing import Any
 
 MAX_NAME = 100
 """An owner or repository name (GitHub allows 39 and 100)."""
@@ -102,3 +103,17 @@ def printable(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters with every refused character shown as ``?``: for
     messages and log lines that quote something, never for identities."""
     return "".join("?" if unicodedata.category(ch) in _REFUSED_CATEGORIES else ch for ch in text[:limit])
+
+
+TITLE_LIMIT = 120
+"""A pull request title kept for the Temporal UI (summary and memo, ``workflows/run_memo.py``) is cut
+to this many characters; here, not in workflows, because the GitHub parser keeps titles short too."""
+
+
+def display_title(value: Any) -> str:
+    """A pull request title fit for the UI: a string, one line, at most :data:`TITLE_LIMIT` characters."""
+    if not isinstance(value, str):
+        return ""
+    line = "".join(c if c.isprintable() else " " for c in value[:TITLE_LIMIT * 4])
+    line = " ".join(line.split())
+    return line if len(line) <= TITLE_LIMIT else line[:TITLE_LIMIT - 1] + "…"

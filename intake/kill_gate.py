@@ -19,7 +19,7 @@ outbox relay, which starts nothing in a killed scope either).
 
 Lifting the kill (``unkill``) restores admission for new deliveries at once (the next lookup);
 queued items are re-decided by the next dispatch pass, and ``unkill`` starts one so that is at
-once rather than at the schedule's next tick (``sluicegate/operator_actions.py``).
+once rather than at the schedule's next tick (``sluicegate/operations/actions.py``).
 
 The lookup is one indexed query per candidate; a ledger that cannot be read raises, and the
 caller's ledger-down handling applies (the decide that follows needs the same ledger).
@@ -33,6 +33,7 @@ from typing import Protocol
 from intake.decision import Outcome, Reason
 from intake.envelope import Envelope, WorkCandidate
 from intake.receipts import ReceiptDraft, draft_for
+from sluicegate.errors import SluicegateError
 
 
 class KillView(Protocol):
@@ -51,7 +52,7 @@ class KillLookup(Protocol):
         ...
 
 
-class HeldByKill(Exception):
+class HeldByKill(SluicegateError):
     """A deferred item in a killed scope: it stays queued and the dispatch pass skips it."""
 
 

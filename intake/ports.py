@@ -10,9 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from typing import Any
-
-from intake.capacity import Block, CapacityRequest
+from intake.capacity.context import CapacityContext  # noqa: F401 - re-exported: the port's argument
 from intake.decision import IntakeDecision
 from intake.envelope import Envelope, PullRequestRef, WorkCandidate
 from intake.freshness import TargetSnapshot
@@ -38,24 +36,6 @@ class TargetReader(Protocol):
     async def read(self, ref: PullRequestRef, tenant: str | None = None) -> TargetSnapshot:
         """Current state of the target, read with ``tenant``'s credentials; raises :class:`SourceUnavailable`."""
         ...
-
-
-@dataclass(frozen=True)
-class CapacityContext:
-    """What an accept must also satisfy, decided in the same ledger transaction."""
-
-    request: CapacityRequest
-    payload: dict[str, Any]
-    """The envelope and candidate, stored with a deferred item to decide it again later."""
-    breaker: tuple[Block, float, str] | None = None
-    """An open breaker: (block, retry after seconds, message) — defer without trying slots."""
-    resume_item: str | None = None
-    """Deciding deferred item ``resume_item`` again (its delivery is already recorded)."""
-    resume_receipt: str | None = None
-    """The item's defer receipt when the dispatcher read it: if a newer version replaced the
-    queued one since (a new receipt), this decision is about a stale payload and is not applied."""
-    retry_after_seconds: float = 30.0
-    """How long a refused slot/queue defer asks to wait (jittered by the caller)."""
 
 
 class IntakeStore(Protocol):

@@ -35,7 +35,7 @@ delivery is then queued durably by the service); failed reads are not kept as sn
 
 Scope: per process, per event loop. Several API processes (or the worker's dispatcher) each have
 their own flights and snapshots; nothing is shared across processes, so N processes may make up
-to N reads of one target at once. The forge's conditional requests (ETag, ``sluicegate.forge_client``)
+to N reads of one target at once. The forge's conditional requests (ETag, ``sluicegate.forge.client``)
 make those repeats cheap where they happen.
 """
 

@@ -8,7 +8,7 @@ redeliver on its own): it records the delivery and queues it in the deferred que
 ``defer`` receipt (``source-unavailable`` or ``freshness-deadline``), and the dispatcher decides
 it again later. Each failed re-check waits twice as long as the one before, from
 ``retry_seconds`` up to ``max_seconds``, never less than the source's own ``Retry-After``, plus
-up to 20 % jitter so a backlog does not return in step (``sluicegate.retry_after``).
+up to 20 % jitter so a backlog does not return in step (``sluicegate.forge.retry_after``).
 
 Waiting only helps a source that is down. When the source answers that retrying cannot help (a
 non-retryable forge error: bad credentials, a forbidden repository) or the read fails in a way no
@@ -26,7 +26,8 @@ import asyncio
 import logging
 from dataclasses import dataclass, replace
 
-from intake.capacity import Block, CapacityPlanner
+from intake.capacity import CapacityPlanner
+from intake.capacity.dispatch import Requeue  # noqa: F401 - re-exported: raised here, caught by dispatch
 from intake.capacity.payload import to_payload
 from intake.decision import Outcome, Reason
 from intake.envelope import Envelope, WorkCandidate
@@ -34,17 +35,9 @@ from intake.freshness import TargetSnapshot
 from intake.ports import CapacityContext, SourceUnavailable, TargetReader
 from intake.receipts import ReceiptDraft, draft_for
 from sluicegate.errors import SluicegateError
-from sluicegate.retry_after import exponential_backoff
+from sluicegate.forge.retry_after import exponential_backoff
 
 log = logging.getLogger("sluicegate.intake")
-
-
-class Requeue(SluicegateError):
-    """A deferred item could not be re-checked now (source unreadable): it stays queued."""
-
-    def __init__(self, block: Block, retry_after: float, message: str) -> None:
-        super().__init__(message)
-        self.block, self.retry_after = block, retry_after
 
 
 class SourceRefused(SluicegateError):
@@ -53,7 +46,7 @@ class SourceRefused(SluicegateError):
 
 @dataclass(frozen=True)
 class UnreadPolicy:
-    """``intake:`` settings (``sluicegate.intake_config``) as intake uses them."""
+    """``intake:`` settings (``sluicegate.config.intake``) as intake uses them."""
 
     deadline_seconds: float = 4.0
     retry_seconds: float = 15.0

@@ -32,6 +32,7 @@ from sqlmodel import Session
 from intake.capacity import Block, CapacityRequest
 from intake.capacity.payload import emitted_later
 from ledger._capacity_models import DeferredItem
+from ledger._dead_letters import DeadLetters
 from ledger._sql import new_id, utcnow
 
 SLOT_BLOCKS = (str(Block.GLOBAL), str(Block.TENANT), str(Block.KEY))
@@ -196,8 +197,6 @@ class PoisonLetters:
         self._owner_for = owner_for
 
     def poison(self, item: DeferredItem, error: str) -> None:
-        from ledger._dead_letters import DeadLetters
-
         outcome = {"work_key": item.work_key, "input_version": item.input_version or "-", "generation": 0,
                    "tenant": item.tenant, "source": item.source, "reason": "deferred-dispatch-failed",
                    "last_error": f"deferred item {item.id}: {error}"[:2000], "retries": item.failures + 1}

@@ -58,7 +58,7 @@ _AAD = b"sluicegate-kept-delivery\x1f"
 
 
 class Sealer(Protocol):
-    """What sealing needs of ``sluicegate.codec.PayloadKeys`` (the ledger does not import it)."""
+    """What sealing needs of ``sluicegate.temporal.codec.PayloadKeys`` (the ledger does not import it)."""
 
     key_id: str
 

@@ -3,7 +3,7 @@
 Each case runs the real command in a subprocess against something really absent: a config file that
 does not exist, a ledger on a closed port (PostgreSQL) or in a missing directory (SQLite), a Temporal
 address nobody listens on, a webhook API that refuses the connection. The codes are
-``sluicegate.cli_errors``'s, which docs/cli.md lists.
+``sluicegate.temporal.exit_codes``'s, which docs/cli.md lists.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from simulators import free_port
-from sluicegate import cli_errors
+from sluicegate.temporal import exit_codes as cli_errors
 
 ROOT = Path(__file__).resolve().parents[1]
 

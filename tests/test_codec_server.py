@@ -8,9 +8,9 @@ from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
 
 from simulators import ServerThread
-from sluicegate.codec import EncryptionCodec, PayloadKeys, new_key, parse_key
-from sluicegate.codec_server import app_from_settings, create_codec_app, ui_codec_endpoint
-from sluicegate.config import DEFAULT_CONFIG_FILE, ConfigError, load_settings
+from sluicegate.temporal.codec import EncryptionCodec, PayloadKeys, new_key, parse_key
+from sluicegate.temporal.codec_server import app_from_settings, create_codec_app, ui_codec_endpoint
+from sluicegate.config.settings import DEFAULT_CONFIG_FILE, ConfigError, load_settings
 
 TOKEN = "codec-token-0123456789"
 UI = "http://127.0.0.1:8233"

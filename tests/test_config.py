@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sluicegate.config import DEFAULT_CONFIG_FILE, ConfigError, load_settings
+from sluicegate.config.settings import DEFAULT_CONFIG_FILE, ConfigError, load_settings
 
 
 def test_repo_config_loads_and_resolves_paths():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sluicegate.config import DEFAULT_CONFIG_FILE, ConfigError, load_settings
+from sluicegate.config.settings import DEFAULT_CONFIG_FILE, ConfigError, load_settings
 
 TOKEN = "shared-token-0123456789-abcdef"
 

@@ -8,8 +8,8 @@ import dataclasses
 
 import pytest
 
-from sluicegate.config import TaskBudget as BudgetConfig
-from sluicegate.model_config import Price as PriceConfig
+from sluicegate.config.settings import TaskBudget as BudgetConfig
+from sluicegate.config.model import Price as PriceConfig
 from workflows.contracts import Price, TaskBudget
 
 

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from sluicegate.forge_errors import MAX_FORGE_DELAY, SECONDARY_LIMIT_DEFAULT_DELAY, from_response, from_transport
-from sluicegate.retry_after import JITTER_FRACTION
+from sluicegate.forge.errors import MAX_FORGE_DELAY, SECONDARY_LIMIT_DEFAULT_DELAY, from_response, from_transport
+from sluicegate.forge.retry_after import JITTER_FRACTION
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 SECONDARY = "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."

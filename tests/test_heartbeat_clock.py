@@ -3,7 +3,7 @@ its last beat (or its start); a finished attempt stops counting."""
 
 from __future__ import annotations
 
-from sluicegate.activity_telemetry import HeartbeatClock
+from sluicegate.observability.activity_telemetry import HeartbeatClock
 
 
 def test_staleness_is_the_stalest_attempt_per_type_and_beats_reset_it():

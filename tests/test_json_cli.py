@@ -21,8 +21,8 @@ from intake.decision import Outcome, Reason
 from intake.envelope import TriggerKind
 from intake.ports import CapacityContext
 from intake.receipts import ReceiptDraft
-from sluicegate.json_output import dumps
-from sluicegate.status_views import Status, shown
+from sluicegate.cli.json_output import dumps
+from sluicegate.operations.status import Status, shown
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,9 +10,9 @@ import logging
 
 from opentelemetry.sdk.trace import TracerProvider
 
-from sluicegate.config import load_settings
-from sluicegate.log_context import log_context
-from sluicegate.telemetry import log_handler
+from sluicegate.config.settings import load_settings
+from sluicegate.observability.log_context import log_context
+from sluicegate.observability.telemetry import log_handler
 
 KEY = "acme/github:acme/api#42:review"
 

@@ -12,7 +12,7 @@ from sqlmodel import Session
 import ledger
 from intake.capacity.breaker import BreakerPolicy
 from ledger import BreakerBoard, DeadLetter, DeferredItem, Receipt, WorkVersion
-from sluicegate.ledger_gauges import CachedReading, LedgerReading, read_ledger
+from sluicegate.observability.ledger_gauges import CachedReading, LedgerReading, read_ledger
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 POLICY = BreakerPolicy(failure_threshold=2, window_seconds=60, open_seconds=600, ramp_seconds=0)

@@ -13,7 +13,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from intake.decision import IntakeDecision, Outcome, Reason
 from intake.envelope import Envelope, TriggerKind
-from sluicegate import metrics as sg
+from sluicegate.observability import metrics as sg
 from workflows.contracts import RunOutcome, TokenUsage
 
 READER = InMemoryMetricReader()

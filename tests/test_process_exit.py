@@ -12,7 +12,7 @@ def _run(tmp_path: Path, body: str) -> subprocess.CompletedProcess:
     script = tmp_path / "prog.py"
     root = str(Path(__file__).resolve().parents[1])
     lines = ["import atexit, sys", f"sys.path.insert(0, {root!r})",
-             "from sluicegate.process_exit import run_then_exit",
+             "from sluicegate.temporal.process_exit import run_then_exit",
              f"atexit.register(lambda: open({str(tmp_path / 'flushed')!r}, 'w').write('yes'))",
              "def main():", textwrap.indent(textwrap.dedent(body).strip(), "    "),
              "run_then_exit(main)", "print('never reached')"]

@@ -8,8 +8,8 @@ import socket
 
 import pytest
 
-from sluicegate.config import load_settings
-from sluicegate.prometheus_export import socket_address, temporal_runtime
+from sluicegate.config.settings import load_settings
+from sluicegate.observability.prometheus_export import socket_address, temporal_runtime
 
 VAR = "SLUICEGATE__TELEMETRY__PROMETHEUS__TEMPORAL_BIND"
 

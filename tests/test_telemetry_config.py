@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sluicegate.config import ConfigError, load_settings
+from sluicegate.config.settings import ConfigError, load_settings
 
 VAR = "SLUICEGATE__TELEMETRY__PROMETHEUS__WORKER_BIND"
 

@@ -13,7 +13,7 @@ import sys
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from sluicegate.genai import DURATION_BUCKETS, TOKEN_BUCKETS
+from sluicegate.observability.genai import DURATION_BUCKETS, TOKEN_BUCKETS
 from tests.test_alert_rules import ROOT, alerts
 
 

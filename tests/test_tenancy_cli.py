@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import typer
 
-from sluicegate.config import DEFAULT_CONFIG_FILE, load_settings
-from sluicegate.operator_cli import _scope, running_agents_query
-from sluicegate.trigger_cli import goal_request
+from sluicegate.config.settings import DEFAULT_CONFIG_FILE, load_settings
+from sluicegate.cli.operator import _scope, running_agents_query
+from sluicegate.cli.trigger import goal_request
 
 
 def test_a_kill_on_a_work_key_needs_the_tenant_in_the_key():

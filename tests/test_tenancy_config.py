@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sluicegate.config import DEFAULT_CONFIG_FILE, ConfigError, load_settings
-from sluicegate.tenancy_config import configured_tenants, scope_rules
+from sluicegate.config.settings import DEFAULT_CONFIG_FILE, ConfigError, load_settings
+from sluicegate.config.tenancy import configured_tenants, scope_rules
 from tests.support.tenants import two_tenants
 
 EVE_TOKEN, ROOT_TOKEN = "test-token-eve-0123456789", "test-token-root-0123456789"  # long enough to be valid

@@ -6,10 +6,10 @@ import signal
 
 import uvicorn
 
-from sluicegate.config import load_settings
-from sluicegate.dev_guard import refuse_published_secrets
-from sluicegate.metrics import setup_metrics
-from sluicegate.telemetry import setup_logging, setup_tracing
+from sluicegate.config.settings import load_settings
+from sluicegate.config.dev_guard import refuse_published_secrets
+from sluicegate.observability.metrics import setup_metrics
+from sluicegate.observability.telemetry import setup_logging, setup_tracing
 from webhook_api import create_app
 
 
@@ -33,6 +33,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    from sluicegate.process_exit import run_then_exit
+    from sluicegate.temporal.process_exit import run_then_exit
 
     run_then_exit(main)

@@ -33,13 +33,13 @@ from console import ConsolePorts, create_console
 from intake.decision import Reason
 from intake.errors import InvalidDelivery
 from intake.request_rules import source_rule
-from intake.temporal_admitter import TemporalAdmitter
+from sluicegate.temporal.admitter import TemporalAdmitter
 from ledger import SqlIntakeStore
-from sluicegate.bounded_body import declared_too_large, read_limited
-from sluicegate.capacity_setup import intake_service
-from sluicegate.config import Settings
-from sluicegate.resources import open_forge, open_ledger
-from sluicegate.temporal_client import connect
+from sluicegate.web.bounded_body import declared_too_large, read_limited
+from sluicegate.services.intake import intake_service
+from sluicegate.config.settings import Settings
+from sluicegate.services.resources import open_forge, open_ledger
+from sluicegate.temporal.client import connect
 from webhook_api._body import BodyReadGate, BodyTooSlow, bounded_headers
 from webhook_api._manual import manual_trigger, submit_manual
 from webhook_api._replay import replay

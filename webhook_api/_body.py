@@ -1,4 +1,4 @@
-"""Bounding a request before anything reads it: header count and size (body size: ``sluicegate.bounded_body``).
+"""Bounding a request before anything reads it: header count and size (body size: ``sluicegate.web.bounded_body``).
 
 uvicorn (h11) already refuses a header block over 16 KiB; these bounds are ours, below it,
 so what the parsers look at is small whatever server runs the app. A body over its cap is
@@ -13,7 +13,7 @@ from typing import Iterator
 
 from fastapi import Request
 
-from sluicegate.bounded_body import BodyTooSlow, declared_too_large, read_limited
+from sluicegate.web.bounded_body import BodyTooSlow, declared_too_large, read_limited
 
 __all__ = ["BodyReadGate", "BodyTooSlow", "bounded_headers", "declared_too_large", "read_limited"]
 

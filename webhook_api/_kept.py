@@ -23,8 +23,8 @@ from intake.errors import InvalidDelivery
 from intake.receipts import ReceiptDraft
 from intake.sources import VerifiedDelivery
 from ledger import KeptCaps, KeptDeliveries
-from sluicegate.config import Settings
-from sluicegate.temporal_client import payload_keys
+from sluicegate.config.settings import Settings
+from sluicegate.temporal.client import payload_keys
 from webhook_api._rejects import reject_with_receipt
 from webhook_api._responses import invalid_response
 

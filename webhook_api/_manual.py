@@ -37,8 +37,8 @@ from intake.errors import InvalidDelivery
 from intake.identity import review_candidate
 from intake.manual_request import MAX_BODY_BYTES, ManualTrigger, parse_manual_body
 from intake.request_rules import actor_rule, force_rule, tenant_rule
-from sluicegate.config import ActorConfig, Settings
-from sluicegate.tenancy_config import configured_tenants
+from sluicegate.config.settings import ActorConfig, Settings
+from sluicegate.config.tenancy import configured_tenants
 from webhook_api._body import BodyTooSlow, bounded_headers, declared_too_large, read_limited
 from webhook_api._refusals import refuse
 from webhook_api._rejects import reject_with_receipt

@@ -27,7 +27,7 @@ from log_rate_limit import StreamRateLimitFilter
 from intake.decision import Reason
 from intake.errors import InvalidDelivery
 from intake.hygiene import printable
-from sluicegate.metrics import record_unauthenticated
+from sluicegate.observability.metrics import record_unauthenticated
 from webhook_api._responses import refused_response
 
 UNKNOWN_SOURCE_LABEL = "unknown"

@@ -42,8 +42,8 @@ from intake.replay_request import MAX_BODY_BYTES, parse_replay_body
 from intake.request_rules import actor_rule, replay_rule
 from intake.sources import VerifiedDelivery
 from ledger import KeptDelivery
-from sluicegate.codec import PayloadKeyError
-from sluicegate.config import Settings
+from sluicegate.temporal.codec import PayloadKeyError
+from sluicegate.config.settings import Settings
 from webhook_api._body import BodyTooSlow, bounded_headers, declared_too_large, read_limited
 from webhook_api._kept import with_fields
 from webhook_api._manual import authenticated_actor

@@ -17,7 +17,7 @@ from intake.github import normalize_github, verify_github
 from intake.sources import ParsedDelivery, VerifiedDelivery
 from intake.sources.cloudevents_source import normalize_cloudevent, verify_cloudevent
 from intake.sources.standard_webhooks import normalize_standard_webhook, verify_standard_webhook
-from sluicegate.source_config import SourceConfig
+from sluicegate.config.source import SourceConfig
 
 HEADER_AUTH_KINDS = frozenset({"cloudevents"})
 """Kinds whose verify stage reads headers only (a bearer token): authenticated before the body is read."""

@@ -13,18 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from intake.hygiene import TITLE_LIMIT, display_title  # noqa: F401 - re-exported (the parser keeps titles short too)
+
 MEMO_PATCH = "memo-cost-so-far"
-TITLE_LIMIT = 120
 SUMMARY_LIMIT = 200
-
-
-def display_title(value: Any) -> str:
-    """A pull request title fit for the UI: a string, one line, at most :data:`TITLE_LIMIT` characters."""
-    if not isinstance(value, str):
-        return ""
-    line = "".join(c if c.isprintable() else " " for c in value[:TITLE_LIMIT * 4])
-    line = " ".join(line.split())
-    return line if len(line) <= TITLE_LIMIT else line[:TITLE_LIMIT - 1] + "…"
 
 
 def pull_request(order: Any) -> str:

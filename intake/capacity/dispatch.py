@@ -22,6 +22,7 @@ from typing import Any, Mapping, Protocol, Sequence
 from intake.capacity.fairness import DEFAULT_AGING_SECONDS, QueuedItem, as_aware, fair_order
 from intake.capacity.plan import Block
 from intake.decision import Outcome
+from sluicegate.errors import SluicegateError
 
 log = logging.getLogger("sluicegate.dispatch")
 TENANT_BLOCKS = {str(Block.TENANT), str(Block.QUOTA)}
@@ -84,6 +85,14 @@ class RoomCheck:
             self._counters[key] = self._counters.get(key, 0) + 1
 
 
+class Requeue(SluicegateError):
+    """A deferred item could not be re-checked now (source unreadable): it stays queued."""
+
+    def __init__(self, block: Block, retry_after: float, message: str) -> None:
+        super().__init__(message)
+        self.block, self.retry_after = block, retry_after
+
+
 @dataclass
 class DispatchReport:
     admitted: list[str] = field(default_factory=list)
@@ -101,7 +110,6 @@ async def dispatch_once(queue: QueuePort, service, active_by_tenant: Mapping[str
                         retry_after: float = 30.0, room: RoomCheck | None = None,
                         aging_seconds: float | None = DEFAULT_AGING_SECONDS) -> DispatchReport:
     from intake.kill_gate import HeldByKill
-    from intake.unread import Requeue  # unread imports capacity; avoid the cycle at import time
 
     report = DispatchReport()
     items = {i.id: i for i in await asyncio.to_thread(queue.due, batch)}

@@ -14,7 +14,7 @@ from intake.capacity.breaker import BreakerPolicy, BreakerState, BreakerView, br
 from intake.capacity.payload import to_payload
 from intake.capacity.plan import Block, CapacityPlanner
 from intake.envelope import Envelope, WorkCandidate
-from intake.ports import CapacityContext
+from intake.capacity.context import CapacityContext
 
 
 class BreakerSource(Protocol):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from intake.envelope import TriggerKind, WorkCandidate
-from sluicegate.retry_after import JITTER_FRACTION, with_jitter
+from sluicegate.forge.retry_after import JITTER_FRACTION, with_jitter
 
 GLOBAL_SLOT = "global"
 
@@ -155,6 +155,6 @@ def take_token(tokens: float, elapsed_seconds: float, rate: RateLimit) -> tuple[
 
 
 def jittered(seconds: float, fraction: float = JITTER_FRACTION, rng: random.Random | None = None) -> float:
-    """``seconds`` stretched by up to ``fraction`` at random (``sluicegate.retry_after.with_jitter``,
+    """``seconds`` stretched by up to ``fraction`` at random (``sluicegate.forge.retry_after.with_jitter``,
     uncapped), so deferred work does not return in step; rounded up to a tenth of a second."""
     return math.ceil(with_jitter(seconds, rng, cap=math.inf, fraction=fraction) * 10) / 10

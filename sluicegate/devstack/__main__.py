@@ -12,8 +12,8 @@ from sluicegate.devstack import DevStack, StackError
 
 async def _apply_schedules(settings) -> dict[str, str]:
     """Scans, the outbox relay and pruning (delivery window, retention) tick in a stack that stays up."""
-    from sluicegate.schedules import apply_schedules
-    from sluicegate.temporal_client import connect
+    from sluicegate.temporal.schedules import apply_schedules
+    from sluicegate.temporal.client import connect
 
     return await apply_schedules(await connect(settings), settings)
 
@@ -51,6 +51,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    from sluicegate.process_exit import run_then_exit
+    from sluicegate.temporal.process_exit import run_then_exit
 
     run_then_exit(main)

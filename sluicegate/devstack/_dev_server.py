@@ -9,7 +9,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from sluicegate.config import Settings
+from sluicegate.config.settings import Settings
 from sluicegate.devstack._processes import StackError
 
 
@@ -39,7 +39,7 @@ def dev_server_argv(settings: Settings, headless: bool = False, codec: bool = Fa
     if headless:
         argv.append("--headless")
     elif codec:
-        from sluicegate.codec_server import ui_codec_endpoint
+        from sluicegate.temporal.codec_server import ui_codec_endpoint
 
         argv += ["--ui-codec-endpoint", ui_codec_endpoint(settings)]
     return argv

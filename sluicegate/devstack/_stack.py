@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 
 import ledger
-from sluicegate.config import Settings, load_settings
+from sluicegate.config.settings import Settings, load_settings
 from sluicegate.devstack._dev_server import dev_server_argv
 from sluicegate.devstack._processes import ManagedProcess, StackError, free_port, port_in_use
 
@@ -47,7 +47,7 @@ async def _temporal_ready(settings: Settings) -> bool:
 class DevStack:
     def __init__(self, env_overrides: dict[str, str] | None = None, *, headless: bool = False,
                  with_api: bool = True, with_worker: bool = True, log_dir: Path | None = None) -> None:
-        # The dev stack runs the published dev secrets on loopback: dev mode (sluicegate/dev_guard.py).
+        # The dev stack runs the published dev secrets on loopback: dev mode (sluicegate/config/dev_guard.py).
         self.env = {"SLUICEGATE_DEV_MODE": "1", **os.environ, **(env_overrides or {})}
         self.settings = load_settings(env=self.env)
         self.headless = headless
@@ -117,7 +117,7 @@ class DevStack:
             url = f"http://{addr.host}:{addr.port}/_sim/stats"
             proc.wait_until(lambda url=url: _http_ok(url), 30)
         if self.encrypted:
-            codec = self._process("codec-server", [py, "-m", "sluicegate.codec_server"])
+            codec = self._process("codec-server", [py, "-m", "sluicegate.temporal.codec_server"])
             codec.start()
             codec.wait_until(lambda: _http_ok(f"http://{s.codec_server.host}:{s.codec_server.port}/healthz"), 30)
         if self.with_worker:

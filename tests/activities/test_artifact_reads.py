@@ -25,7 +25,7 @@ BIG = "diff --git a/big.py b/big.py\n@@ -0,0 +1,700 @@\n" + "".join(f"+line {i} 
 
 
 def _keys(*texts: str):
-    from sluicegate.codec import PayloadKeys, parse_key
+    from sluicegate.temporal.codec import PayloadKeys, parse_key
 
     return PayloadKeys(parse_key(texts[0]), [parse_key(t) for t in texts[1:]])
 
@@ -46,7 +46,7 @@ async def _read(tools: ArtifactTools, req: ToolRequest) -> str:
 
 @pytest.mark.parametrize("sealed", [False, True], ids=["plain", "sealed"])
 async def test_a_large_artifact_is_read_back_in_bounded_parts(tmp_path, sealed):
-    from sluicegate.codec import new_key
+    from sluicegate.temporal.codec import new_key
 
     keys = _keys(new_key()) if sealed else None
     store = ArtifactStore(tmp_path, keys)
@@ -107,7 +107,7 @@ async def test_bad_arguments_are_answered_not_raised(tmp_path, arguments, messag
 
 
 async def test_a_sealed_artifact_without_its_key_is_answered_unreadable(tmp_path):
-    from sluicegate.codec import new_key
+    from sluicegate.temporal.codec import new_key
 
     owner = _req("acme", 1, "{}")
     handle = ArtifactStore(tmp_path, _keys(new_key())).put(BIG.encode(), _scope(owner))

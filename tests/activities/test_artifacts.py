@@ -26,7 +26,7 @@ def test_diff_summary_counts_files_and_lines():
 
 
 def _keys(*texts: str):
-    from sluicegate.codec import PayloadKeys, parse_key
+    from sluicegate.temporal.codec import PayloadKeys, parse_key
 
     return PayloadKeys(parse_key(texts[0]), [parse_key(t) for t in texts[1:]])
 
@@ -36,7 +36,7 @@ def _file(root, handle: str):
 
 
 def test_artifacts_are_sealed_at_rest_and_open_with_retired_keys(tmp_path):
-    from sluicegate.codec import PayloadKeyError, new_key
+    from sluicegate.temporal.codec import PayloadKeyError, new_key
 
     old, new = new_key(), new_key()
     secret = b"diff --git a/secret b/secret\n+API_KEY=hunter2\n"
@@ -55,7 +55,7 @@ def test_artifacts_are_sealed_at_rest_and_open_with_retired_keys(tmp_path):
 
 
 def test_a_plaintext_artifact_from_before_encryption_is_read_then_sealed(tmp_path):
-    from sluicegate.codec import new_key
+    from sluicegate.temporal.codec import new_key
 
     handle = ArtifactStore(tmp_path).put(b"old diff\n")
     keys = _keys(new_key())

@@ -27,10 +27,11 @@ from activities.gateway import ToolGateway
 from ledger import SideEffectLedger
 from simulators import serve_in_thread
 from simulators.forge import ForgeState, GitHubAppSpec, create_forge_app
-from sluicegate.config import DEFAULT_CONFIG_FILE, ConfigError, load_settings
-from sluicegate.forge_auth import InstallationTokens, StaticToken, credentials_from_settings
-from sluicegate.forge_client import ForgeClient, ForgeError
-from sluicegate.resources import open_forge
+from sluicegate.config.settings import DEFAULT_CONFIG_FILE, ConfigError, load_settings
+from sluicegate.forge.auth import InstallationTokens, StaticToken
+from sluicegate.services.forge_credentials import credentials_from_settings
+from sluicegate.forge.client import ForgeClient, ForgeError
+from sluicegate.services.resources import open_forge
 from workflows.contracts import ToolRequest
 
 APP_ID = "4242"

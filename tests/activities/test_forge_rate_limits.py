@@ -21,13 +21,13 @@ from intake.forge_reader import ForgeTargetReader
 from intake.identity import review_candidate
 from intake.scope import ScopeRules
 from intake.service import IntakeService
-from intake.temporal_admitter import TemporalAdmitter
+from sluicegate.temporal.admitter import TemporalAdmitter
 from intake.unread import UnreadPolicy
 from ledger import DeadLetter, DeferredItem, Delivery, SideEffect
 from ledger._sql import as_utc
-from sluicegate.forge_client import ForgeClient
-from sluicegate.forge_errors import SECONDARY_LIMIT_DEFAULT_DELAY
-from sluicegate.retry_after import JITTER_FRACTION
+from sluicegate.forge.client import ForgeClient
+from sluicegate.forge.errors import SECONDARY_LIMIT_DEFAULT_DELAY
+from sluicegate.forge.retry_after import JITTER_FRACTION
 from tests.support.agent_runs import copy_of_pr42, start_order, work_order
 from tests.support.histories import last_attempts
 from tests.support.sims import FORGE_TOKEN, settings_for

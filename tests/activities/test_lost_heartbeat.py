@@ -25,7 +25,7 @@ from activities.keys import operation_key
 from ledger import SideEffectLedger
 from simulators import serve_in_thread
 from simulators.forge import ForgeState, create_forge_app
-from sluicegate.forge_client import ForgeClient
+from sluicegate.forge.client import ForgeClient
 from workflows.contracts import ToolRequest
 from workflows.review_task import POST_COMMENT
 

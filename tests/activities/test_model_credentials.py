@@ -22,7 +22,7 @@ from activities.model_credentials import IssuedKey, ModelClients, ModelCredentia
 from ledger import KillSwitch
 from simulators import serve_in_thread
 from simulators.model import create_model_app
-from sluicegate.config import ModelConfig
+from sluicegate.config.settings import ModelConfig
 from workflows.contracts import ModelRequest
 from workflows.review_task import TOOLS
 
@@ -198,7 +198,7 @@ def test_a_tenant_entry_must_carry_exactly_one_key_of_its_own(tmp_path):
 
 
 def test_model_tenants_must_be_configured_tenants():
-    from sluicegate.config import ConfigError, DEFAULT_CONFIG_FILE, load_settings
+    from sluicegate.config.settings import ConfigError, DEFAULT_CONFIG_FILE, load_settings
 
     env = {"SLUICEGATE__MODEL__TENANTS": '{"acme": {"api_key": "sk-acme"}, "acmee": {"api_key": "sk-typo"}}'}
     with pytest.raises(ConfigError, match="model.tenants: 'acmee' is not a tenant of any source") as bad:

@@ -14,14 +14,14 @@ from sqlmodel import Session
 from temporalio.testing import ActivityEnvironment
 
 import ledger
-from activities.capacity_activities import capacity_activities
+from sluicegate.wiring import capacity_activities
 from activities.work_ledger import WorkLedgerActivities
 from intake.decision import Outcome, Reason
 from intake.envelope import TriggerKind
 from intake.receipts import ReceiptDraft
-from intake.temporal_admitter import TemporalAdmitter
+from sluicegate.temporal.admitter import TemporalAdmitter
 from ledger import CapacityCounter, CapacityHold, SqlIntakeStore, WorkItem, WorkStore, WorkVersion
-from sluicegate.forge_client import ForgeClient
+from sluicegate.forge.client import ForgeClient
 from tests.support.sims import FORGE_TOKEN, settings_for
 from workflows.capacity_contracts import ReapRequest
 from workflows.contracts import AGENT_WORKFLOW, AgentLoopStart, RunOutcome

@@ -20,7 +20,7 @@ from activities.artifacts import ArtifactStore
 from activities.forge_tools import ForgeTools
 from activities.gateway import ToolGateway
 from ledger import KillSwitch, SideEffectLedger
-from sluicegate.forge_client import ForgeClient
+from sluicegate.forge.client import ForgeClient
 from tests.support.sims import FORGE_TOKEN
 from workflows.contracts import ToolRequest
 

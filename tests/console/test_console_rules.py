@@ -9,9 +9,9 @@ from console._access import viewer_for
 from console._charts import bar_chart, gauge, hourly_columns, nice_ceiling
 from console._forms import decode_cursor, encode_cursor, safe_next
 from console._session import SessionSigner, _loads
-from sluicegate.config import ConfigError, DEFAULT_CONFIG_FILE, load_settings
-from sluicegate.dev_guard import published_in_use, refuse_published_secrets
-from sluicegate.operator_actions import kill_target, retry_trigger
+from sluicegate.config.settings import ConfigError, DEFAULT_CONFIG_FILE, load_settings
+from sluicegate.config.dev_guard import published_in_use, refuse_published_secrets
+from sluicegate.operations.actions import kill_target, retry_trigger
 
 CONFIGURED = {"acme", "beta"}
 

@@ -22,8 +22,8 @@ from demo.outcome import wait_for_runs
 from intake.capacity import breaker_gate
 from ledger import BreakerBoard, CapacityLedger, DeferredItem, make_engine
 from sluicegate.devstack import wait_for
-from sluicegate.schedules import DISPATCH_SCHEDULE, REAP_SCHEDULE, apply_schedules
-from sluicegate.temporal_client import connect
+from sluicegate.temporal.schedules import DISPATCH_SCHEDULE, REAP_SCHEDULE, apply_schedules
+from sluicegate.temporal.client import connect
 from tests.e2e.conftest import StackHttp
 
 pytestmark = pytest.mark.e2e

@@ -20,7 +20,7 @@ from demo.outcome import wait_for_runs
 from ledger import CapacityLedger, DeferredItem, Receipt, WorkVersion, make_engine
 from ledger._sql import as_utc
 from sluicegate.devstack import wait_for
-from sluicegate.temporal_client import connect
+from sluicegate.temporal.client import connect
 from tests.e2e.conftest import StackHttp
 from workflows.capacity_contracts import DISPATCH_WORKFLOW, REAP_WORKFLOW, DispatchRequest, DispatchResult, ReapRequest
 

@@ -12,7 +12,7 @@ from temporalio.api.common.v1 import Payloads
 from temporalio.client import Client
 
 from demo.outcome import wait_for_runs
-from sluicegate.codec import new_key
+from sluicegate.temporal.codec import new_key
 from sluicegate.devstack import dev_server_argv
 from tests.e2e.conftest import StackHttp
 
@@ -52,7 +52,7 @@ def test_encrypted_stack_runs_a_review_and_the_codec_server_reads_it(stack_facto
 
 
 def test_the_ui_is_pointed_at_the_codec_server_only_when_encryption_is_on(tmp_path):
-    from sluicegate.config import DEFAULT_CONFIG_FILE, load_settings
+    from sluicegate.config.settings import DEFAULT_CONFIG_FILE, load_settings
 
     plain = load_settings(DEFAULT_CONFIG_FILE, env={"SLUICEGATE_TELEMETRY_EXPORTER": "none"})
     assert "--ui-codec-endpoint" not in dev_server_argv(plain)

@@ -28,7 +28,7 @@ from demo.github_payloads import delivery_headers, pull_request_payload, sign
 from intake.errors import InvalidDelivery
 from intake.sources._common import decode_json, delivery_id_from, identity_text, media_type
 from intake.sources.cloudevents_source import STRUCTURED
-from sluicegate.config import DEFAULT_CONFIG_FILE, load_settings
+from sluicegate.config.settings import DEFAULT_CONFIG_FILE, load_settings
 from tests.webhook_api.deliveries import CE_TYPE, STD_TYPE, pr_data, std_headers
 
 FUZZ = settings(max_examples=200, derandomize=True, deadline=None, database=None, print_blob=True,

@@ -31,7 +31,7 @@ from intake.service import IntakeService
 from ledger import (AdmissionCount, CapacityCounter, CapacityHold, CapacityLedger, DeferredItem, DeferredQueue,
                     RateBucket, SqlIntakeStore)
 from ledger._queries import ReceiptFilter, list_receipts
-from sluicegate.forge_client import ForgeClient
+from sluicegate.forge.client import ForgeClient
 from tests.support.sims import FORGE_TOKEN
 
 GLOBAL_LIMIT = 4

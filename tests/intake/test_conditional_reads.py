@@ -7,7 +7,7 @@ import json
 
 import httpx
 
-from sluicegate.forge_client import ForgeClient
+from sluicegate.forge.client import ForgeClient
 from tests.support.sims import FORGE_TOKEN
 
 

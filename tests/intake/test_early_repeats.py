@@ -20,7 +20,7 @@ from intake.scope import ScopeRules
 from intake.service import IntakeService
 from intake.shared_reads import SharedReads, fresh_snapshot, taken_meanwhile
 from ledger import Receipt, SqlIntakeStore, WorkItem, WorkVersion
-from sluicegate.forge_client import ForgeClient
+from sluicegate.forge.client import ForgeClient
 from tests.support.sims import FORGE_TOKEN
 
 

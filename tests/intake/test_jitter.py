@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from intake.capacity import jittered
-from sluicegate.retry_after import JITTER_FRACTION, with_jitter
+from sluicegate.forge.retry_after import JITTER_FRACTION, with_jitter
 
 
 def test_jittered_adds_up_to_the_fraction_in_tenths():

@@ -30,7 +30,7 @@ from intake.scope import ScopeRules
 from intake.service import IntakeService
 from ledger import CapacityLedger, DeferredQueue, KillSwitch, SqlIntakeStore
 from ledger._queries import ReceiptFilter, list_receipts
-from sluicegate.forge_client import ForgeClient
+from sluicegate.forge.client import ForgeClient
 from tests.support.sims import FORGE_TOKEN
 
 

@@ -20,7 +20,7 @@ from intake.receipts import ReceiptDraft, draft_for
 from intake.decision import Outcome, Reason
 from intake.sources.cloudevents_source import parse_cloudevent
 from intake.sources.standard_webhooks import parse_standard_webhook
-from sluicegate.config import DEFAULT_CONFIG_FILE, load_settings
+from sluicegate.config.settings import DEFAULT_CONFIG_FILE, load_settings
 from tests.webhook_api.deliveries import ce_binary, ce_structured, cloud_event, pr_data, std_headers
 
 SOURCES = load_settings(DEFAULT_CONFIG_FILE, env={}).sources

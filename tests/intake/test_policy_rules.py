@@ -10,7 +10,7 @@ from intake.envelope import PullRequestRef
 from intake.freshness import TargetSnapshot
 from intake.identity import review_candidate
 from intake.policy import Policy
-from sluicegate.intake_config import IntakeConfig
+from sluicegate.config.intake import IntakeConfig
 
 OPEN = TargetSnapshot(exists=True, open=True, current_version="v")
 

@@ -22,10 +22,10 @@ from intake.decision import Outcome, Reason
 from intake.envelope import Envelope, PullRequestRef, TriggerKind
 from intake.identity import review_candidate
 from intake.ports import Admission
-from intake.temporal_admitter import TemporalAdmitter, work_order_for
+from sluicegate.temporal.admitter import TemporalAdmitter, work_order_for
 from ledger import DeferredItem, DeferredQueue, Receipt, WorkStore
-from sluicegate.capacity_setup import intake_service
-from sluicegate.forge_client import ForgeClient
+from sluicegate.services.intake import intake_service
+from sluicegate.forge.client import ForgeClient
 from tests.support.deferred import dispatch_until_decided
 from tests.support.sims import FORGE_TOKEN, settings_for
 

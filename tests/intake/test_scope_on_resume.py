@@ -20,7 +20,7 @@ from intake.ports import Admission
 from intake.scope import ScopeRules
 from intake.service import IntakeService
 from ledger import CapacityLedger, DeferredQueue, SqlIntakeStore
-from sluicegate.forge_client import ForgeClient
+from sluicegate.forge.client import ForgeClient
 from tests.support.sims import FORGE_TOKEN
 
 

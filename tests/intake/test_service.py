@@ -17,15 +17,15 @@ from intake.envelope import Envelope, PullRequestRef, TriggerKind
 from intake.forge_reader import ForgeTargetReader
 from intake.identity import review_candidate
 from intake.service import IntakeService
-from intake.temporal_admitter import TemporalAdmitter
+from sluicegate.temporal.admitter import TemporalAdmitter
 from intake.unread import UnreadPolicy
 from ledger import DeferredItem, DeferredQueue, Delivery, WorkVersion
 from ledger._sql import as_utc
 from simulators import free_port
-from sluicegate.capacity_setup import capacity_gate
-from sluicegate.forge_client import ForgeClient
-from sluicegate.retry_after import JITTER_FRACTION
-from sluicegate.tenancy_config import scope_rules
+from sluicegate.services.intake import capacity_gate
+from sluicegate.forge.client import ForgeClient
+from sluicegate.forge.retry_after import JITTER_FRACTION
+from sluicegate.config.tenancy import scope_rules
 from tests.support.deferred import dispatch_until_decided, pass_when_due
 from tests.support.sims import FORGE_TOKEN, settings_for
 

@@ -17,7 +17,7 @@ from intake.forge_reader import ForgeTargetReader
 from intake.freshness import TargetSnapshot, assess_freshness
 from intake.identity import review_candidate
 from intake.shared_reads import SharedReads, fresh_snapshot
-from sluicegate.forge_client import ForgeClient
+from sluicegate.forge.client import ForgeClient
 from tests.support.sims import FORGE_TOKEN
 
 HEAD = hashlib.sha1(b"shared head").hexdigest()

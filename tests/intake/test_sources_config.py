@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sluicegate.config import DEFAULT_CONFIG_FILE, ConfigError, load_settings
+from sluicegate.config.settings import DEFAULT_CONFIG_FILE, ConfigError, load_settings
 
 
 def _load(tmp_path: Path, sources: dict, env: dict | None = None):

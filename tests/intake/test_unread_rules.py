@@ -17,8 +17,8 @@ from intake.freshness import TargetSnapshot
 from intake.identity import review_candidate
 from intake.ports import SourceUnavailable
 from intake.unread import Unread, UnreadPolicy, read_within
-from sluicegate.intake_config import IntakeConfig
-from sluicegate.retry_after import JITTER_FRACTION, exponential_backoff
+from sluicegate.config.intake import IntakeConfig
+from sluicegate.forge.retry_after import JITTER_FRACTION, exponential_backoff
 from webhook_api._responses import decision_response, ledger_down_response
 
 CANDIDATE = review_candidate("acme", PullRequestRef("acme", "api", 7), "a" * 40)

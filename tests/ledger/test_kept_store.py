@@ -16,7 +16,7 @@ from intake.decision import Outcome, Reason
 from intake.envelope import TriggerKind
 from intake.receipts import ReceiptDraft
 from ledger import KeptCaps, KeptDeliveries, KeptDelivery, Receipt, Retention
-from sluicegate.codec import PayloadKeyError, PayloadKeys, new_key, parse_key
+from sluicegate.temporal.codec import PayloadKeyError, PayloadKeys, new_key, parse_key
 
 BODY = b'{"schema": "9", "data": {}}'
 

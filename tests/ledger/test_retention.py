@@ -188,6 +188,6 @@ def test_a_counter_in_use_is_stamped_when_raised_and_lowered(engine):
 
 
 def test_every_configured_table_has_a_rule():
-    from sluicegate.maintenance_config import RETAINED_TABLES
+    from sluicegate.config.maintenance import RETAINED_TABLES
 
     assert set(RETAINED_TABLES) - {"artifacts"} == set(RETENTION_RULES)

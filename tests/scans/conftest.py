@@ -25,7 +25,7 @@ from temporalio.testing import WorkflowEnvironment
 
 import ledger
 from ledger import Receipt
-from sluicegate.config import DEFAULT_CONFIG_FILE, Settings, load_settings
+from sluicegate.config.settings import DEFAULT_CONFIG_FILE, Settings, load_settings
 from tests.conftest import SEARCH_ATTRIBUTES, _bin
 from tests.support.sims import FORGE_TOKEN, MODEL_KEY
 from worker import create_worker

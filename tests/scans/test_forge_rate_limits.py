@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 
-from sluicegate.retry_after import JITTER_FRACTION
+from sluicegate.forge.retry_after import JITTER_FRACTION
 from tests.scans.conftest import agent_results, running_worker
 from tests.support.histories import last_attempts
 from workflows.scan_contracts import (

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from ledger import DayBudgets, ModelJournal, ModelJournalEntry, StepRef
-from sluicegate import schedules as sched
+from sluicegate.temporal import schedules as sched
 from tests.scans.conftest import _ctx, eventually, running_worker
 
 

@@ -19,12 +19,12 @@ from intake.envelope import Envelope, PullRequestRef, TriggerKind
 from intake.forge_reader import ForgeTargetReader
 from intake.identity import review_candidate
 from intake.service import IntakeService
-from intake.temporal_admitter import TemporalAdmitter
+from sluicegate.temporal.admitter import TemporalAdmitter
 from intake.unread import UnreadPolicy
 from ledger import DeferredQueue, SqlIntakeStore, WatermarkStore
-from sluicegate.forge_client import ForgeClient
-from sluicegate.retry_after import JITTER_FRACTION
-from sluicegate.tenancy_config import scope_rules
+from sluicegate.forge.client import ForgeClient
+from sluicegate.forge.retry_after import JITTER_FRACTION
+from sluicegate.config.tenancy import scope_rules
 from tests.scans.conftest import agent_results, running_worker
 from tests.support.sims import FORGE_TOKEN
 from workflows.scan import delivery_id_for

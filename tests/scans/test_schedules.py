@@ -18,8 +18,8 @@ from temporalio.testing import WorkflowEnvironment
 from typer.testing import CliRunner
 
 from ledger import WatermarkStore
-from sluicegate import schedules as sched
-from sluicegate.config import ScheduleConfig, Settings
+from sluicegate.temporal import schedules as sched
+from sluicegate.config.settings import ScheduleConfig, Settings
 from sluicegate.devstack import free_port
 from starter import app
 from tests.conftest import _bin

@@ -25,10 +25,10 @@ from intake.envelope import Envelope, PullRequestRef, TriggerKind
 from intake.identity import review_candidate, workflow_id_for
 from intake.ports import Admission
 from ledger import CapacityLedger, DeferredQueue, KillSwitch
-from sluicegate import schedules as sched
-from sluicegate.capacity_setup import intake_service
-from sluicegate.operator_actions import dispatch_now
-from sluicegate.resources import open_forge
+from sluicegate.temporal import schedules as sched
+from sluicegate.services.intake import intake_service
+from sluicegate.operations.actions import dispatch_now
+from sluicegate.services.resources import open_forge
 from tests.scans.conftest import _ctx, agent_results, eventually, running_worker
 
 

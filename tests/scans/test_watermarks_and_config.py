@@ -10,9 +10,9 @@ import pytest
 from temporalio.client import ScheduleOverlapPolicy
 
 from ledger import WatermarkStore
-from sluicegate.config import DEFAULT_CONFIG_FILE, ConfigError, ScheduleConfig, load_settings, parse_duration
-from sluicegate.forge_client import ForgeClient
-from sluicegate.schedules import schedule_for, scan_request_for
+from sluicegate.config.settings import DEFAULT_CONFIG_FILE, ConfigError, ScheduleConfig, load_settings, parse_duration
+from sluicegate.forge.client import ForgeClient
+from sluicegate.temporal.schedules import schedule_for, scan_request_for
 from tests.support.sims import FORGE_TOKEN
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)

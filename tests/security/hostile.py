@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from sluicegate.dev_guard import is_loopback
+from sluicegate.config.dev_guard import is_loopback
 from tests.support.ledger_rows import grown, table_counts
 
 SOURCES = ("github", "stdhooks", "events")

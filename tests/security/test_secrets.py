@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from sluicegate.config import DEFAULT_CONFIG_FILE, PROJECT_ROOT, ConfigError, load_settings
+from sluicegate.config.settings import DEFAULT_CONFIG_FILE, PROJECT_ROOT, ConfigError, load_settings
 from sluicegate.devstack import free_port
-from sluicegate.secret_fields import secret_fields
+from sluicegate.config.secret_fields import secret_fields
 
 pytestmark = pytest.mark.attack
 DEV = load_settings(DEFAULT_CONFIG_FILE, env={})
@@ -88,13 +88,13 @@ def test_the_published_secrets_are_known_to_the_code_itself():
     """Finding 8: the guard's list is in code (digests), so it holds whatever file ships."""
     import hashlib
 
-    from sluicegate.dev_guard import PUBLISHED_SECRET_DIGESTS
+    from sluicegate.config.dev_guard import PUBLISHED_SECRET_DIGESTS
 
     assert {hashlib.sha256(s.strip().encode()).hexdigest() for s in PUBLISHED} <= PUBLISHED_SECRET_DIGESTS
 
 
 def test_the_guard_fails_closed_when_temporal_dev_yaml_is_missing_or_changed(tmp_path):
-    from sluicegate.dev_guard import refuse_published_secrets
+    from sluicegate.config.dev_guard import refuse_published_secrets
 
     # A deployment's own config that kept the published values (copied from the dev file).
     deployed = load_settings(_changed(tmp_path, DEFAULT_CONFIG_FILE.read_text(), "deploy.yaml"), env={})

@@ -13,7 +13,7 @@ from temporalio.client import Client, WorkflowHandle
 
 from intake.envelope import PullRequestRef
 from intake.identity import review_work_key
-from sluicegate.config import Settings
+from sluicegate.config.settings import Settings
 from tests.support.sims import FORGE_TOKEN
 from worker import create_worker
 from workflows.contracts import (

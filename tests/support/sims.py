@@ -10,7 +10,7 @@ import pytest
 from simulators import ServerThread
 from simulators.forge import create_forge_app
 from simulators.model import create_model_app
-from sluicegate.config import DEFAULT_CONFIG_FILE, Settings, load_settings
+from sluicegate.config.settings import DEFAULT_CONFIG_FILE, Settings, load_settings
 
 FORGE_TOKEN = "test-forge-token"
 MODEL_KEY = "test-model-key"

@@ -30,10 +30,10 @@ from temporalio.testing import ActivityEnvironment
 from activities.model import ModelActivities, make_openai_client
 from simulators import ServerThread
 from simulators.model import create_model_app
-from sluicegate.activity_telemetry import ActivityTelemetry
-from sluicegate.ledger_gauges import CachedReading, LedgerReading, observe_ledger
-from sluicegate.metrics import record_outcome
-from sluicegate.ops_metrics import activity_attempts, record_run_latency, tool_calls
+from sluicegate.observability.activity_telemetry import ActivityTelemetry
+from sluicegate.observability.ledger_gauges import CachedReading, LedgerReading, observe_ledger
+from sluicegate.observability.metrics import record_outcome
+from sluicegate.observability.ops_metrics import activity_attempts, record_run_latency, tool_calls
 from tests.support.sims import MODEL_KEY
 from workflows.contracts import ModelRequest, RunOutcome
 from workflows.review_task import TOOLS

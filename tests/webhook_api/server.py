@@ -12,7 +12,7 @@ from sqlmodel import Session, select
 import ledger
 from ledger import Receipt
 from simulators import ServerThread
-from sluicegate.config import Settings
+from sluicegate.config.settings import Settings
 from tests.support.sims import Sims, settings_for
 from webhook_api import create_app
 

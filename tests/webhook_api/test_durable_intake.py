@@ -18,12 +18,12 @@ from sqlmodel import Session, select
 
 import ledger
 from demo.github_payloads import delivery_headers, encode, pull_request_payload
-from intake.temporal_admitter import TemporalAdmitter
+from sluicegate.temporal.admitter import TemporalAdmitter
 from ledger import DeferredItem, DeferredQueue, WorkVersion
 from ledger._dead_letters import DeadLetters
 from ledger._deferred import PoisonLetters
-from sluicegate.capacity_setup import intake_service
-from sluicegate.resources import open_forge
+from sluicegate.services.intake import intake_service
+from sluicegate.services.resources import open_forge
 from tests.support.deferred import dispatch_until_decided
 from tests.support.postgres import admin_url, create_database, drop_database
 from tests.webhook_api.server import fresh_pull, post, receipts, running_api

@@ -17,8 +17,8 @@ import ledger
 from intake.sources.schema_version import SchemaVersions
 from ledger import KeptDelivery
 from simulators import ServerThread
-from sluicegate.codec import new_key
-from sluicegate.config import Settings
+from sluicegate.temporal.codec import new_key
+from sluicegate.config.settings import Settings
 from starter import app as starter_app
 from tests.support.ledger_rows import grown, table_counts
 from tests.support.sims import settings_for

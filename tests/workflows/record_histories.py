@@ -45,7 +45,7 @@ from simulators import ServerThread
 from simulators.forge import create_forge_app
 from simulators.model import create_model_app
 from tests.support.agent_runs import accept_in_ledger, start_order, work_order
-from sluicegate.config import Settings
+from sluicegate.config.settings import Settings
 from tests.support.sims import FORGE_TOKEN, MODEL_KEY, Sims, settings_for
 from worker import create_worker
 from workflows.cancellation import cancel_reason_text

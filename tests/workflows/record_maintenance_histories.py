@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from sluicegate.schedules import PRUNE_DELIVERIES_SCHEDULE, maintenance_schedules
+from sluicegate.temporal.schedules import PRUNE_DELIVERIES_SCHEDULE, maintenance_schedules
 from tests.workflows.record_histories import recording, write
 
 QUEUE = "record-maintenance"

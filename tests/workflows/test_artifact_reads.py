@@ -37,7 +37,7 @@ def _tool_results(history_json: str) -> list[str]:
 @pytest.mark.parametrize("sealed", [False, True], ids=["plain", "sealed"])
 async def test_a_large_diff_is_stored_and_read_in_parts_by_the_model(temporal_env, sims, tmp_path, task_queue,
                                                                       sealed):
-    from sluicegate.codec import new_key
+    from sluicegate.temporal.codec import new_key
 
     sims.reset()
     url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
@@ -73,6 +73,6 @@ async def test_a_large_diff_is_stored_and_read_in_parts_by_the_model(temporal_en
 
 
 def _keys(settings):
-    from sluicegate.temporal_client import payload_keys
+    from sluicegate.temporal.client import payload_keys
 
     return payload_keys(settings)

@@ -18,10 +18,10 @@ from activities.keys import operation_key
 from intake.decision import Outcome
 from intake.envelope import Envelope, PullRequestRef, TriggerKind
 from intake.identity import review_candidate
-from intake.temporal_admitter import TemporalAdmitter
+from sluicegate.temporal.admitter import TemporalAdmitter
 from ledger import Receipt, SideEffect
-from sluicegate.capacity_setup import intake_service
-from sluicegate.forge_client import ForgeClient
+from sluicegate.services.intake import intake_service
+from sluicegate.forge.client import ForgeClient
 from tests.support.sims import FORGE_TOKEN, settings_for
 from tests.test_status_cli import _starter
 from worker import create_worker

@@ -15,8 +15,8 @@ import ledger
 from activities.artifacts import ArtifactStore
 from activities.maintenance import PruneRequest
 from ledger import Delivery, Receipt, WorkVersion
-from sluicegate.schedules import PRUNE_DELIVERIES_SCHEDULE, maintenance_schedules
-from sluicegate.temporal_client import payload_keys
+from sluicegate.temporal.schedules import PRUNE_DELIVERIES_SCHEDULE, maintenance_schedules
+from sluicegate.temporal.client import payload_keys
 from tests.support.sims import settings_for
 from worker import create_worker
 

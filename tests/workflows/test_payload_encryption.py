@@ -14,10 +14,10 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
 import ledger
-from sluicegate.codec import PLAINTEXT_REFUSED, new_key
-from sluicegate.codec_server import create_codec_app
+from sluicegate.temporal.codec import PLAINTEXT_REFUSED, new_key
+from sluicegate.temporal.codec_server import create_codec_app
 from simulators import ServerThread
-from sluicegate.temporal_client import data_converter, payload_codec
+from sluicegate.temporal.client import data_converter, payload_codec
 from tests.support.agent_runs import PR42_HEAD, run_orders, start_order, work_order
 from worker import create_worker
 from workflows.contracts import AgentLoopResult

@@ -14,8 +14,8 @@ import pytest
 from intake.decision import IntakeDecision, Outcome
 from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
 from intake.ports import Admission
-from intake.temporal_admitter import TemporalAdmitter
-from sluicegate.config import load_settings
+from sluicegate.temporal.admitter import TemporalAdmitter
+from sluicegate.config.settings import load_settings
 
 
 async def test_manual_and_scheduled_runs_get_their_priority_and_the_tenant_as_fairness_key(

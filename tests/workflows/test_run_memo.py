@@ -19,8 +19,8 @@ from intake.github import parse_github_delivery
 from intake.decision import IntakeDecision, Outcome
 from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
 from intake.ports import Admission
-from intake.temporal_admitter import TemporalAdmitter
-from sluicegate.config import load_settings
+from sluicegate.temporal.admitter import TemporalAdmitter
+from sluicegate.config.settings import load_settings
 from tests.support.agent_runs import start_order, work_order
 from tests.support.sims import settings_for
 from worker import create_worker

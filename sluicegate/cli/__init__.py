@@ -1,0 +1,1 @@
+"""``starter.py``'s sub-commands. Top layer: nothing below imports it."""

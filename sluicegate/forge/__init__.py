@@ -1,0 +1,1 @@
+"""The GitHub client, its App auth, and the one forge error mapper."""

@@ -1,0 +1,181 @@
+"""Client for the forge (GitHub's REST API or the forge simulator), built on gidgethub.
+
+Every failure surfaces as :class:`ForgeError`, classified by the one forge error mapper
+(``sluicegate.forge.errors``): rate limited (primary or secondary; retry after the server's
+delay), unavailable (5xx, timeouts, connection errors) or rejected (other 4xx). Timeouts and
+5xx on a write are ambiguous — the forge may have committed — so callers that mutate must
+reconcile before retrying (see ``activities.gateway``).
+
+Freshness reads (:meth:`ForgeClient.get_pull`) are conditional requests: gidgethub's cache hook
+with a bounded LRU remembers each pull's ``ETag`` and sends ``If-None-Match``; GitHub answers an
+unchanged pull ``304 Not Modified``, which does not count against the installation's rate limit.
+The cache is per client (per process), per tenant, and keeps only the fields freshness and goal
+observations read (``sluicegate.forge_cache``); ``get_pull`` returns those fields, 200 or 304 alike.
+
+Credentials come per call from a :class:`ForgeCredentials` (the tenant and repository of the
+call pick the token): :class:`StaticToken` sends one configured token everywhere;
+``sluicegate.forge.auth.InstallationTokens`` mints GitHub App installation tokens scoped to
+the call's repository. A 401 answered to a token the credentials can renew (an installation
+token revoked or expired early) drops that token and repeats the request once with a fresh
+one: a refused request was not applied, so repeating a write is safe. A 401 after a listing
+has already yielded items is raised as retryable instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any, AsyncIterator, Awaitable, Callable, Protocol
+
+import gidgethub
+import httpx2
+from gidgethub.httpx import GitHubAPI
+
+from sluicegate import forge_errors
+from sluicegate.forge_cache import FreshnessCache, pull_fields, scoped
+from sluicegate.forge_errors import ForgeError
+
+__all__ = ["ForgeClient", "ForgeCredentials", "ForgeError", "StaticToken", "call_forge"]
+
+DIFF_MEDIA_TYPE = "application/vnd.github.diff"
+USER_AGENT = "sluicegate"
+CONDITIONAL_CACHE_SIZE = 4096
+"""(tenant, pull request) pairs whose last ``ETag`` and freshness fields are remembered (least recently used
+dropped first; a few hundred bytes each)."""
+
+
+async def call_forge(coro_factory: Callable[[], Awaitable[Any]], *, write: bool = False) -> Any:
+    """Await one gidgethub request, turning every failure into a :class:`ForgeError` (``forge_errors``)."""
+    try:
+        return await coro_factory()
+    except gidgethub.HTTPException as exc:  # RateLimitExceeded, BadRequest, GitHubBroken, redirects
+        status = int(exc.status_code)
+        message = str(exc) or getattr(exc.status_code, "phrase", "")
+        raise forge_errors.from_response(status, getattr(exc, "headers", None), message, write=write) from None
+    except httpx2.TimeoutException as exc:
+        raise forge_errors.from_transport(f"timed out: {exc!r}", write=write) from None
+    except httpx2.TransportError as exc:
+        raise forge_errors.from_transport(f"connection failed: {exc!r}", write=write) from None
+
+
+class ForgeCredentials(Protocol):
+    """Where :class:`ForgeClient` gets the token for one call."""
+
+    async def token_for(self, tenant: str | None, owner: str, repo: str) -> str | None:
+        """The token to send for a call on ``owner/repo`` for ``tenant`` (None: unauthenticated)."""
+
+    def discard(self, tenant: str | None, owner: str, repo: str, token: str) -> bool:
+        """Forget ``token`` after the forge refused it; True if a fresh one can be obtained."""
+
+    async def aclose(self) -> None:
+        """Release what the credentials hold (HTTP clients)."""
+
+
+class StaticToken:
+    """One configured token (or none) for every tenant and repository; nothing to renew."""
+
+    def __init__(self, token: str | None) -> None:
+        self._token = token
+
+    async def token_for(self, tenant: str | None, owner: str, repo: str) -> str | None:
+        return self._token
+
+    def discard(self, tenant: str | None, owner: str, repo: str, token: str) -> bool:
+        return False
+
+    async def aclose(self) -> None:
+        return None
+
+
+class ForgeClient:
+    """Async client; one per process, closed with :meth:`aclose` (which also closes ``credentials``).
+
+    Pass either ``token`` (one static token, the historical behaviour) or ``credentials``.
+    Every method takes an optional ``tenant``: with GitHub App credentials it picks the
+    installation (without it, the installation configured for a tenant named like the owner).
+    """
+
+    def __init__(self, base_url: str, token: str | None = None, timeout_seconds: float = 10.0, *,
+                 credentials: ForgeCredentials | None = None) -> None:
+        if token is not None and credentials is not None:
+            raise ValueError("pass either token or credentials, not both")
+        self.base_url = base_url.rstrip("/")
+        self._http = httpx2.AsyncClient(timeout=timeout_seconds)
+        self._gh = GitHubAPI(self._http, USER_AGENT, base_url=self.base_url)
+        # Freshness reads only: gidgethub keys its cache by URL (not Accept), so the diff read of the
+        # same URL must never go through it; FreshnessCache adds the tenant. A 304 costs no rate limit.
+        self.freshness_cache = FreshnessCache(CONDITIONAL_CACHE_SIZE)
+        self._conditional = GitHubAPI(self._http, USER_AGENT, base_url=self.base_url, cache=self.freshness_cache)
+        self._credentials: ForgeCredentials = credentials if credentials is not None else StaticToken(token)
+
+    async def aclose(self) -> None:
+        try:
+            await self._http.aclose()
+        finally:
+            await self._credentials.aclose()
+
+    async def _send(self, tenant: str | None, owner: str, repo: str, request: Callable[[str | None], Awaitable[Any]],
+                    *, write: bool = False) -> Any:
+        """``request(token)``; once more with a fresh token if the forge refused a renewable one."""
+        tenant = tenant or None
+        token = await self._credentials.token_for(tenant, owner, repo)
+        try:
+            return await call_forge(lambda: request(token), write=write)
+        except ForgeError as exc:
+            if exc.status != 401 or token is None or not self._credentials.discard(tenant, owner, repo, token):
+                raise
+        token = await self._credentials.token_for(tenant, owner, repo)
+        return await call_forge(lambda: request(token), write=write)
+
+    async def _iterate(self, tenant: str | None, owner: str, repo: str, url: str) -> AsyncIterator[Any]:
+        """Every item of a paged listing; a refused token is renewed only before the first item."""
+        tenant = tenant or None
+        token = await self._credentials.token_for(tenant, owner, repo)
+        iterator = self._gh.getiter(url, oauth_token=token)
+        may_renew = True
+        while True:
+            try:
+                item = await call_forge(lambda: iterator.__anext__())
+            except StopAsyncIteration:
+                return
+            except ForgeError as exc:
+                if exc.status != 401 or token is None or not self._credentials.discard(tenant, owner, repo, token):
+                    raise
+                if not may_renew:
+                    raise ForgeError(f"{exc.message} (token refused in the middle of a listing; "
+                                     "the next attempt gets a new one)", 401, True) from None
+                may_renew = False
+                token = await self._credentials.token_for(tenant, owner, repo)
+                iterator = self._gh.getiter(url, oauth_token=token)
+                continue
+            may_renew = False
+            yield item
+
+    async def get_pull(self, owner: str, repo: str, number: int, *, tenant: str | None = None) -> dict[str, Any]:
+        """The pull request's freshness fields (``forge_cache.PULL_FIELDS`` and ``head.sha``), read
+        conditionally (``If-None-Match`` with this tenant's last ``ETag``: an unchanged pull answers
+        304 and the cached fields are returned)."""
+        async def read(token: str | None) -> Any:
+            with scoped(tenant):
+                return await self._conditional.getitem(f"/repos/{owner}/{repo}/pulls/{number}", oauth_token=token)
+
+        return pull_fields(await self._send(tenant, owner, repo, read))
+
+    async def get_pull_diff(self, owner: str, repo: str, number: int, *, tenant: str | None = None) -> str:
+        body = await self._send(tenant, owner, repo, lambda token: self._gh.getitem(
+            f"/repos/{owner}/{repo}/pulls/{number}", accept=DIFF_MEDIA_TYPE, oauth_token=token))
+        return body if isinstance(body, str) else str(body)
+
+    async def iter_comments(self, owner: str, repo: str, number: int, *,
+                            tenant: str | None = None) -> AsyncIterator[dict[str, Any]]:
+        url = f"/repos/{owner}/{repo}/issues/{number}/comments?per_page=100"
+        async for item in self._iterate(tenant, owner, repo, url):
+            yield item
+
+    async def post_comment(self, owner: str, repo: str, number: int, body: str, *,
+                           tenant: str | None = None) -> dict[str, Any]:
+        return await self._send(tenant, owner, repo, lambda token: self._gh.post(
+            f"/repos/{owner}/{repo}/issues/{number}/comments", data={"body": body}, oauth_token=token), write=True)
+
+    async def list_open_pulls(self, owner: str, repo: str, *, tenant: str | None = None) -> list[dict[str, Any]]:
+        """Every open pull request, least recently updated first, following the ``Link`` pages."""
+        url = f"/repos/{owner}/{repo}/pulls?state=open&sort=updated&direction=asc&per_page=100"
+        return [pull async for pull in self._iterate(tenant, owner, repo, url)]

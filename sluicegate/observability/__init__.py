@@ -1,0 +1,1 @@
+"""Logging, tracing and metrics. Imports only ``sluicegate.config``."""

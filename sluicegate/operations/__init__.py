@@ -1,0 +1,1 @@
+"""What an operator reads and does, shared by the CLI and the console."""

@@ -1,0 +1,1 @@
+"""The parts both processes build from the settings: ledger engine, forge client, intake service."""

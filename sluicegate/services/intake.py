@@ -1,0 +1,38 @@
+"""Builds the capacity gate and the intake service from the settings (API and worker alike)."""
+
+from __future__ import annotations
+
+from sqlalchemy.engine import Engine
+
+from intake.capacity import CapacityPlanner
+from intake.capacity.gate import CapacityGate
+from intake.forge_reader import ForgeTargetReader
+from intake.ports import Admitter
+from intake.service import IntakeService
+from intake.shared_reads import SharedReads
+from intake.unread import UnreadPolicy
+from intake.kill_gate import KillGate
+from ledger import BreakerBoard, KillSwitch, SqlIntakeStore
+from sluicegate.config.settings import Settings
+from sluicegate.observability.metrics import record_decision
+from sluicegate.config.tenancy import scope_rules
+
+
+def capacity_gate(settings: Settings, engine: Engine) -> CapacityGate:
+    cap = settings.capacity
+    return CapacityGate(CapacityPlanner(cap.limits(settings.sources)), BreakerBoard(engine, cap.breaker_policy()),
+                        cap.breaker_policy(), cap.breaker.gating_providers, cap.defer_retry_seconds)
+
+
+def unread_policy(settings: Settings) -> UnreadPolicy:
+    cfg = settings.intake
+    return UnreadPolicy(cfg.freshness_deadline_seconds, cfg.source_retry_seconds, cfg.source_retry_max_seconds)
+
+
+def intake_service(settings: Settings, engine: Engine, forge, admitter: Admitter) -> IntakeService:
+    policy = settings.intake.policy()
+    store = SqlIntakeStore(engine, max_readmissions=settings.intake.max_readmissions_per_version, policy=policy)
+    targets = SharedReads(ForgeTargetReader(forge), settings.intake.freshness_snapshot_seconds)
+    return IntakeService(store, targets, admitter, capacity_gate(settings, engine),
+                         scope=scope_rules(settings), on_decision=record_decision, unread=unread_policy(settings),
+                         kills=KillGate(KillSwitch(engine)), policy=policy)

@@ -1,0 +1,1 @@
+"""HTTP plumbing shared by the webhook API, the console and the codec server."""
