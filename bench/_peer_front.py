@@ -33,7 +33,7 @@ from fastapi.responses import JSONResponse
 
 from intake.errors import InvalidDelivery
 from intake.github import parse_github_delivery
-from sluicegate.config import load_settings
+from sluicegate.config.settings import load_settings
 from webhook_api._body import bounded_headers, read_limited
 
 MAX_BODY = 1024 * 1024
@@ -79,7 +79,7 @@ def create_app(peer: str, dbos_db: str | None) -> FastAPI:
 
 
 def _naive_start(settings):
-    from sluicegate.temporal_client import connect
+    from sluicegate.temporal.client import connect
 
     client = None
     lock = asyncio.Lock()

@@ -43,7 +43,7 @@ from intake.identity import workflow_id_for
 from ledger import WorkVersion, make_engine
 from sluicegate.devstack import DevStack, StackHttp, isolated_overrides
 from sluicegate.devstack._processes import ManagedProcess, free_port
-from sluicegate.temporal_client import connect
+from sluicegate.temporal.client import connect
 from sqlmodel import Session, select
 from workflows.contracts import AGENT_WORKFLOW
 

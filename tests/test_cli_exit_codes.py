@@ -95,7 +95,7 @@ def test_the_simulators_are_subcommands_with_their_own_refusals(tmp_path: Path) 
 
 
 def _run_then_exit(body: str) -> subprocess.CompletedProcess:
-    script = "from sluicegate.process_exit import run_then_exit\ndef boom():\n" + body + "\nrun_then_exit(boom)"
+    script = "from sluicegate.temporal.process_exit import run_then_exit\ndef boom():\n" + body + "\nrun_then_exit(boom)"
     return subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
 
 
@@ -109,10 +109,10 @@ def test_a_bug_keeps_its_traceback_and_its_own_exit_code() -> None:
 def test_a_bug_raised_while_handling_an_expected_failure_is_still_a_bug() -> None:
     """Only ``raise ... from`` explains an error: a KeyError raised inside an ``except`` for a
     configuration error is not a configuration error."""
-    done = _run_then_exit("    from sluicegate.config import ConfigError\n    try:\n        raise ConfigError('bad')\n"
+    done = _run_then_exit("    from sluicegate.config.settings import ConfigError\n    try:\n        raise ConfigError('bad')\n"
                           "    except ConfigError:\n        {}['missing']")
     assert done.returncode == cli_errors.BUG and "KeyError" in done.stderr
-    caused = _run_then_exit("    from sluicegate.config import ConfigError\n    try:\n        {}['missing']\n"
+    caused = _run_then_exit("    from sluicegate.config.settings import ConfigError\n    try:\n        {}['missing']\n"
                             "    except KeyError as exc:\n        raise ConfigError('bad value') from exc")
     assert caused.returncode == cli_errors.CONFIG and "Traceback" not in caused.stderr
 

@@ -10,7 +10,7 @@ Freshness reads (:meth:`ForgeClient.get_pull`) are conditional requests: gidgeth
 with a bounded LRU remembers each pull's ``ETag`` and sends ``If-None-Match``; GitHub answers an
 unchanged pull ``304 Not Modified``, which does not count against the installation's rate limit.
 The cache is per client (per process), per tenant, and keeps only the fields freshness and goal
-observations read (``sluicegate.forge_cache``); ``get_pull`` returns those fields, 200 or 304 alike.
+observations read (``sluicegate.forge.cache``); ``get_pull`` returns those fields, 200 or 304 alike.
 
 Credentials come per call from a :class:`ForgeCredentials` (the tenant and repository of the
 call pick the token): :class:`StaticToken` sends one configured token everywhere;
@@ -29,9 +29,9 @@ import gidgethub
 import httpx2
 from gidgethub.httpx import GitHubAPI
 
-from sluicegate import forge_errors
-from sluicegate.forge_cache import FreshnessCache, pull_fields, scoped
-from sluicegate.forge_errors import ForgeError
+from sluicegate.forge import errors as forge_errors
+from sluicegate.forge.cache import FreshnessCache, pull_fields, scoped
+from sluicegate.forge.errors import ForgeError
 
 __all__ = ["ForgeClient", "ForgeCredentials", "ForgeError", "StaticToken", "call_forge"]
 

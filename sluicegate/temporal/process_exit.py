@@ -6,7 +6,7 @@ at finalization one of them may touch the GIL and CPython aborts with
 turning a command that did its job into exit code -6. We run the ``atexit`` handlers
 (span flush, etc.) and flush stdio ourselves, then leave with ``os._exit`` so the
 teardown never runs. An expected failure (bad config, ledger or Temporal unreachable, see
-``sluicegate.cli_errors``) ends with its one-line message and documented exit code instead
+``sluicegate.temporal.exit_codes``) ends with its one-line message and documented exit code instead
 of a traceback; anything else is a bug: its traceback and exit code 70 (EX_SOFTWARE).
 """
 
@@ -38,7 +38,7 @@ def run_then_exit(main: Callable[[], object]) -> NoReturn:
     except KeyboardInterrupt:
         code = 130
     except Exception as exc:  # noqa: BLE001 - an expected failure gets one line; a bug keeps its traceback
-        from sluicegate.cli_errors import BUG, report
+        from sluicegate.temporal.exit_codes import BUG, report
 
         known = report(exc)
         if known is None:

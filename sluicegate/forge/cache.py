@@ -1,4 +1,4 @@
-"""The conditional-read cache behind :meth:`sluicegate.forge_client.ForgeClient.get_pull`.
+"""The conditional-read cache behind :meth:`sluicegate.forge.client.ForgeClient.get_pull`.
 
 gidgethub's cache protocol: a ``MutableMapping`` from the request URL to ``(etag, last_modified,
 data, more)``; on a GET it sends ``If-None-Match`` with the stored ETag and, on ``304``, returns the
