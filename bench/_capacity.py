@@ -21,6 +21,7 @@ import httpx
 from sqlmodel import Session, select
 
 from bench._common import head_sha
+from bench._harness import stage
 from intake.decision import Outcome
 from ledger import Receipt
 from ledger._sql import as_utc
@@ -278,6 +279,7 @@ async def drive(a, items: list[Delivery], engine, forge_url: str, cfg: CapacityC
     started = time.perf_counter()
     tick = asyncio.create_task(ticker(stop))
     try:
+        stage(f"capacity: submitting {len(items)} deliveries")
         await asyncio.gather(*(submitter() for _ in range(a.concurrency)))
         res.burst_seconds = time.perf_counter() - started
         _log(f"  burst submitted in {res.burst_seconds:.1f}s: {dict(res.answers)}")
@@ -287,6 +289,7 @@ async def drive(a, items: list[Delivery], engine, forge_url: str, cfg: CapacityC
             waiting = sum(n for (_, status), n in counts.items() if status == "waiting")
             if not waiting and not runs.busy:
                 break
+            stage(f"capacity: draining, {len(runs.started)}/{len(items)} admitted, {waiting} waiting")
             if time.perf_counter() - started > a.timeout:
                 res.failures.append(f"not drained after {a.timeout:.0f}s: {waiting} waiting")
                 break

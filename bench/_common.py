@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
 from bench._forge_reads import ForgeReads
-from bench._harness import Measurement
+from bench._harness import Measurement, stage
 from demo.github_payloads import delivery_headers, encode, pull_request_payload
 
 BENCH_SCOPE = {"SLUICEGATE__SOURCES__GITHUB__REPOSITORIES": '["acme/*", "bench*/*"]'}
@@ -130,6 +130,7 @@ async def interleave(rounds: int, intake: Callable[[int], Awaitable[SideRound]],
         if n % 2:
             order.reverse()
         for side, fn in order:
+            stage(f"{cmp.name}: round {n + 1}/{rounds}, {side}")
             result = await fn(n)
             (cmp.intake if side == "intake" else cmp.baseline).append(result)
             unit = cmp.unit if side == "intake" else cmp.base_unit or cmp.unit

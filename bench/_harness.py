@@ -6,6 +6,10 @@ with :func:`finish`. With ``--json`` the human report goes to stderr and stdout 
 one JSON document: the configuration, every measurement (how capacity was set up for it, its
 figures and ratios, whether its verification passed) and a ``verification`` map.
 
+While a bench runs on a terminal, one spinner (``sluicegate.observability.progress``) shows the
+measurement in progress and the time elapsed; each bench names its stages with :func:`stage`. With
+``--json``, or when stdout is not a terminal, there is no spinner and :func:`stage` does nothing.
+
 Exit status 0 when every measurement that ran verified (whatever the ratios: speed is
 reported, never asserted); 1 when one errored or failed its verification.
 """
@@ -20,6 +24,8 @@ import sys
 import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
+
+from sluicegate.observability.progress import SILENT, Status, spinner
 
 SCHEMA = "sluicegate.bench/1"
 
@@ -103,13 +109,43 @@ def _no_password(v: Any) -> Any:
     return v
 
 
+_status: Status = SILENT
+"""The running bench's spinner (set by :func:`finish`), or one that shows nothing."""
+
+SPINNER_TICK = 1.0
+"""Seconds between redraws of the elapsed time, so a measurement that prints nothing shows it is alive."""
+
+
+def stage(text: str) -> None:
+    """Name what the bench is measuring now (``capacity burst: draining``) on its spinner; a no-op
+    with ``--json``, when stdout is not a terminal, or outside :func:`finish`."""
+    _status.update(text)
+
+
+@contextlib.contextmanager
+def _spinning(a: argparse.Namespace, bench: str):
+    """The bench's spinner while ``run`` runs: never with ``--json`` (stdout then carries only the
+    document, and stderr the human report), and only on a terminal (``progress.spinner`` checks)."""
+    global _status
+    if a.json:
+        yield
+        return
+    with spinner(f"{bench}: starting", tick=SPINNER_TICK) as status:
+        _status = status
+        try:
+            yield
+        finally:
+            _status = SILENT
+
+
 def finish(a: argparse.Namespace, run: Callable[[], BenchReport], bench: str) -> int:
     """Run the bench (its human report on stdout, or on stderr with ``--json``), then print the JSON
     document and the verdict line; returns the exit status."""
     out = sys.stdout
     with contextlib.redirect_stdout(sys.stderr) if a.json else contextlib.nullcontext():
         try:
-            report = run()
+            with _spinning(a, bench):
+                report = run()
         except Exception as exc:  # noqa: BLE001 - a broken bench is a failed run, never a traceback-only exit
             traceback.print_exc()
             report = BenchReport(bench, config_of(a), errors=[f"{type(exc).__name__}: {exc}"])

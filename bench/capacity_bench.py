@@ -43,7 +43,7 @@ import ledger
 from bench._common import percentile
 from bench._dup import postgres_database
 from bench._e2e import run_dir
-from bench._harness import BenchReport, Measurement, config_of, finish, parser
+from bench._harness import BenchReport, Measurement, config_of, finish, parser, stage
 from bench._priority_flood import flood_rows, flood_workload, run_flood, verified, worst_lowest
 from ledger import CapacityLedger, DeferredItem
 from simulators import free_port, serve_in_thread
@@ -289,6 +289,7 @@ def _main(a) -> BenchReport:
              f"runs {a.run_ms[0]:.0f}-{a.run_ms[1]:.0f} ms, seed {a.seed}")
         with forge_simulator(a.forge_thread) as forge_url:
             t = time.perf_counter()
+            stage(f"capacity burst: creating {len(items)} pull requests")
             asyncio.run(create_pulls(forge_url, items))
             _log(f"  {len(items)} pull requests created on the forge simulator in {time.perf_counter() - t:.1f}s")
             before = _forge_reads(forge_url)
@@ -333,12 +334,14 @@ def _flood_main(a) -> BenchReport:
     runs = []
     try:
         with forge_simulator(a.forge_thread) as forge_url:
+            stage(f"priority flood: creating {len(items)} pull requests")
             asyncio.run(create_pulls(forge_url, items))
             for aging, label in ((a.aging, "aged"), (None, "strict")):
                 url, backend, drop = _ledger(a, tmp, label)
                 try:
                     ledger.upgrade(url)
                     engine = ledger.make_engine(url)
+                    stage(f"priority flood: {label} run, {a.flood_seconds:g} s of deliveries, then draining")
                     runs.append(asyncio.run(run_flood(a, items, engine, forge_url, cfg, aging, label)))
                     engine.dispose()
                 finally:

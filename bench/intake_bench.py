@@ -31,7 +31,7 @@ from rich.table import Table
 
 from bench import _dup, _e2e
 from bench._common import Comparison
-from bench._harness import BenchReport, config_of, finish, parser
+from bench._harness import BenchReport, config_of, finish, parser, stage
 
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/postgres"
 DUP_TARGET, E2E_TARGET, E2E_P95_TARGET = 0.8, 0.9, 1.2
@@ -88,6 +88,7 @@ def _e2e_run(a, tmp: Path) -> tuple[Comparison, dict | None]:
     if a.no_e2e:
         return Comparison("end-to-end admissions", E2E_TARGET, "admits/s", skipped="--no-e2e"), None
     t = time.perf_counter()
+    stage("end-to-end admissions: starting the dev stack")
     stack = _e2e.start_stack(tmp / "stack")
     _log(f"  dev stack up in {time.perf_counter() - t:.1f}s (logs in {stack.log_dir}); capacity: {_e2e.CAPACITY}")
     try:

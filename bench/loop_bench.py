@@ -42,7 +42,7 @@ from bench._dup import postgres_database
 from bench._e2e import run_dir
 from bench._loop import MODEL_STEPS, Overhead, Restart, measure_overhead, measure_restart
 from bench._common import BENCH_SCOPE, median
-from bench._harness import BenchReport, Measurement, config_of, finish, parser
+from bench._harness import BenchReport, Measurement, config_of, finish, parser, stage
 from sluicegate.devstack import DevStack, isolated_overrides
 
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 150)
@@ -206,6 +206,7 @@ async def _run(a, stack: DevStack, tmp: Path, postgres: bool
     batches: list[Batch] = []
     if not a.no_overhead:
         try:
+            stage("per-step overhead: AgentLoop vs. bare workflow")
             overhead = await measure_overhead(stack, tmp, a.rounds, a.orders, a.concurrency, a.warmup, _log)
         except Exception as exc:  # noqa: BLE001 - reported, exit status 1
             traceback.print_exc()
@@ -213,8 +214,10 @@ async def _run(a, stack: DevStack, tmp: Path, postgres: bool
     if not a.no_restart:
         try:
             t = time.perf_counter()
+            stage("worker SIGKILL mid-run: starting the worker")
             await asyncio.to_thread(stack.start_worker)
             _log(f"  worker process started in {time.perf_counter() - t:.1f}s")
+            stage(f"worker SIGKILL mid-run: {a.reviews} reviews")
             restart = await measure_restart(stack, a.reviews, a.delay, a.timeout, _log)
         except Exception as exc:  # noqa: BLE001
             traceback.print_exc()
@@ -223,6 +226,7 @@ async def _run(a, stack: DevStack, tmp: Path, postgres: bool
         try:
             if stack.processes.get("worker") is None or not stack.processes["worker"].alive():
                 await asyncio.to_thread(stack.start_worker)
+            stage(f"model calls per PR: {a.reviews} reviews per scenario")
             batches = await measure_batches(stack, a.reviews, a.delay, a.timeout, _log, after_answer=postgres)
         except Exception as exc:  # noqa: BLE001
             traceback.print_exc()
@@ -292,6 +296,7 @@ def _main(a) -> BenchReport:
     errors: list[str] = []
     try:
         t = time.perf_counter()
+        stage("loop bench: starting the dev stack")
         stack.start()
         _log(f"  dev stack up in {time.perf_counter() - t:.1f}s (no worker yet; logs in {stack.log_dir})")
         overhead, restart, batches, errors = asyncio.run(_run(a, stack, tmp, postgres))

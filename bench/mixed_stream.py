@@ -33,7 +33,7 @@ from rich.table import Table
 from activities.keys import marker_for, operation_key
 from bench._common import BENCH_SCOPE, NO_CAPACITY_LIMITS
 from bench._e2e import run_dir
-from bench._harness import BenchReport, Measurement, config_of, finish, parser
+from bench._harness import BenchReport, Measurement, config_of, finish, parser, stage
 from bench._mixed import (
     CATEGORIES, IntakeResult, NaiveResult, expected_workflow_ids, intake_phase, latency_ms, naive_phase,
 )
@@ -255,9 +255,11 @@ def report(a, stream: Stream, intake: IntakeResult | None, naive: NaiveResult | 
 # -- main ---------------------------------------------------------------------------------
 
 async def _run(a, stack: DevStack, stream: Stream) -> tuple[IntakeResult, NaiveResult | None]:
+    stage(f"mixed stream through intake: {len(stream.items)} deliveries, then the runs")
     intake = await intake_phase(stack, stream, a.concurrency, a.timeout, _log)
     naive = None
     if not a.no_naive:
+        stage(f"naive: one AgentLoop workflow per delivery ({len(stream.items)})")
         naive = await naive_phase(stack, stream, a.concurrency, a.timeout, _log, intake.phase.executions)
     return intake, naive
 
@@ -307,6 +309,7 @@ def _main(a) -> BenchReport:
                       **BENCH_SCOPE}, headless=True, log_dir=tmp / "logs")
     try:
         t = time.perf_counter()
+        stage("mixed stream: starting the dev stack")
         stack.start()
         _log(f"  dev stack up in {time.perf_counter() - t:.1f}s (with worker; logs in {stack.log_dir})")
         intake, naive = asyncio.run(_run(a, stack, stream))

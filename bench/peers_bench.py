@@ -37,7 +37,7 @@ import httpx
 
 from bench import _e2e
 from bench._common import BENCH_SCOPE, NO_CAPACITY_LIMITS, percentile
-from bench._harness import BenchReport, Measurement, config_of, finish, parser
+from bench._harness import BenchReport, Measurement, config_of, finish, parser, stage
 from drills._stream import Pull, build_stream, open_pulls, send_all
 from intake.identity import workflow_id_for
 from ledger import WorkVersion, make_engine
@@ -207,6 +207,7 @@ def _run(a) -> BenchReport:
     _log(f"peers bench{' (quick: verification, not speed)' if a.quick else ''}: {a.deliveries} deliveries for "
          f"{a.pulls} PRs, {a.in_flight} in flight, {a.rounds} round(s); capacity: {CAPACITY}; tmp={tmp}")
     try:
+        stage("peers bench: starting the dev stack and the peers")
         stack.start()
         fronts = {peer: _front(stack, peer, tmp) for peer in ("naive", "dbos")}
         web = StackHttp(stack)
@@ -214,6 +215,7 @@ def _run(a) -> BenchReport:
         for rnd in range(1, a.rounds + 1):
             order = SIDES[rnd - 1:] + SIDES[:rnd - 1]
             for side in order:
+                stage(f"duplicate storm: round {rnd}/{a.rounds}, {side}")
                 results[side].append(_storm(side, rnd, a, stack, web, fronts, tmp))
         peers = [(p, results[p]) for p in ("naive", "dbos")]
         for side in SIDES:

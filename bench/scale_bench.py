@@ -35,7 +35,7 @@ import httpx
 from bench import _e2e
 from bench._common import BENCH_SCOPE, NO_CAPACITY_LIMITS, percentile
 from bench._dup import postgres_database
-from bench._harness import BenchReport, Measurement, config_of, finish, parser
+from bench._harness import BenchReport, Measurement, config_of, finish, parser, stage
 from drills._stream import build_stream, open_pulls, wait_finished
 from sluicegate.devstack import DevStack, StackHttp, isolated_overrides
 from sluicegate.devstack._processes import ManagedProcess, free_port
@@ -140,13 +140,15 @@ def _kind(name: str) -> str:
 
 def _step(a, stack: DevStack, procs: Processes, web: StackHttp, n_api: int, n_workers: int,
           index: int) -> Measurement:
-    procs.grow(n_api, n_workers)
     name = f"{n_api} API x {n_workers} worker{'s' * (n_workers > 1)}"
+    stage(f"scale-out {name}: starting processes")
+    procs.grow(n_api, n_workers)
     pulls = open_pulls(web, f"acme/scale-{n_api}x{n_workers}", a.pulls)
     stream = build_stream(stack.settings.sources["github"].secret, pulls, a.deliveries, 0.5,
                           a.seed + index)  # delivery ids of its own per step
     meter = _e2e.CpuMeter(stack)
     cpu0 = meter.snapshot()
+    stage(f"scale-out {name}: sending {len(stream)} deliveries")
     answers, seconds = asyncio.run(_round_robin(procs.apis[:n_api], stream, a.in_flight, a.step_timeout))
     cpu = {k: v - cpu0.get(k, 0.0) for k, v in meter.snapshot().items()}
     sent = [x for x in answers if x is not None]
@@ -155,6 +157,7 @@ def _step(a, stack: DevStack, procs: Processes, web: StackHttp, n_api: int, n_wo
                      for x in sent)
     accepts = Counter(stream[i].pull for i, x in enumerate(answers) if x and x[1].get("outcome") == "accept")
     t = time.perf_counter()
+    stage(f"scale-out {name}: waiting for {len(pulls)} pull requests' runs")
     rows = wait_finished(stack, pulls, timeout=120 + 3 * a.pulls)
     drain = time.perf_counter() - t
     by_kind: Counter[str] = Counter()
@@ -206,6 +209,7 @@ def _run(a) -> BenchReport:
     _log(f"scale bench{' (quick: verification, not speed)' if a.quick else ''}: PostgreSQL ledger (private database), "
          f"{a.deliveries} deliveries for {a.pulls} PRs per step, {a.in_flight} in flight, steps {a.steps}; tmp={tmp}")
     try:
+        stage("scale bench: starting the dev stack")
         stack.start()
         procs, web = Processes(stack), StackHttp(stack)
         for index, (n_api, n_workers) in enumerate(a.plan):

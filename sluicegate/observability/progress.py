@@ -26,6 +26,10 @@ class _Silent:
         pass
 
 
+SILENT: Status = _Silent()
+"""A status that shows nothing (off a terminal, or where a caller has no spinner running)."""
+
+
 class _Spinning:
     """Keeps the current text; ``show`` redraws it with the elapsed time when ticking."""
 
