@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from intake.envelope import PullRequestRef
 from intake.freshness import TargetSnapshot
+from intake.hygiene import display_title
 from intake.ports import SourceUnavailable
 from sluicegate.forge.client import ForgeClient, ForgeError
 
@@ -28,4 +29,4 @@ class ForgeTargetReader:
             raise SourceUnavailable(str(exc), exc.retry_after, permanent=not exc.retryable) from None
         return TargetSnapshot(exists=True, open=pull.get("state") == "open",
                               current_version=(pull.get("head") or {}).get("sha"),
-                              draft=bool(pull.get("draft")))
+                              draft=bool(pull.get("draft")), title=display_title(pull.get("title")))

@@ -7,9 +7,10 @@ re-read of the source tells. This module is the pure comparison; the read itself
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from intake.decision import Reason
+from intake.envelope import WorkCandidate
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,16 @@ class TargetSnapshot:
     open: bool = False
     current_version: str | None = None
     draft: bool = False
+    title: str = field(default="", compare=False)
+    """The pull request's title as the source has it now, already through ``intake.hygiene.display_title``:
+    display only (the Temporal UI), never part of a decision."""
+
+
+def titled(candidate: WorkCandidate, snapshot: TargetSnapshot) -> WorkCandidate:
+    """``candidate`` with the source's title when it carries none (a manual trigger, a scan, a generic
+    source's delivery): the freshness read already fetched it, so the run's summary and memo name the
+    pull request without another read."""
+    return candidate if candidate.title or not snapshot.title else replace(candidate, title=snapshot.title)
 
 
 def assess_freshness(event_version: str | None, snapshot: TargetSnapshot) -> Reason | None:

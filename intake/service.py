@@ -42,7 +42,7 @@ from intake.capacity.plan import Block
 from intake.capacity.payload import from_payload
 from intake.decision import IntakeDecision, Outcome, Reason
 from intake.envelope import Envelope, WorkCandidate
-from intake.freshness import assess_freshness
+from intake.freshness import assess_freshness, titled
 from intake.kill_gate import HeldByKill, KillGate
 from intake.policy import Policy
 from intake.ports import Admission, Admitter, CapacityContext, IntakeStore, TargetReader
@@ -187,7 +187,7 @@ class IntakeService:
             f"admitting {candidate.work_key} at {version}", input_version=version), ctx)
         if decision.outcome != Outcome.ACCEPT:
             return _held_if_killed(decision, resume_item)
-        return await self._admit(Admission(decision, envelope, candidate))
+        return await self._admit(Admission(decision, envelope, titled(candidate, snapshot)))
 
     async def _refused_on_resume(self, envelope: Envelope, candidate: WorkCandidate) -> ReceiptDraft | None:
         """A deferred item is held to the scope and to kills again: out of scope drops it with a
