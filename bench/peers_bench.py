@@ -40,7 +40,7 @@ from bench._common import BENCH_SCOPE, NO_CAPACITY_LIMITS, percentile
 from bench._harness import BenchReport, Measurement, config_of, finish, parser, stage
 from drills._stream import Pull, build_stream, open_pulls, send_all
 from intake.identity import workflow_id_for
-from ledger import WorkVersion, make_engine
+from ledger import Receipt, WorkVersion, make_engine
 from sluicegate.devstack import DevStack, StackHttp, isolated_overrides
 from sluicegate.devstack._processes import ManagedProcess, free_port
 from sluicegate.temporal.client import connect
@@ -127,11 +127,16 @@ def _runs(side: str, stack: DevStack, pulls: list[Pull], tmp: Path, fronts: dict
     versions = {f"{p.work_key}@{p.sha}" for p in pulls}
     if side == "sluicegate":
         engine = make_engine(stack.settings.ledger_url())
+        keys = [p.work_key for p in pulls]
         with Session(engine) as s:
-            rows = list(s.exec(select(WorkVersion).where(WorkVersion.work_key.in_([p.work_key for p in pulls]))))
+            rows = list(s.exec(select(WorkVersion).where(WorkVersion.work_key.in_(keys))))
+            # Runs started = accept receipts (one per admission, each a work order signalled into the
+            # run): WorkVersion has one row per version whatever happens, and a second admission of a
+            # version is a signal into the open workflow, not a new execution, so neither can show it.
+            accepts = list(s.exec(select(Receipt).where(Receipt.work_key.in_(keys), Receipt.outcome == "accept")))
         engine.dispose()
         wfs = asyncio.run(_temporal_runs(stack, AGENT_WORKFLOW, {workflow_id_for(p.work_key) for p in pulls}))
-        return {"runs_started": len(rows), "ledger_versions": len({(r.work_key, r.input_version) for r in rows}),
+        return {"runs_started": len(accepts), "ledger_versions": len({(r.work_key, r.input_version) for r in rows}),
                 "temporal_workflows": wfs}
     if side == "naive":
         return {"runs_started": asyncio.run(_temporal_runs(stack, NAIVE_WORKFLOW, versions))}

@@ -126,7 +126,11 @@ PACKAGES: dict[str, str] = {
 
 # Never rewritten: recorded histories (activity names must stay byte-identical) and this script.
 SKIP_PREFIXES = ("tests/workflows/histories/", "tools/restructure.py", ".git/")
-NAME_CALLS = {"getLogger", "get_tracer", "get_meter", "getChild"}
+# Calls whose first argument is a telemetry name, not a module path (a metric renamed by the move
+# would silently break the alert rules that query it).
+NAME_CALLS = {"getLogger", "get_tracer", "get_meter", "getChild", "create_counter", "create_histogram",
+              "create_gauge", "create_up_down_counter", "create_observable_gauge", "create_observable_counter",
+              "create_observable_up_down_counter", "start_as_current_span", "start_span"}
 
 ROOT = Path(__file__).resolve().parent.parent
 

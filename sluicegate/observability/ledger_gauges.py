@@ -3,7 +3,7 @@ pending. Read at most once per ``telemetry.prometheus.ledger_read_seconds`` (cac
 collections), so a Prometheus scrape and the periodic exporter together cost one set of small
 aggregate queries. A ledger that cannot be read drops the observations (the series go stale in
 Prometheus instead of repeating the last values as if current) and logs once per failure: the
-metrics must not fail the worker. ``sluicegate.observability.ledger_gauges.last_success_timestamp`` (Unix
+metrics must not fail the worker. ``sluicegate.ledger.gauges_last_success_timestamp`` (Unix
 seconds of the last good read) keeps being exported, so ``SluicegateLedgerGaugesStale``
 (ops/alerts.yml) says the ledger alerts are blind.
 
@@ -13,7 +13,7 @@ seconds of the last good read) keeps being exported, so ``SluicegateLedgerGauges
 | ``sluicegate.dead_letters.open`` | gauge | tenant |
 | ``sluicegate.breaker.open`` | gauge (1 open, 0 otherwise) | provider |
 | ``sluicegate.admissions.pending_oldest_age`` | gauge (s) | — oldest accepted receipt never admitted (0: none) |
-| ``sluicegate.observability.ledger_gauges.last_success_timestamp`` | gauge (s) | — Unix time of the last good ledger read |
+| ``sluicegate.ledger.gauges_last_success_timestamp`` | gauge (s) | — Unix time of the last good ledger read |
 
 Queue depth per tenant is ``sluicegate.capacity.deferred`` (``sluicegate.observability.metrics``).
 """
@@ -118,5 +118,5 @@ def observe_ledger(cache: CachedReading) -> None:
     def last_success(_: CallbackOptions) -> Iterable[Observation]:
         cache.get()
         return [] if cache.last_success is None else [Observation(cache.last_success)]
-    meter.create_observable_gauge("sluicegate.observability.ledger_gauges.last_success_timestamp", [last_success], unit="s",
+    meter.create_observable_gauge("sluicegate.ledger.gauges_last_success_timestamp", [last_success], unit="s",
                                   description="Unix time of the last good read of the ledger gauges")
