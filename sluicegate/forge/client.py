@@ -22,13 +22,14 @@ has already yielded items is raised as retryable instead.
 
 Progress: the diff read, the paged listings and the comment post take an optional ``progress``
 (``sluicegate.forge.progress_reads.ProgressSink``; the activities pass their heartbeat): the diff
-is streamed with one beat per body chunk, listings beat once per page, every try of a request
+(and the comment post's answer) is streamed with one beat per body chunk, listings beat once per page, every try of a request
 (the fresh-token repeat included) beats with its number, and waiting for an answer to begin beats
 on a timer for at most the client's timeout. A call stuck mid-body stops beating.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any, AsyncIterator, Awaitable, Callable, Protocol
 
 import gidgethub
@@ -197,10 +198,14 @@ class ForgeClient:
 
     async def post_comment(self, owner: str, repo: str, number: int, body: str, *, tenant: str | None = None,
                            progress: ProgressSink = NO_PROGRESS) -> dict[str, Any]:
-        async def post(token: str | None) -> Any:
-            async with progress.waiting("posting", self.timeout_seconds):
-                return await self._gh.post(f"/repos/{owner}/{repo}/issues/{number}/comments", data={"body": body},
-                                           oauth_token=token)
+        url = sansio.format_url(f"/repos/{owner}/{repo}/issues/{number}/comments", {}, base_url=self.base_url)
+        content = json.dumps({"body": body}).encode()
+
+        def post(token: str | None) -> Awaitable[Any]:
+            headers = {**sansio.create_headers(USER_AGENT, accept=sansio.accept_format(), oauth_token=token),
+                       "content-type": "application/json; charset=utf-8", "content-length": str(len(content))}
+            return read_streamed(self._http, url, headers, progress, self.timeout_seconds, method="POST",
+                                 content=content)
 
         return await self._send(tenant, owner, repo, post, write=True, progress=progress)
 

@@ -42,12 +42,12 @@ NO_PROGRESS: ProgressSink = _NoProgress()
 
 
 async def read_streamed(http: httpx2.AsyncClient, url: str, headers: dict[str, str], progress: ProgressSink,
-                        wait_seconds: float) -> Any:
-    """GET ``url`` and return its decoded body, beating once per body chunk received."""
+                        wait_seconds: float, *, method: str = "GET", content: bytes | None = None) -> Any:
+    """Send the request and return the answer's decoded body, beating once per body chunk received."""
     body = bytearray()
     async with AsyncExitStack() as stack:
         async with progress.waiting("awaiting-response", wait_seconds):
-            response = await stack.enter_async_context(http.stream("GET", url, headers=headers))
+            response = await stack.enter_async_context(http.stream(method, url, headers=headers, content=content))
         chunks = 0
         progress.beat(phase="receiving", bytes=0, chunks=0)
         async for chunk in response.aiter_bytes():
