@@ -6,6 +6,12 @@ goes through the gateway; the comment carries a hidden marker with its operation
 with the server's marker secret, so a crashed attempt can be reconciled by searching the pull
 request's comments — and only a comment by the bot with a valid signature counts
 (``activities.markers``): a marker planted by anyone else never suppresses a review.
+
+Heartbeats come from the work (``activities.heartbeat.Progress``): one per diff chunk received,
+per page of the reconcile listing, per try of a request, with the progress as the details. A
+call stuck inside its client stops beating, Temporal's heartbeat timeout ends the attempt, and
+the retry starts over (a post reconciles first, as after any lost attempt). The retry logs the
+lost attempt's last progress.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from activities.artifacts import ArtifactStore, diff_summary
 from activities.egress import EgressPolicy
 from activities.forge_failure import as_tool_error, forge_activity_error
 from activities.gateway import Mutation, ToolGateway
-from activities.heartbeat import heartbeating
+from activities.heartbeat import Progress
 from activities.keys import operation_key
 from activities.markers import CommentMarks
 from intake.identity import with_tenant
@@ -55,9 +61,10 @@ class ForgeTools:
     async def get_pull_request_diff(self, req: ToolRequest) -> ToolResult:
         await self._gateway.refuse_if_killed(with_tenant(req.work_key, req.tenant), req.tenant)
         self._check_egress(req.tenant)
+        progress = _progress("get_pull_request_diff", req)
         try:
-            async with heartbeating():
-                diff = await self._forge.get_pull_diff(req.owner, req.repo, req.number, tenant=req.tenant)
+            diff = await self._forge.get_pull_diff(req.owner, req.repo, req.number, tenant=req.tenant,
+                                                   progress=progress)
         except ForgeError as exc:
             raise forge_activity_error(exc, f"cannot read the diff of {req.owner}/{req.repo}#{req.number}",
                                        prefix="Tool") from None
@@ -84,30 +91,41 @@ class ForgeTools:
         # the kill check use today's form of the key.
         mutation = Mutation(op_key, with_tenant(req.work_key, req.tenant), POST_COMMENT, req.input_version,
                             req.generation, req.tenant)
+        progress = _progress("post_review_comment", req)
 
         async def perform():
             try:
                 comment = await self._forge.post_comment(req.owner, req.repo, req.number, f"{body}\n\n{marker}",
-                                                         tenant=req.tenant)
+                                                         tenant=req.tenant, progress=progress)
             except ForgeError as exc:
                 raise as_tool_error(exc) from None
             return str(comment["id"]), {"comment_id": comment["id"], "html_url": comment.get("html_url")}
 
         async def reconcile():
             try:
-                async for comment in self._forge.iter_comments(req.owner, req.repo, req.number, tenant=req.tenant):
+                async for comment in self._forge.iter_comments(req.owner, req.repo, req.number, tenant=req.tenant,
+                                                               progress=progress):
                     if self._marks.is_effect_of(comment, op_key):
                         return str(comment["id"]), {"comment_id": comment["id"], "html_url": comment.get("html_url")}
             except ForgeError as exc:
                 raise as_tool_error(exc) from None
             return None
 
-        async with heartbeating():  # covers reconcile paging and the post itself
-            done = await self._gateway.mutate(mutation, perform, reconcile)
+        progress.beat(phase="ledger")  # then reconcile paging and the post beat from their own progress
+        done = await self._gateway.mutate(mutation, perform, reconcile)
         how = "reconciled" if done.reconciled else ("already posted" if done.replayed else "posted")
         return ToolResult(content=f"comment {how}: {done.result.get('html_url') or done.external_id}",
                           operation_key=op_key, external_id=done.external_id, reconciled=done.reconciled,
                           attempt=activity.info().attempt)
+
+
+def _progress(tool: str, req: ToolRequest) -> Progress:
+    """This attempt's progress reporter; a retry logs the progress its lost predecessor last reported."""
+    info = activity.info()
+    if info.attempt > 1 and info.heartbeat_details:
+        activity.logger.info("%s attempt %d; the last attempt's progress: %s", tool, info.attempt,
+                             info.heartbeat_details[0], extra={"work_key": req.work_key})
+    return Progress(tool=tool)
 
 
 def _comment_body(arguments: str) -> str:

@@ -1,6 +1,6 @@
 """Heartbeats: a background beat while awaiting a slow call (``heartbeating``), or beats from the
-work itself (``Progress``: the model call), so a dead worker — or a stuck call — is noticed at the
-heartbeat timeout.
+work itself (``Progress``: the model call and the forge tools), so a dead worker — or a stuck
+call — is noticed at the heartbeat timeout.
 
 Without it, a worker killed mid-call is only detected at start-to-close timeout, and
 the retry (and its reconcile) waits that long. Heartbeats are also how a cancel arrives: the

@@ -4,7 +4,7 @@ Serves pull requests (JSON or unified diff), lists them with GitHub-style
 ``Link`` pagination, and lists/creates issue comments. State is seeded from
 JSON fixtures (``simulators/fixtures/forge``) and held in memory; every
 request is counted and faults (error statuses, hangs, "committed but the
-response was lost") can be injected through the ``/_sim/`` control API.
+response was lost", a body stalled after its first bytes) can be injected through the ``/_sim/`` control API.
 
     app = create_forge_app(token="t")          # or ForgeState(...) first
     python -m simulators.forge --port 8301 --token t

@@ -17,7 +17,8 @@ refused or rate-limited request is answered without consuming a fault.
 The caller is left in ``request.state.caller`` for the handlers (comment
 authorship).
 
-Fault semantics (one fault per request, first match wins):
+Fault semantics (one fault per request, first match wins; ``method``, ``path`` (a regex) and
+``accept`` (a substring of the request's ``Accept`` header, e.g. the diff media type) narrow it):
 
 * ``after_commit: false`` -- sleep ``hang_seconds``; then, if ``status``
   is set, answer it (with ``Retry-After`` if given) WITHOUT performing the
@@ -27,6 +28,11 @@ Fault semantics (one fault per request, first match wins):
   stored), then sleep ``hang_seconds``, then answer ``status`` if set,
   else the normal response: "the forge accepted the write, the client
   never heard back".
+* ``stall_after_bytes: n`` (with a positive ``hang_seconds``, no ``status``,
+  not ``after_commit``) -- perform the operation and start the normal 200
+  answer, send its first ``n`` body bytes, then hold the rest back for
+  ``hang_seconds`` before sending it: a response stuck mid-body (a diff read
+  whose connection stops delivering).
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.routing import Match
 
 from simulators._faults import FaultSpecError, check_number, check_route, check_status, route_matches
@@ -48,7 +54,8 @@ from simulators.forge._state import ForgeState
 
 __all__ = ["install_gate", "parse_fault"]
 
-_FAULT_KEYS = {"method", "path", "status", "times", "hang_seconds", "after_commit", "retry_after"}
+_FAULT_KEYS = {"method", "path", "status", "times", "hang_seconds", "after_commit", "retry_after", "stall_after_bytes",
+               "accept"}
 
 _REPO_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)(?:/|$)")
 
@@ -72,7 +79,14 @@ def parse_fault(spec: Any) -> dict[str, Any]:
         "hang_seconds": check_number(spec, "hang_seconds") or 0.0,
         "after_commit": after_commit,
         "retry_after": check_number(spec, "retry_after", None),
+        "stall_after_bytes": check_number(spec, "stall_after_bytes", None),
+        "accept": spec.get("accept"),
     }
+    if fault["accept"] is not None and not isinstance(fault["accept"], str):
+        raise FaultSpecError("'accept' must be a string or null")
+    if fault["stall_after_bytes"] is not None and (fault["status"] is not None or not fault["hang_seconds"]
+                                                   or after_commit):
+        raise FaultSpecError("'stall_after_bytes' needs a positive 'hang_seconds', no 'status' and no 'after_commit'")
     if fault["status"] is None and not fault["hang_seconds"]:
         raise FaultSpecError("a fault needs 'status' and/or a positive 'hang_seconds'")
     return fault
@@ -121,7 +135,9 @@ def install_gate(app: FastAPI, state: ForgeState, token: str | None) -> None:
             limited, headers = state.rate_limits.admit(caller, method, path)
             if limited is not None:
                 return JSONResponse(limited.body, status_code=limited.status, headers=limited.headers)
-        response = await _answer(request, call_next, state.faults.take(lambda f: route_matches(f, method, path)))
+        accept = request.headers.get("accept", "")
+        response = await _answer(request, call_next, state.faults.take(
+            lambda f: route_matches(f, method, path) and (not f.get("accept") or f["accept"] in accept)))
         if response.status_code == 304 and getattr(request.state, "caller", None) is not None:
             state.rate_limits.refund(request.state.caller)  # a conditional hit is free, as on GitHub
         response.headers.update(headers)
@@ -133,6 +149,8 @@ async def _answer(request: Request, call_next: Callable[[Request], Awaitable[Res
     """The handler's answer, shaped by ``fault`` (see the module docstring)."""
     if fault is None:
         return await call_next(request)
+    if fault.get("stall_after_bytes") is not None:
+        return _stalling(await call_next(request), int(fault["stall_after_bytes"]), fault["hang_seconds"])
     if not fault["after_commit"]:
         if fault["hang_seconds"]:
             await asyncio.sleep(fault["hang_seconds"])
@@ -147,3 +165,22 @@ async def _answer(request: Request, call_next: Callable[[Request], Awaitable[Res
     async for _ in response.body_iterator:  # drain the discarded response
         pass
     return _fault_response(fault)
+
+
+def _stalling(response: Response, after: int, seconds: float) -> Response:
+    """``response`` sent as it is, except that its body stops after ``after`` bytes for ``seconds``."""
+    async def chunks():
+        sent, stalled = 0, False
+        async for chunk in response.body_iterator:
+            chunk = chunk.encode() if isinstance(chunk, str) else bytes(chunk)
+            if not stalled and sent + len(chunk) >= after:
+                head, chunk = chunk[:after - sent], chunk[after - sent:]
+                if head:
+                    yield head
+                await asyncio.sleep(seconds)
+                stalled = True
+            sent += len(chunk)
+            if chunk:
+                yield chunk
+
+    return StreamingResponse(chunks(), status_code=response.status_code, headers=dict(response.headers))

@@ -19,19 +19,28 @@ the call's repository. A 401 answered to a token the credentials can renew (an i
 token revoked or expired early) drops that token and repeats the request once with a fresh
 one: a refused request was not applied, so repeating a write is safe. A 401 after a listing
 has already yielded items is raised as retryable instead.
+
+Progress: the diff read, the paged listings and the comment post take an optional ``progress``
+(``sluicegate.forge.progress_reads.ProgressSink``; the activities pass their heartbeat): the diff
+(and the comment post's answer) is streamed with one beat per body chunk, listings beat once per page, every try of a request
+(the fresh-token repeat included) beats with its number, and waiting for an answer to begin beats
+on a timer for at most the client's timeout. A call stuck mid-body stops beating.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any, AsyncIterator, Awaitable, Callable, Protocol
 
 import gidgethub
 import httpx2
+from gidgethub import sansio
 from gidgethub.httpx import GitHubAPI
 
 from sluicegate.forge import errors as forge_errors
 from sluicegate.forge.cache import FreshnessCache, pull_fields, scoped
 from sluicegate.forge.errors import ForgeError
+from sluicegate.forge.progress_reads import NO_PROGRESS, ProgressSink, read_pages, read_streamed
 
 __all__ = ["ForgeClient", "ForgeCredentials", "ForgeError", "StaticToken", "call_forge"]
 
@@ -98,6 +107,7 @@ class ForgeClient:
         if token is not None and credentials is not None:
             raise ValueError("pass either token or credentials, not both")
         self.base_url = base_url.rstrip("/")
+        self.timeout_seconds = timeout_seconds
         self._http = httpx2.AsyncClient(timeout=timeout_seconds)
         self._gh = GitHubAPI(self._http, USER_AGENT, base_url=self.base_url)
         # Freshness reads only: gidgethub keys its cache by URL (not Accept), so the diff read of the
@@ -113,23 +123,31 @@ class ForgeClient:
             await self._credentials.aclose()
 
     async def _send(self, tenant: str | None, owner: str, repo: str, request: Callable[[str | None], Awaitable[Any]],
-                    *, write: bool = False) -> Any:
+                    *, write: bool = False, progress: ProgressSink = NO_PROGRESS) -> Any:
         """``request(token)``; once more with a fresh token if the forge refused a renewable one."""
         tenant = tenant or None
         token = await self._credentials.token_for(tenant, owner, repo)
+        progress.beat(tries=1)
         try:
             return await call_forge(lambda: request(token), write=write)
         except ForgeError as exc:
             if exc.status != 401 or token is None or not self._credentials.discard(tenant, owner, repo, token):
                 raise
         token = await self._credentials.token_for(tenant, owner, repo)
+        progress.beat(tries=2)
         return await call_forge(lambda: request(token), write=write)
 
-    async def _iterate(self, tenant: str | None, owner: str, repo: str, url: str) -> AsyncIterator[Any]:
+    def _pages(self, url: str, token: str | None, progress: ProgressSink) -> AsyncIterator[Any]:
+        headers = sansio.create_headers(USER_AGENT, accept=sansio.accept_format(), oauth_token=token)
+        return read_pages(self._http, self.base_url, url, headers, progress, self.timeout_seconds)
+
+    async def _iterate(self, tenant: str | None, owner: str, repo: str, url: str,
+                       progress: ProgressSink = NO_PROGRESS) -> AsyncIterator[Any]:
         """Every item of a paged listing; a refused token is renewed only before the first item."""
         tenant = tenant or None
         token = await self._credentials.token_for(tenant, owner, repo)
-        iterator = self._gh.getiter(url, oauth_token=token)
+        progress.beat(tries=1)
+        iterator = self._pages(url, token, progress)
         may_renew = True
         while True:
             try:
@@ -144,7 +162,8 @@ class ForgeClient:
                                      "the next attempt gets a new one)", 401, True) from None
                 may_renew = False
                 token = await self._credentials.token_for(tenant, owner, repo)
-                iterator = self._gh.getiter(url, oauth_token=token)
+                progress.beat(tries=2)
+                iterator = self._pages(url, token, progress)
                 continue
             may_renew = False
             yield item
@@ -159,21 +178,36 @@ class ForgeClient:
 
         return pull_fields(await self._send(tenant, owner, repo, read))
 
-    async def get_pull_diff(self, owner: str, repo: str, number: int, *, tenant: str | None = None) -> str:
-        body = await self._send(tenant, owner, repo, lambda token: self._gh.getitem(
-            f"/repos/{owner}/{repo}/pulls/{number}", accept=DIFF_MEDIA_TYPE, oauth_token=token))
+    async def get_pull_diff(self, owner: str, repo: str, number: int, *, tenant: str | None = None,
+                            progress: ProgressSink = NO_PROGRESS) -> str:
+        """The unified diff, streamed: one ``progress`` beat per body chunk received."""
+        url = sansio.format_url(f"/repos/{owner}/{repo}/pulls/{number}", {}, base_url=self.base_url)
+
+        def read(token: str | None) -> Awaitable[Any]:
+            headers = sansio.create_headers(USER_AGENT, accept=DIFF_MEDIA_TYPE, oauth_token=token)
+            return read_streamed(self._http, url, headers, progress, self.timeout_seconds)
+
+        body = await self._send(tenant, owner, repo, read, progress=progress)
         return body if isinstance(body, str) else str(body)
 
-    async def iter_comments(self, owner: str, repo: str, number: int, *,
-                            tenant: str | None = None) -> AsyncIterator[dict[str, Any]]:
+    async def iter_comments(self, owner: str, repo: str, number: int, *, tenant: str | None = None,
+                            progress: ProgressSink = NO_PROGRESS) -> AsyncIterator[dict[str, Any]]:
         url = f"/repos/{owner}/{repo}/issues/{number}/comments?per_page=100"
-        async for item in self._iterate(tenant, owner, repo, url):
+        async for item in self._iterate(tenant, owner, repo, url, progress):
             yield item
 
-    async def post_comment(self, owner: str, repo: str, number: int, body: str, *,
-                           tenant: str | None = None) -> dict[str, Any]:
-        return await self._send(tenant, owner, repo, lambda token: self._gh.post(
-            f"/repos/{owner}/{repo}/issues/{number}/comments", data={"body": body}, oauth_token=token), write=True)
+    async def post_comment(self, owner: str, repo: str, number: int, body: str, *, tenant: str | None = None,
+                           progress: ProgressSink = NO_PROGRESS) -> dict[str, Any]:
+        url = sansio.format_url(f"/repos/{owner}/{repo}/issues/{number}/comments", {}, base_url=self.base_url)
+        content = json.dumps({"body": body}).encode()
+
+        def post(token: str | None) -> Awaitable[Any]:
+            headers = {**sansio.create_headers(USER_AGENT, accept=sansio.accept_format(), oauth_token=token),
+                       "content-type": "application/json; charset=utf-8", "content-length": str(len(content))}
+            return read_streamed(self._http, url, headers, progress, self.timeout_seconds, method="POST",
+                                 content=content)
+
+        return await self._send(tenant, owner, repo, post, write=True, progress=progress)
 
     async def list_open_pulls(self, owner: str, repo: str, *, tenant: str | None = None) -> list[dict[str, Any]]:
         """Every open pull request, least recently updated first, following the ``Link`` pages."""

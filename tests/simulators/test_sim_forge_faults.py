@@ -1,4 +1,4 @@
-"""Forge simulator: fault injection (status, hang, after_commit, times)."""
+"""Forge simulator: fault injection (status, hang, after_commit, times, stall mid-body, accept)."""
 
 from __future__ import annotations
 
@@ -92,9 +92,39 @@ def test_list_and_clear_faults(forge_http: httpx.Client) -> None:
 @pytest.mark.parametrize(
     "spec",
     [{}, {"status": 200}, {"status": 500, "times": 0}, {"path": "(", "status": 500}, {"status": 500, "hang": 1},
-     {"hang_seconds": -1}, {"status": 500, "after_commit": "yes"}],
+     {"hang_seconds": -1}, {"status": 500, "after_commit": "yes"}, {"stall_after_bytes": 10},
+     {"stall_after_bytes": 10, "hang_seconds": 1, "status": 500},
+     {"stall_after_bytes": 10, "hang_seconds": 1, "after_commit": True}, {"status": 500, "accept": 3}],
 )  # fmt: skip
 def test_bad_fault_specs_are_rejected(forge_http: httpx.Client, spec: dict) -> None:
     response = forge_http.post("/_sim/faults", json=spec)
     assert response.status_code == 400
     assert forge_http.get("/_sim/faults").json() == []
+
+
+DIFF_TYPE = "application/vnd.github.diff"
+
+
+def test_stall_sends_the_first_bytes_then_holds_the_rest_back(forge_http: httpx.Client) -> None:
+    diff = forge_http.get("/repos/acme/api/pulls/42", headers={"Accept": DIFF_TYPE}).content
+    _fault(forge_http, method="GET", path="/pulls/42$", stall_after_bytes=50, hang_seconds=30)
+    received = bytearray()
+    with pytest.raises(httpx.ReadTimeout):
+        with forge_http.stream("GET", "/repos/acme/api/pulls/42", headers={"Accept": DIFF_TYPE},
+                               timeout=httpx.Timeout(10, read=0.5)) as response:
+            assert response.status_code == 200
+            for chunk in response.iter_raw():
+                received += chunk
+    assert bytes(received) == diff[:50]
+
+
+def test_a_stall_that_ends_delivers_the_whole_body(forge_http: httpx.Client) -> None:
+    diff = forge_http.get("/repos/acme/api/pulls/42", headers={"Accept": DIFF_TYPE}).content
+    _fault(forge_http, method="GET", path="/pulls/42$", stall_after_bytes=50, hang_seconds=0.1)
+    assert forge_http.get("/repos/acme/api/pulls/42", headers={"Accept": DIFF_TYPE}).content == diff
+
+
+def test_accept_narrows_a_fault_to_one_media_type(forge_http: httpx.Client) -> None:
+    _fault(forge_http, method="GET", path="/pulls/42$", accept=DIFF_TYPE, status=502)
+    assert forge_http.get("/repos/acme/api/pulls/42").status_code == 200  # the JSON read
+    assert forge_http.get("/repos/acme/api/pulls/42", headers={"Accept": DIFF_TYPE}).status_code == 502
