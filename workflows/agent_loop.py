@@ -9,38 +9,22 @@ Before every step the task budget is checked; a run stopped by it ends with stat
 their retry policy end the order with status ``failed`` and a reason naming the cause,
 never a workflow-task failure that would retry forever.
 
-Supersede (patch ``supersede-at-step-boundary``): when a newer generation of the work key
-is pending, the current order stops at its next step boundary — before a model call or a
-tool call — with status ``superseded`` and the newer order runs next. A tool activity of
-the old generation already in flight is refused by the ledger's fencing. Histories
-recorded before the patch replay on the old path (orders strictly in arrival order).
+Kill switch: the ``kill`` signal stops the run before its next step (status ``killed``); the model
+activity and the tool gateway also refuse every call while a kill is recorded in the ledger.
 
-Generations only move forward (patch ``claim-order-at-start``, ``workflows/claims.py``): before
-its first step an order asks the ledger whether it may still run; an older generation than the
-newest seen ends ``superseded`` without a model call, and an admission that already ended (a
-relay signal that arrived after the run completed) is ``skipped``.
-
-Kill switch: the ``kill`` signal stops the run before its next step (status ``killed``);
-independently, the model activity and the tool gateway refuse every call while a kill is
-recorded in the ledger, so a kill also lands on an activity already running or a retry.
-
-Artifact reads (patch ``read-artifact-tool``): orders offer the model ``read_artifact`` and the
-prompt teaches it (``workflows/review_task.py``); histories from before the patch replay with the
-old tool list and prompt, and ``read_artifact`` stays an unknown tool for them.
-
-Memo (patch ``memo-cost-so-far``, ``workflows/run_memo.py``): upserted as an order starts, steps and
-ends (status, cost so far); histories from before the patch replay without the upserts.
-
-Policy (patch ``policy-first-step``): after its claim, an order re-checks the policy in force when
-it was admitted under another policy version, and ends ``skipped`` (recorded, with a receipt) if
-the current policy refuses it (``workflows/policy_step.py``).
-
-Cancel (patch ``cancel-is-an-outcome``): a cancel request from the Temporal UI, the CLI or
-``starter.py cancel`` stops the step in flight (its activity is cancelled, and waited for), ends
-the current order and every pending one ``cancelled`` — by whom and why, from the cancel's reason
-(``workflows/cancellation.py``) — with no dead letter, gives the capacity back in a scope that
-cannot be cancelled (``workflows/order_end.py``), and closes the workflow CANCELED. Histories from
-before the patch replay on the old path (the order ended ``failed``, the workflow completed).
+Patches (each keeps histories recorded before it on the old path; tests/workflows/test_replay.py):
+``supersede-at-step-boundary`` — a newer pending generation stops the current order at its next
+step boundary, ``superseded`` (a tool call of the old generation in flight is refused by the
+ledger's fencing); ``claim-order-at-start`` — generations only move forward, an older one ends
+``superseded``, an admission that already ended ``skipped`` (``workflows/claims.py``);
+``read-artifact-tool`` — the model is offered ``read_artifact`` (``workflows/review_task.py``);
+``memo-cost-so-far`` — status and cost so far upserted to the memo (``workflows/run_memo.py``);
+``policy-first-step`` (+ ``-fail-closed``) — an order admitted under another policy version is
+re-checked before its first step and ends ``skipped`` if refused or uncheckable
+(``workflows/policy_step.py``); ``cancel-is-an-outcome`` — a cancel from the Temporal UI or the CLI
+cancels the step in flight, ends every order ``cancelled`` with who and why, gives the capacity
+back in a scope that cannot be cancelled and closes the workflow CANCELED
+(``workflows/cancellation.py``, ``workflows/order_end.py``).
 """
 
 from __future__ import annotations
