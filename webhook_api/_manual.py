@@ -61,15 +61,25 @@ def authenticated_actor(authorization: str | None, actors: Mapping[str, ActorCon
     return actor_for_token(token, actors) if scheme.lower() == "bearer" else None
 
 
-async def manual_trigger(request: Request, settings: Settings) -> JSONResponse:
-    received_at = datetime.now(UTC)
+def operator_gate(request: Request, settings: Settings, source: str, max_body: int) -> str | JSONResponse:
+    """Bound, then authenticate, for an operator endpoint (manual triggers, replays): the header
+    and declared-length bounds, then the actor's bearer token. The actor's name, or the refusal
+    (counted, no durable row) — nothing of the body has been read either way."""
     if bounded_headers(request) is None:
-        return refuse(request, SOURCE, InvalidDelivery(Reason.BAD_INPUT, "too many or too long headers", 431))
-    if declared_too_large(request, MAX_BODY_BYTES):
-        return refuse(request, SOURCE, InvalidDelivery(Reason.BAD_INPUT, f"body exceeds {MAX_BODY_BYTES} bytes", 413))
+        return refuse(request, source, InvalidDelivery(Reason.BAD_INPUT, "too many or too long headers", 431))
+    if declared_too_large(request, max_body):
+        return refuse(request, source, InvalidDelivery(Reason.BAD_INPUT, f"body exceeds {max_body} bytes", 413))
     actor = authenticated_actor(request.headers.get("authorization"), settings.actors)
     if (anonymous := actor_rule(actor)) is not None:
-        return refuse(request, SOURCE, anonymous)
+        return refuse(request, source, anonymous)
+    return actor
+
+
+async def manual_trigger(request: Request, settings: Settings) -> JSONResponse:
+    received_at = datetime.now(UTC)
+    actor = operator_gate(request, settings, SOURCE, MAX_BODY_BYTES)
+    if isinstance(actor, JSONResponse):
+        return actor
     store = request.app.state.store
     fallback_id = f"manual-{uuid.uuid4()}"
     try:

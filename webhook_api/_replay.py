@@ -39,14 +39,14 @@ from intake.decision import Reason
 from intake.envelope import TriggerKind
 from intake.errors import InvalidDelivery
 from intake.replay_request import MAX_BODY_BYTES, parse_replay_body
-from intake.request_rules import actor_rule, replay_rule
+from intake.request_rules import replay_rule
 from intake.sources import VerifiedDelivery
 from ledger import KeptDelivery
 from sluicegate.temporal.codec import PayloadKeyError
 from sluicegate.config.settings import Settings
-from webhook_api._body import BodyTooSlow, bounded_headers, declared_too_large, read_limited
+from webhook_api._body import BodyTooSlow, read_limited
 from webhook_api._kept import with_fields
-from webhook_api._manual import authenticated_actor
+from webhook_api._manual import operator_gate
 from webhook_api._refusals import refuse
 from webhook_api._rejects import reject_with_receipt
 from webhook_api._responses import decision_response, invalid_response
@@ -58,13 +58,9 @@ EVENT_TYPE = "replay"
 
 async def replay(request: Request, settings: Settings) -> JSONResponse:
     received_at = datetime.now(UTC)
-    if bounded_headers(request) is None:
-        return refuse(request, SOURCE, InvalidDelivery(Reason.BAD_INPUT, "too many or too long headers", 431))
-    if declared_too_large(request, MAX_BODY_BYTES):
-        return refuse(request, SOURCE, InvalidDelivery(Reason.BAD_INPUT, f"body exceeds {MAX_BODY_BYTES} bytes", 413))
-    actor = authenticated_actor(request.headers.get("authorization"), settings.actors)
-    if (anonymous := actor_rule(actor)) is not None:
-        return refuse(request, SOURCE, anonymous)
+    actor = operator_gate(request, settings, SOURCE, MAX_BODY_BYTES)
+    if isinstance(actor, JSONResponse):
+        return actor
     state = request.app.state
     try:
         body = await read_limited(request, MAX_BODY_BYTES, settings.webhook_api.body_read_timeout_seconds)
