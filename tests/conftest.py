@@ -42,6 +42,16 @@ def _bin(name: str) -> str:
     return found
 
 
+@pytest_asyncio.fixture
+async def own_time_skipping_env():
+    """A fresh time-skipping server of the test's own, whatever ``--temporal-env`` says: for a test
+    that waits out long retry backoffs (minutes of timers), which only time skipping makes quick —
+    and which the shared session server cannot skip once another test left an activity running."""
+    env = await WorkflowEnvironment.start_time_skipping(test_server_existing_path=_bin("temporal-test-server"))
+    yield env
+    await env.shutdown()
+
+
 @pytest_asyncio.fixture(scope="session")
 async def temporal_env(request: pytest.FixtureRequest):
     mode = request.config.getoption("--temporal-env")

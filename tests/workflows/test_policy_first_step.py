@@ -90,9 +90,11 @@ async def test_a_repository_refusal_is_written_while_the_forge_is_down(temporal_
     assert (version.status, refusal.reason, refusal.activity_attempt) == ("skipped", "policy:repository-refused", 1)
 
 
-async def test_a_policy_that_cannot_be_re_checked_fails_closed(temporal_env, sims, ledger_url, task_queue):
+async def test_a_policy_that_cannot_be_re_checked_fails_closed(own_time_skipping_env, sims, ledger_url, task_queue):
     """The forge down through every attempt: the order ends skipped with a receipt saying why, no model call,
-    and the skipped version can be admitted again."""
+    and the skipped version can be admitted again. Its own time-skipping server: the retries' backoff
+    adds up to about 14 minutes of timers (the dev-server pass and a shared server cannot skip them)."""
+    temporal_env = own_time_skipping_env
     order = _admitted_under(settings_for(sims, ledger_url), sims, "v1")
     settings = settings_for(sims, ledger_url, SLUICEGATE__INTAKE__POLICY_VERSION="v2")
     calls = sims.model_stats()["by_work"].get(f"{order.work_key}@{order.input_version}", 0)
