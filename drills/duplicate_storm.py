@@ -28,6 +28,14 @@ MAX_READS_PER_VERSION = 1.1
 """Issue 11's bound: freshness reads of the forge per unique (work key, version) during the storm."""
 
 
+def allowed_reads(versions: int) -> int:
+    """The bound in reads: 1.1 per version, but never less than one read over one per version — at
+    the ``--quick`` size (6 versions) a single extra read (an intake that looked while the first
+    intake of its version was still deciding) is 17%, and the bound must not turn that race into a
+    coin toss. At the issue's size (50 versions) this is 55, i.e. exactly 1.1."""
+    return max(int(MAX_READS_PER_VERSION * versions), versions + 1)
+
+
 @dataclass(frozen=True)
 class Sizes:
     deliveries: int = 1000
@@ -55,9 +63,10 @@ def _drill(sizes: Sizes, stack: DevStack, report: DrillReport) -> None:
     reads = forge_reads_between(counters, forge_counters(web.forge), len(stream), len(pulls))
     throughput(report, answers, seconds)
     report.figure(reads.line())
-    report.check(f"at most {MAX_READS_PER_VERSION} freshness reads per unique version (a taken version is decided "
-                 "from the ledger; concurrent intakes share a read)",
-                 reads.freshness_per_version <= MAX_READS_PER_VERSION,
+    report.check(f"at most {MAX_READS_PER_VERSION} freshness reads per unique version, and at least one spare "
+                 f"read ({allowed_reads(len(pulls))} for {len(pulls)} versions; a taken version is decided from the "
+                 "ledger; concurrent intakes share a read)",
+                 reads.freshness <= allowed_reads(len(pulls)),
                  f"{reads.freshness} reads for {len(pulls)} versions")
     fives = [a.label for a in answers if a.status is None or a.status >= 500]
     report.check("no answer at or above 500 (nor a dropped connection)", not fives,
