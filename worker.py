@@ -28,7 +28,7 @@ from sluicegate.observability.telemetry import setup_logging, setup_tracing
 from sluicegate.services.resources import open_ledger
 from sluicegate.temporal.client import connect
 from sluicegate.wiring import create_worker
-from workflows.review_task import TOOL_ACTIVITIES
+from tasks import registry
 
 __all__ = ["create_worker", "main"]
 
@@ -42,7 +42,7 @@ async def main() -> None:
     provider = setup_tracing(settings, "worker")
     setup_metrics(settings, "worker")
     client = await connect(settings, temporal_runtime(settings.telemetry))
-    telemetry = ActivityTelemetry(TOOL_ACTIVITIES.values())
+    telemetry = ActivityTelemetry(registry.tool_activity_names())
     telemetry.observe()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -16,17 +16,19 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from datetime import UTC, datetime
+from typing import Mapping
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from intake.decision import Outcome
 from intake.envelope import PullRequestRef, TriggerKind
-from intake.identity import review_candidate, with_tenant
+from intake.identity import with_tenant
 from intake.policy import Policy, recheck_unreadable
 from intake.ports import SourceUnavailable, TargetReader
 from intake.receipts import ReceiptDraft
 from ledger import SqlIntakeStore
+from tasks import registry
 from workflows.names import RECHECK_POLICY_ACTIVITY
 from workflows.policy_step import PolicyCheck, PolicyCheckRequest
 
@@ -36,9 +38,12 @@ def refusal_receipt_id(work_key: str, generation: int, version: str) -> str:
 
 
 class PolicyRecheckActivities:
-    def __init__(self, policy: Policy, targets: TargetReader, store: SqlIntakeStore) -> None:
+    def __init__(self, policy: Policy, targets: TargetReader, store: SqlIntakeStore, *,
+                 task_readers: Mapping[str, TargetReader] | None = None) -> None:
+        """``targets``: the review task's reader; ``task_readers``: other tasks' readers by name."""
         self._policy = policy
         self._targets = targets
+        self._task_readers = dict(task_readers or {})
         self._store = store
 
     @activity.defn(name=RECHECK_POLICY_ACTIVITY)
@@ -47,12 +52,14 @@ class PolicyRecheckActivities:
         if not policy.changed_since(req.policy_version):
             return PolicyCheck(True, policy.version)
         ref = PullRequestRef(req.owner, req.repo, req.number)
-        candidate = review_candidate(req.tenant, ref, req.input_version)
+        spec = registry.get(registry.task_of(req.work_key))
+        candidate = spec.candidate(req.tenant, ref, req.input_version)
+        reader = self._task_readers.get(spec.name, self._targets)
         refused = policy.evaluate_unread(candidate)
         why = f"refused by {refused}"
         if refused is None:
             try:
-                snapshot = await self._targets.read(ref, req.tenant)
+                snapshot = await reader.read(ref, req.tenant)
             except SourceUnavailable as exc:
                 refused = recheck_unreadable(activity.info().attempt, req.max_attempts)
                 if refused is None:
@@ -62,6 +69,8 @@ class PolicyRecheckActivities:
                        f"{req.max_attempts} attempts: {exc}), so it does not run")
             else:
                 refused = policy.evaluate(candidate, snapshot)
+                if refused is None and spec.policy is not None:
+                    refused = spec.policy(candidate, snapshot)
         if refused is None:
             activity.logger.info("%s@%s gen %s admitted under policy %s: still permitted under %s", req.work_key,
                                  req.input_version, req.generation, req.policy_version, policy.version,

@@ -16,6 +16,7 @@ Pure: no Temporal, HTTP or database imports.
 from __future__ import annotations
 
 import random
+from collections.abc import Collection
 from dataclasses import replace
 
 from intake.capacity import Block, jittered
@@ -28,6 +29,16 @@ from intake.sources.age import event_age_seconds, too_old
 def not_actionable(envelope: Envelope) -> ReceiptDraft:
     """A valid event its parser found no work in (a label change, a ping): ``not-actionable``, no-work."""
     return draft_for(envelope, None, Outcome.NO_WORK, Reason.NOT_ACTIONABLE, f"{envelope.type} asks for no work")
+
+
+def task_refusal(envelope: Envelope, candidate: WorkCandidate, known: Collection[str] | None,
+                 ) -> ReceiptDraft | None:
+    """``unknown-task`` when the candidate's task (its work key's suffix) is not one intake serves:
+    not registered, or not in ``tasks.enabled`` (``known``; ``None``: every task is served)."""
+    if known is None or candidate.task in known:
+        return None
+    return draft_for(envelope, candidate, Outcome.REJECT, Reason.UNKNOWN_TASK,
+                     f"task {candidate.task!r} is not enabled here (enabled: {', '.join(sorted(known)) or 'none'})")
 
 
 def scope_refusal(scope: ScopeRules, envelope: Envelope, candidate: WorkCandidate) -> ReceiptDraft | None:

@@ -76,6 +76,9 @@ class Reason(StrEnum):
     OUT_OF_SCOPE = "out-of-scope"
     """Authenticated, but the repository is not one its source (or tenant) serves, or the actor
     holds no role in the tenant it named. Decided before any forge read."""
+    UNKNOWN_TASK = "unknown-task"
+    """The trigger names a task (the work key's suffix, the manual trigger's ``task``) that is not
+    registered or not in ``tasks.enabled``: refused before any forge read (``docs/tasks.md``)."""
     KILLED = "killed"
     """A kill in force (``starter.py kill``) covers the work key, its tenant or everything: refused
     before any forge read, nothing queued; a deferred item in the scope is dropped when dispatched

@@ -72,3 +72,8 @@ class WorkCandidate:
     draft: bool = False
     title: str = field(default="", compare=False)
     """Display only (the Temporal UI's summary and memo): never part of a decision or a key."""
+
+    @property
+    def task(self) -> str:
+        """The registered task this work is for: the work key's suffix (``review``, ``triage``)."""
+        return self.work_key.rpartition(":")[2]

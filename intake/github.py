@@ -1,4 +1,4 @@
-"""GitHub ``pull_request`` webhooks → envelope + work candidate.
+"""GitHub webhooks → envelope + work candidate (``pull_request`` here; other events by their task).
 
 Two stages (see :mod:`intake.sources`). :func:`verify_github`: delivery id and event
 headers, then ``X-Hub-Signature-256`` verified in constant time by gidgethub against each
@@ -6,7 +6,9 @@ configured secret in turn (rotation: any one verifying is enough; SHA-1 signatur
 refused) — nothing of the body is read before the signature holds, and a failure here is
 unauthenticated (counted, never recorded). :func:`normalize_github`: content type, JSON body,
 payload shape (pydantic); a failure raises :class:`InvalidDelivery` with the delivery id, so
-the API writes a reject receipt. The delivery id header is not covered by GitHub's HMAC, so a
+the API writes a reject receipt. Which events are handled is the enabled tasks' trigger
+mappings (:data:`GithubMapper`, injected: ``tasks.registry``; ``issues`` is the triage task's);
+``pull_request`` (:func:`map_pull_request`, the review task's) is the default. The delivery id header is not covered by GitHub's HMAC, so a
 captured body replayed under a new id verifies: the body digest lets the ledger refuse it
 (``replayed-body``).
 
@@ -17,8 +19,9 @@ the decision was taken, as a 500. The raw payload is not kept on the envelope.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, Mapping
+from typing import Annotated, Any, Callable, Mapping
 
 from gidgethub import ValidationFailure
 from gidgethub.sansio import validate_event
@@ -38,8 +41,8 @@ from intake.sources._common import (MAX_EVENT_TYPE, MAX_JSON_DEPTH_ERROR, conten
 ACTIONABLE_ACTIONS = frozenset({"opened", "reopened", "synchronize", "ready_for_review", "closed"})
 GithubDelivery = ParsedDelivery
 """The common parsed-delivery type, under its first name."""
-__all__ = ["ACTIONABLE_ACTIONS", "GithubDelivery", "MAX_JSON_DEPTH_ERROR", "PullRequestEvent",
-           "normalize_github", "parse_github_delivery", "verify_github"]
+__all__ = ["ACTIONABLE_ACTIONS", "GithubDelivery", "GithubEvent", "GithubMapper", "MAX_JSON_DEPTH_ERROR",
+           "PullRequestEvent", "map_pull_request", "normalize_github", "parse_github_delivery", "verify_github"]
 
 
 class _Lenient(BaseModel):
@@ -90,10 +93,11 @@ def parse_github_delivery(
     tenant: str,
     secrets: list[str],
     received_at: datetime,
+    mappers: Mapping[str, GithubMapper] | None = None,
 ) -> ParsedDelivery:
     """Both stages at once (tests, benchmarks). ``headers`` must have lower-case keys."""
     return normalize_github(verify_github(headers, body, secrets), headers, body, source=source, tenant=tenant,
-                            received_at=received_at)
+                            received_at=received_at, mappers=mappers)
 
 
 def verify_github(headers: Mapping[str, str], body: bytes, secrets: list[str]) -> VerifiedDelivery:
@@ -110,39 +114,74 @@ def verify_github(headers: Mapping[str, str], body: bytes, secrets: list[str]) -
     return VerifiedDelivery(delivery_id, event)
 
 
+@dataclass(frozen=True)
+class GithubEvent:
+    """A verified GitHub delivery's identity, handed to the event's mapper (a task's trigger mapping)."""
+
+    delivery_id: str | None
+    event: str | None
+    tenant: str
+    base: dict[str, Any]
+    """The envelope fields every mapper passes on (``Envelope(type=..., subject=..., time=..., **base)``)."""
+
+    def invalid(self, exc: ValidationError) -> InvalidDelivery:
+        """A payload that failed its model: ``bad-input`` 422 naming the fields, never their values."""
+        fields = ", ".join(".".join(str(p) for p in e["loc"]) or "<root>" for e in exc.errors()[:5])
+        return InvalidDelivery(Reason.BAD_INPUT, f"{self.event} payload invalid at: {fields}", 422,
+                               self.delivery_id, self.event)
+
+    def envelope(self, type_: str, subject: str, time: datetime | None) -> Envelope:
+        return Envelope(type=type_, subject=subject, time=time, **self.base)
+
+
+GithubMapper = Callable[[Any, GithubEvent], ParsedDelivery]
+"""A task's trigger mapping for one GitHub event name: decoded JSON -> envelope + candidate (or ``None``)."""
+
+
+def map_pull_request(data: Any, event: GithubEvent) -> ParsedDelivery:
+    """``pull_request`` -> the review task's candidate (``ACTIONABLE_ACTIONS``; others ask for no work)."""
+    try:
+        parsed = PullRequestEvent.model_validate(data)
+    except ValidationError as exc:
+        raise event.invalid(exc) from None
+    updated_at = parsed.pull_request.updated_at
+    if updated_at is not None and utc(updated_at) is None:
+        raise InvalidDelivery(Reason.BAD_INPUT, "pull_request payload invalid at: pull_request.updated_at "
+                              "(outside years 1-9999 UTC)", 422, event.delivery_id, event.event)
+    owner, _, repo = parsed.repository.full_name.partition("/")
+    ref = PullRequestRef(owner, repo, parsed.pull_request.number)
+    envelope = event.envelope(f"pull_request.{parsed.action}", ref.target_id, utc(updated_at) if updated_at else None)
+    if parsed.action not in ACTIONABLE_ACTIONS:
+        return ParsedDelivery(envelope, None)
+    candidate = review_candidate(event.tenant, ref, parsed.pull_request.head.sha, parsed.pull_request.draft,
+                                 display_title(parsed.pull_request.title))
+    return ParsedDelivery(envelope, candidate)
+
+
+DEFAULT_MAPPERS: Mapping[str, GithubMapper] = {"pull_request": map_pull_request}
+"""Without a task catalogue (tests, benchmarks): the review task's one event."""
+
+
 def normalize_github(verified: VerifiedDelivery, headers: Mapping[str, str], body: bytes, *, source: str,
-                     tenant: str, received_at: datetime) -> ParsedDelivery:
-    """A verified delivery → envelope + candidate; failures carry the delivery id (a receipt)."""
+                     tenant: str, received_at: datetime,
+                     mappers: Mapping[str, GithubMapper] | None = None) -> ParsedDelivery:
+    """A verified delivery → envelope + candidate; failures carry the delivery id (a receipt).
+    ``mappers``: GitHub event name → the enabled task's trigger mapping (``tasks.registry``)."""
     delivery_id, event = verified.delivery_id, verified.event_type
     if media_type(headers) != "application/json":
         raise InvalidDelivery(Reason.BAD_INPUT, "content type must be application/json", 415, delivery_id, event)
     data = decode_json(body, delivery_id, event)
-    base = dict(id=delivery_id, source=source, received_at=received_at, trigger_kind=TriggerKind.EVENT,
-                tenant=tenant, body_digest=content_digest(body))
+    base: dict[str, Any] = dict(id=delivery_id, source=source, received_at=received_at,
+                                trigger_kind=TriggerKind.EVENT, tenant=tenant, body_digest=content_digest(body))
     if event == "ping":
         return ParsedDelivery(Envelope(type="ping", subject=None, time=None, **base), None)
-    if event != "pull_request":
-        raise InvalidDelivery(Reason.UNSUPPORTED_EVENT, "event type is not handled (only pull_request and ping)",
+    mappers = DEFAULT_MAPPERS if mappers is None else mappers
+    mapper = mappers.get(event or "")
+    if mapper is None:
+        handled = ", ".join(sorted(mappers)) or "none"
+        raise InvalidDelivery(Reason.UNSUPPORTED_EVENT, f"event type is not handled (only {handled} and ping)",
                               422, delivery_id, event)
-    try:
-        parsed = PullRequestEvent.model_validate(data)
-    except ValidationError as exc:
-        fields = ", ".join(".".join(str(p) for p in e["loc"]) or "<root>" for e in exc.errors()[:5])
-        raise InvalidDelivery(Reason.BAD_INPUT, f"pull_request payload invalid at: {fields}", 422,
-                              delivery_id, event) from None
-    updated_at = parsed.pull_request.updated_at
-    if updated_at is not None and utc(updated_at) is None:
-        raise InvalidDelivery(Reason.BAD_INPUT, "pull_request payload invalid at: pull_request.updated_at "
-                              "(outside years 1-9999 UTC)", 422, delivery_id, event)
-    owner, _, repo = parsed.repository.full_name.partition("/")
-    ref = PullRequestRef(owner, repo, parsed.pull_request.number)
-    envelope = Envelope(type=f"pull_request.{parsed.action}", subject=ref.target_id,
-                        time=utc(updated_at) if updated_at else None, **base)
-    if parsed.action not in ACTIONABLE_ACTIONS:
-        return ParsedDelivery(envelope, None)
-    candidate = review_candidate(tenant, ref, parsed.pull_request.head.sha, parsed.pull_request.draft,
-                                 display_title(parsed.pull_request.title))
-    return ParsedDelivery(envelope, candidate)
+    return mapper(data, GithubEvent(delivery_id, event, tenant, base))
 
 
 def _verify_signature(headers: Mapping[str, str], body: bytes, secrets: list[str], delivery_id: str,

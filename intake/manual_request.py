@@ -53,6 +53,9 @@ class ManualTrigger(BaseModel):
                                      f"1-{hygiene.MAX_REQUEST_ID} characters, no control characters")] | None = None
     reason: Annotated[str, _rule(lambda v: hygiene.free_text(v, hygiene.MAX_REASON),
                                  f"1-{hygiene.MAX_REASON} characters, no control characters")]
+    task: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$")] | None = None
+    """The registered task to run (``review`` when absent): ``triage`` takes an issue number and an
+    ``updated_at`` version. A task not enabled is refused ``unknown-task``."""
     force: bool = False
     """Re-run a version already done. Only actors with role ``admin`` in the tenant; recorded on the receipt."""
 

@@ -8,12 +8,12 @@ pipeline is tested with real adapters or swapped for another engine.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Callable, Protocol
 
 from intake.capacity.context import CapacityContext  # noqa: F401 - re-exported: the port's argument
-from intake.decision import IntakeDecision
+from intake.decision import IntakeDecision, Reason
 from intake.envelope import Envelope, PullRequestRef, WorkCandidate
-from intake.freshness import TargetSnapshot
+from intake.freshness import TargetSnapshot, assess_freshness
 from intake.receipts import ReceiptDraft
 from intake.repeats import Repeat
 from sluicegate.errors import SluicegateError
@@ -82,3 +82,20 @@ class Admitter(Protocol):
     async def admit(self, admission: Admission) -> tuple[str, str | None]:
         """Start or signal the run for the work key; returns (workflow id, run id)."""
         ...
+
+
+FreshnessRule = Callable[[str | None, TargetSnapshot], Reason | None]
+"""A task's freshness rule: (the event's version, the source's snapshot) -> a reject/defer reason or None."""
+TaskPolicyRule = Callable[[WorkCandidate, TargetSnapshot], str | None]
+"""A task's own admission rule (beyond :class:`intake.policy.Policy`): ``None`` permits, else ``policy:<rule>``."""
+
+
+@dataclass(frozen=True)
+class TaskIntake:
+    """What intake needs to decide one task's work: injected by the wiring from ``tasks.registry``
+    (intake never imports ``tasks``). ``reader`` is the task's own (shared-reads) reader, so a pull
+    request's and an issue's read of one number never share a flight or a snapshot."""
+
+    reader: TargetReader
+    freshness: FreshnessRule = assess_freshness
+    policy: TaskPolicyRule | None = None

@@ -11,6 +11,8 @@ Pure: no Temporal, HTTP or database imports.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from intake.actors import TenantChoice
 from intake.decision import Reason, policy_reason
 from intake.errors import InvalidDelivery
@@ -33,6 +35,16 @@ def actor_rule(actor: str | None) -> InvalidDelivery | None:
     if actor is not None:
         return None
     return InvalidDelivery(Reason.UNAUTHORIZED_ACTOR, "a configured actor's bearer token is required", 401)
+
+
+def task_rule(task: str, enabled: Collection[str], request_id: str | None, event_type: str,
+              ) -> InvalidDelivery | None:
+    """A manual trigger naming a task that is not registered or not enabled (``tasks.enabled``):
+    ``unknown-task``, 422, with a receipt naming the actor."""
+    if task in enabled:
+        return None
+    return InvalidDelivery(Reason.UNKNOWN_TASK, f"task {task!r} is not enabled (enabled: {', '.join(sorted(enabled))})",
+                           422, request_id, event_type)
 
 
 def tenant_rule(choice: TenantChoice, request_id: str | None, event_type: str) -> InvalidDelivery | None:

@@ -35,17 +35,17 @@ import asyncio
 from dataclasses import replace
 import logging
 import time
-from typing import Callable
+from typing import Any, Callable, Mapping
 
-from intake.admission_rules import age_refusal, not_actionable, scope_refusal
+from intake.admission_rules import age_refusal, not_actionable, scope_refusal, task_refusal
 from intake.capacity.plan import Block
 from intake.capacity.payload import from_payload
 from intake.decision import IntakeDecision, Outcome, Reason
 from intake.envelope import Envelope, WorkCandidate
-from intake.freshness import assess_freshness, titled
+from intake.freshness import titled
 from intake.kill_gate import HeldByKill, KillGate
 from intake.policy import Policy
-from intake.ports import Admission, Admitter, CapacityContext, IntakeStore, TargetReader
+from intake.ports import Admission, Admitter, CapacityContext, IntakeStore, TargetReader, TaskIntake
 from intake.receipts import ReceiptDraft, draft_for
 from intake.repeats import duplicate_work, look_up, may_decide_early
 from intake.scope import ScopeRules
@@ -53,21 +53,27 @@ from intake.shared_reads import fresh_snapshot, taken_meanwhile
 from intake.unread import Requeue, SourceRefused, UnreadPolicy, Unread, unread_context, unread_draft
 
 log = logging.getLogger("sluicegate.intake")
+LAG_RETRY_SECONDS = 5.0
+"""The source's own wait asked for when it lags behind an event (a task's freshness rule said
+``source-unavailable``: the event is newer than what the source answers); the backoff still applies."""
 __all__ = ["IntakeService", "Requeue"]
 
 
 class IntakeService:
-    def __init__(self, store: IntakeStore, targets: TargetReader, admitter: Admitter, capacity=None, *,
+    def __init__(self, store: IntakeStore, targets: TargetReader, admitter: Admitter, capacity: Any = None, *,
                  scope: ScopeRules,
                  on_decision: Callable[[IntakeDecision, Envelope, float], None] | None = None,
                  unread: UnreadPolicy = UnreadPolicy(), kills: KillGate | None = None,
-                 policy: Policy = Policy()) -> None:
+                 policy: Policy = Policy(), tasks: Mapping[str, TaskIntake] | None = None) -> None:
         """``capacity``: an ``intake.capacity.gate.CapacityGate``; ``None`` admits without limits.
         ``scope``: the declared repositories (``ScopeRules.everything()`` only in tests of other stages).
         ``on_decision(decision, envelope, seconds)``: called after every decision (metrics).
         ``unread``: the freshness read's deadline and the backoff of a delivery queued unread.
         ``kills``: refuses work in a killed scope ``killed`` before any read (``None``: no kill check).
-        ``policy``: the admission rules and their version (the store records the same version)."""
+        ``policy``: the admission rules and their version (the store records the same version).
+        ``tasks``: the enabled tasks' readers and rules by task name (``tasks.registry``, injected by
+        the wiring); a candidate for another task is refused ``unknown-task`` before any read.
+        ``None``: every candidate is read with ``targets`` under the pull-request freshness rule."""
         self._store = store
         self._scope = scope
         self._targets = targets
@@ -77,6 +83,13 @@ class IntakeService:
         self._unread = unread
         self._kills = kills
         self._policy = policy
+        self._tasks = dict(tasks) if tasks is not None else None
+
+    def _rules(self, candidate: WorkCandidate) -> TaskIntake:
+        """The candidate's task's reader and rules (its task was checked: ``task_refusal``)."""
+        if self._tasks is None:
+            return TaskIntake(self._targets)
+        return self._tasks[candidate.task]
 
     def _observed(self, decision: IntakeDecision, envelope: Envelope, started: float) -> None:
         if self._on_decision is not None:
@@ -142,6 +155,8 @@ class IntakeService:
             return repeat.seen
         if candidate is None:
             return await asyncio.to_thread(self._store.decide, not_actionable(envelope))
+        if (unknown := task_refusal(envelope, candidate, self._tasks)) is not None:
+            return await asyncio.to_thread(self._store.decide, unknown)
         outside = self._out_of_scope(envelope, candidate)
         if outside is not None:
             return await asyncio.to_thread(self._store.decide, outside)
@@ -150,7 +165,7 @@ class IntakeService:
         if (old := age_refusal(envelope, candidate, max_age_seconds)) is not None:
             return await asyncio.to_thread(self._store.decide, old)
         if may_decide_early(envelope) and (blocking := repeat.blocking or await taken_meanwhile(
-                self._targets, self._store, probe, envelope, candidate)) is not None:  # taken: no forge read needed
+                self._rules(candidate).reader, self._store, probe, envelope, candidate)) is not None:  # taken: no forge read needed
             return await asyncio.to_thread(self._store.decide, self._with_key(
                 duplicate_work(envelope, candidate, blocking), envelope, candidate))
         return await self._check_and_decide(envelope, candidate, None)
@@ -161,7 +176,16 @@ class IntakeService:
         if resume_item is not None and (refused := await self._refused_on_resume(envelope, candidate)) is not None:
             ctx = await self._capacity_context(envelope, candidate, resume_item, resume_receipt)
             return _held_if_killed(await asyncio.to_thread(self._store.decide, refused, ctx), resume_item)
-        snapshot = await fresh_snapshot(self._targets, envelope, candidate, self._unread.deadline_seconds)
+        if resume_item is not None and (unknown := task_refusal(envelope, candidate, self._tasks)) is not None:
+            ctx = await self._capacity_context(envelope, candidate, resume_item, resume_receipt)
+            return await asyncio.to_thread(self._store.decide, unknown, ctx)  # disabled since it was queued
+        rules = self._rules(candidate)
+        snapshot = await fresh_snapshot(rules.reader, envelope, candidate, self._unread.deadline_seconds)
+        stale = None if isinstance(snapshot, Unread) else rules.freshness(candidate.input_version, snapshot)
+        if stale == Reason.SOURCE_UNAVAILABLE:  # the source lags behind the event: wait, never reject
+            snapshot = Unread(Reason.SOURCE_UNAVAILABLE, LAG_RETRY_SECONDS,
+                              f"{candidate.target.target_id}: the source does not show version "
+                              f"{candidate.input_version} yet (it lags behind the event)")
         if isinstance(snapshot, Unread):
             retry = self._unread.wait(attempts + 1 if resume_item is not None else 0, snapshot.retry_after)
             if resume_item is not None:
@@ -172,12 +196,13 @@ class IntakeService:
             return await asyncio.to_thread(self._store.decide, unread_draft(envelope, candidate, snapshot, retry), ctx)
         version = candidate.input_version or snapshot.current_version
         ctx = await self._capacity_context(envelope, candidate, resume_item, resume_receipt)
-        stale = assess_freshness(candidate.input_version, snapshot)
         if stale is not None:
             return await asyncio.to_thread(self._store.decide, draft_for(
                 envelope, candidate, Outcome.REJECT, stale,
                 _freshness_message(stale, candidate, snapshot.current_version), input_version=version), ctx)
         refused = self._policy.evaluate(candidate, snapshot)
+        if refused is None and rules.policy is not None:
+            refused = rules.policy(candidate, snapshot)
         if refused is not None:
             return await asyncio.to_thread(self._store.decide, draft_for(
                 envelope, candidate, Outcome.REJECT, refused,
@@ -226,7 +251,7 @@ def _held_if_killed(decision: IntakeDecision, resume_item: str | None) -> Intake
 def _freshness_message(reason: Reason, candidate: WorkCandidate, current: str | None) -> str:
     target = candidate.target.target_id
     if reason == Reason.STALE_VERSION:
-        return f"{target}: event is for {candidate.input_version} but the current head is {current}"
+        return f"{target}: event is for {candidate.input_version} but the current version is {current}"
     if reason == Reason.TARGET_CLOSED:
         return f"{target} is closed at the source"
     return f"{target} does not exist at the source"

@@ -33,6 +33,11 @@ same moment. :class:`SharedReads` wraps the real :class:`~intake.ports.TargetRea
 Failures are shared too: joiners of a read that fails get the same ``SourceUnavailable`` (each
 delivery is then queued durably by the service); failed reads are not kept as snapshots.
 
+Per task: one :class:`SharedReads` per task (``TaskIntake.reader``), and the task's name is part of
+every flight and snapshot key besides, so a pull request's read and an issue's read of one number
+never answer each other. The kept snapshot is judged by the task's own freshness rule; a verdict of
+``source-unavailable`` (the source lags behind the event) never rejects.
+
 Scope: per process, per event loop. Several API processes (or the worker's dispatcher) each have
 their own flights and snapshots; nothing is shared across processes, so N processes may make up
 to N reads of one target at once. The forge's conditional requests (ETag, ``sluicegate.forge.client``)
@@ -51,7 +56,8 @@ from cachetools import TTLCache
 
 from intake.envelope import Envelope, PullRequestRef, WorkCandidate
 from intake.freshness import TargetSnapshot, assess_freshness
-from intake.ports import IntakeStore, TargetReader
+from intake.decision import Reason
+from intake.ports import FreshnessRule, IntakeStore, TargetReader
 from intake.receipts import ReceiptDraft
 from intake.repeats import look_up
 from intake.unread import Unread, read_within
@@ -117,9 +123,14 @@ class SharedReads:
 
     def __init__(self, reader: TargetReader, snapshot_seconds: float = DEFAULT_SNAPSHOT_SECONDS, *,
                  clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-                 timer: Callable[[], float] = time.monotonic) -> None:
-        """``clock``: wall time, compared with deliveries' ``received_at``; ``timer``: snapshot ages."""
+                 timer: Callable[[], float] = time.monotonic, task: str = "review",
+                 freshness: FreshnessRule = assess_freshness) -> None:
+        """``clock``: wall time, compared with deliveries' ``received_at``; ``timer``: snapshot ages.
+        ``task``: the task whose targets this reader reads (part of every flight and snapshot key, so a
+        pull request's and an issue's read of one number never share); ``freshness``: its rule."""
         self._reader = reader
+        self._task = task
+        self._freshness = freshness
         self._clock = clock
         self._flights: dict[tuple, _Flight] = {}
         self._kept: TTLCache | None = (TTLCache(MAX_SNAPSHOTS, snapshot_seconds, timer=timer)
@@ -131,7 +142,7 @@ class SharedReads:
                    not_before: datetime | None = None, origin: Origin | None = None) -> TargetSnapshot:
         """The target's state from a read started at or after ``not_before`` or for the same
         ``origin`` (see the module docstring); ``not_before=None``: a new read."""
-        key = (tenant or None, ref.target_id)
+        key = (tenant or None, self._task, ref.target_id)
         loop = asyncio.get_running_loop()
         flight = self._flights.get(key)
         if (flight is not None and flight.loop is loop and not flight.task.done()
@@ -156,7 +167,7 @@ class SharedReads:
     def _usable(self, envelope: Envelope, candidate: WorkCandidate) -> TargetSnapshot | None:
         if self._kept is None:
             return None
-        kept = self._kept.get((candidate.tenant or None, candidate.target.target_id))
+        kept = self._kept.get((candidate.tenant or None, self._task, candidate.target.target_id))
         if kept is None or not kept.answers(envelope.received_at, origin_of(envelope, candidate)):
             return None
         return kept.snapshot
@@ -164,15 +175,15 @@ class SharedReads:
     def rejecting_snapshot(self, envelope: Envelope, candidate: WorkCandidate) -> TargetSnapshot | None:
         """A kept snapshot that answers this delivery (module docstring) and rejects it; else None."""
         kept = self._usable(envelope, candidate)
-        if kept is None or assess_freshness(candidate.input_version, kept) is None:
-            return None  # a "fresh" snapshot never admits: read (or join a read) instead
+        if kept is None or self._freshness(candidate.input_version, kept) in (None, Reason.SOURCE_UNAVAILABLE):
+            return None  # a "fresh" snapshot never admits, a lagging one never rejects: read instead
         self.snapshot_rejects += 1
         return kept
 
     def saw_fresh(self, envelope: Envelope, candidate: WorkCandidate) -> bool:
         """Does a kept snapshot that answers this delivery say its version is fresh (being admitted)?"""
         kept = self._usable(envelope, candidate)
-        return kept is not None and assess_freshness(candidate.input_version, kept) is None
+        return kept is not None and self._freshness(candidate.input_version, kept) is None
 
     def since(self, envelope: Envelope, candidate: WorkCandidate) -> TargetReader:
         """This reader as seen by one delivery (its receipt time and its origin)."""

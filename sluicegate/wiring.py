@@ -35,6 +35,7 @@ from activities.policy_recheck import PolicyRecheckActivities
 from activities.run_reconciler import ReconcileActivities, RunReconciler
 from activities.scan_activities import ScanActivities
 from activities.step_ledger import SpendGuard
+from activities.task_tools import TaskTools
 from activities.work_ledger import WorkLedgerActivities
 from intake.capacity import CapacityPlanner
 from intake.forge_reader import ForgeTargetReader
@@ -47,7 +48,7 @@ from sluicegate.config.settings import Settings
 from sluicegate.config.tenancy import scope_rules
 from sluicegate.forge.client import ForgeClient
 from sluicegate.observability.activity_telemetry import ActivityTelemetry
-from sluicegate.services.intake import intake_service
+from sluicegate.services.intake import enabled_tasks, intake_service
 from sluicegate.services.resources import open_forge, open_ledger
 from sluicegate.temporal.admitter import TemporalAdmitter
 from sluicegate.temporal.client import payload_keys
@@ -60,7 +61,8 @@ from workflows.maintenance import (
     DispatchDeferredWorkflow, OutboxRelayWorkflow, PruneDeliveriesWorkflow, ReapCapacityWorkflow, ReconcileRunsWorkflow,
     SettleStaleReservationsWorkflow,
 )
-from workflows.review_task import TOOL_ACTIVITIES
+from tasks import registry
+from tasks.spec import TaskSpec
 from workflows.scan import ScanWorkflow
 
 log = logging.getLogger("sluicegate.worker")  # the worker's logger: its warnings keep their name
@@ -78,6 +80,15 @@ def trigger_activities(client: Client, settings: Settings, engine: Engine, forge
     goals = GoalActivities(forge, store, engine, scope, CommentMarks.from_forge_config(settings.forge))
     return [intake.submit, scans.list_candidates, scans.advance_watermark, scans.record_no_work, goals.observe,
             goals.record_bound_reached]
+
+
+def task_activities(settings: Settings, forge: ForgeClient, gateway: ToolGateway, marks: CommentMarks,
+                    egress: EgressPolicy) -> list:
+    """The hosted tools of every enabled task (``activities/task_tools.py``); review's are built in."""
+    def options(spec: TaskSpec) -> object:
+        return getattr(settings.tasks, spec.config_section, None) if spec.config_section else None
+
+    return TaskTools(enabled_tasks(settings), options, forge, gateway, marks, egress).activities()
 
 
 def capacity_activities(client: Client, settings: Settings, engine: Engine, forge: ForgeClient,
@@ -128,7 +139,8 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
                                         retention_policy(settings), spend.budgets)
     capacity = capacity_activities(client, settings, engine, forge, admitter)
     policy = PolicyRecheckActivities(settings.intake.policy(), ForgeTargetReader(forge),
-                                     SqlIntakeStore(engine, policy=settings.intake.policy()))
+                                     SqlIntakeStore(engine, policy=settings.intake.policy()),
+                                     task_readers={s.name: s.reader(forge) for s in enabled_tasks(settings)})
     return Worker(
         client, task_queue=task_queue or settings.temporal.task_queue,
         workflows=[AgentLoopWorkflow, OutboxRelayWorkflow, PruneDeliveriesWorkflow, ScanWorkflow, GoalWorkflow,
@@ -138,9 +150,10 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
                     work.record_run_outcome, work.claim_order, policy.recheck_policy, maintenance.relay_outbox,
                     maintenance.prune_deliveries, maintenance.prune_retention, maintenance.settle_stale_reservations,
                     capacity.release, capacity.dispatch, capacity.reap, reconcile.reconcile_runs,
+                    *task_activities(settings, forge, gateway, marks, egress),
                     *trigger_activities(client, settings, engine, forge,
                                        TemporalAdmitter(client, settings, search_attributes))],
-        interceptors=[telemetry or ActivityTelemetry(TOOL_ACTIVITIES.values()),
+        interceptors=[telemetry or ActivityTelemetry(registry.tool_activity_names()),
                       AttemptInterceptor()],  # receipts written by an activity name its attempt
         graceful_shutdown_timeout=timedelta(seconds=10),
         max_heartbeat_throttle_interval=timedelta(seconds=settings.temporal.heartbeat_throttle_seconds))

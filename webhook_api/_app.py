@@ -36,7 +36,7 @@ from intake.request_rules import source_rule
 from sluicegate.temporal.admitter import TemporalAdmitter
 from ledger import SqlIntakeStore
 from sluicegate.web.bounded_body import declared_too_large, read_limited
-from sluicegate.services.intake import intake_service
+from sluicegate.services.intake import enabled_tasks, intake_service
 from sluicegate.config.settings import Settings
 from sluicegate.services.resources import open_forge, open_ledger
 from sluicegate.temporal.client import connect
@@ -46,7 +46,8 @@ from webhook_api._replay import replay
 from webhook_api._refusals import NOT_AUTHENTICATED, UNKNOWN_SOURCE_LABEL, limit_refusal_log, refuse
 from webhook_api._kept import kept_deliveries, reject_or_keep, schema_header
 from webhook_api._responses import LEDGER_DOWN, decision_response, ledger_down_response, unvalidated_response
-from webhook_api._sources import HEADER_AUTH_KINDS, authenticate, normalize
+from tasks import registry
+from webhook_api._sources import HEADER_AUTH_KINDS, authenticate, github_mappers, normalize
 
 tracer = trace.get_tracer("sluicegate.webhook_api")
 log = logging.getLogger("sluicegate.webhook_api")
@@ -61,6 +62,8 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
             temporal = client or await connect(settings)
             app.state.store = SqlIntakeStore(engine, policy=settings.intake.policy())
             app.state.kept = kept_deliveries(settings, engine)  # bodies kept after unsupported-schema
+            app.state.tasks = {spec.name: spec for spec in enabled_tasks(settings)}  # tasks.enabled
+            app.state.github_mappers = registry.github_mappers(app.state.tasks.values())
             app.state.intake = intake_service(settings, engine, forge,
                                               TemporalAdmitter(temporal, settings, search_attributes))
             app.state.console = ConsolePorts(engine, temporal, partial(submit_manual, app.state, settings))
@@ -134,7 +137,8 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
                 return refuse(request, name, err, answer=NOT_AUTHENTICATED)
             span.set_attribute("sluicegate.delivery_id", verified.delivery_id or "")
             try:
-                parsed = normalize(source, src, verified, headers, body, received_at)
+                parsed = normalize(source, src, verified, headers, body, received_at,
+                                   github_mappers(request.app.state))
             except InvalidDelivery as err:
                 span.set_attribute("sluicegate.reason", str(err.reason))
                 return await reject_or_keep(request.app.state, err, source=source, tenant=src.tenant,

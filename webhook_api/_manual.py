@@ -34,11 +34,13 @@ from intake.actors import actor_for_token, choose_tenant
 from intake.decision import Reason
 from intake.envelope import Envelope, PullRequestRef, TriggerKind
 from intake.errors import InvalidDelivery
-from intake.identity import review_candidate
+from intake.identity import REVIEW_TASK
 from intake.manual_request import MAX_BODY_BYTES, ManualTrigger, parse_manual_body
-from intake.request_rules import actor_rule, force_rule, tenant_rule
+from intake.request_rules import actor_rule, force_rule, task_rule, tenant_rule
 from sluicegate.config.settings import ActorConfig, Settings
 from sluicegate.config.tenancy import configured_tenants
+from tasks import registry
+from tasks.spec import TaskSpec
 from webhook_api._body import BodyTooSlow, bounded_headers, declared_too_large, read_limited
 from webhook_api._refusals import refuse
 from webhook_api._rejects import reject_with_receipt
@@ -117,11 +119,20 @@ async def submit_manual(state, settings: Settings, actor: str, trigger: ManualTr
     tenant = choice.tenant
     if (refused := force_rule(trigger.force, choice.role, actor, tenant, request_id, EVENT_TYPE)) is not None:
         return await _reject(state.store, actor, received_at, refused, tenant)
+    tasks: dict[str, TaskSpec] = getattr(state, "tasks", None) or dict(registry.TASKS)  # tasks.enabled
+    task = trigger.task or REVIEW_TASK
+    event_type = EVENT_TYPE if task == REVIEW_TASK else f"manual.{task}"
+    if (refused := task_rule(task, tasks, request_id, event_type)) is not None:
+        return await _reject(state.store, actor, received_at, refused, tenant)
     ref = PullRequestRef(*trigger.owner_repo, trigger.number)
+    try:
+        candidate = tasks[task].candidate(tenant, ref, trigger.input_version)
+    except ValueError:  # the message names the field, never echoes the value sent
+        return await _reject(state.store, actor, received_at, InvalidDelivery(
+            Reason.BAD_INPUT, f"input_version is not a version of task {task!r}", 422, request_id, event_type), tenant)
     # Request ids are deduplicated per tenant: tenant A's id never collides with (or answers with) B's.
-    envelope = Envelope(id=tenant_request_id(tenant, request_id), source=SOURCE, type=EVENT_TYPE, subject=ref.target_id, time=received_at,
+    envelope = Envelope(id=tenant_request_id(tenant, request_id), source=SOURCE, type=event_type, subject=ref.target_id, time=received_at,
                         received_at=received_at, trigger_kind=TriggerKind.MANUAL, tenant=tenant, actor=actor,
                         override=f"rerun-done: {trigger.reason}"[:MAX_OVERRIDE] if trigger.force else None,
                         data={"reason": trigger.reason})  # who and why are part of the receipt
-    candidate = review_candidate(tenant, ref, trigger.input_version)
     return decision_response(await state.intake.submit(envelope, candidate))

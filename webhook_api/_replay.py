@@ -50,7 +50,7 @@ from webhook_api._manual import operator_gate
 from webhook_api._refusals import refuse
 from webhook_api._rejects import reject_with_receipt
 from webhook_api._responses import decision_response, invalid_response
-from webhook_api._sources import normalize
+from webhook_api._sources import github_mappers, normalize
 
 SOURCE = "replay"
 EVENT_TYPE = "replay"
@@ -105,7 +105,7 @@ async def _rerun(state, settings: Settings, row: KeptDelivery, actor: str, reaso
         return _answer(InvalidDelivery(Reason.BAD_INPUT, f"the kept body cannot be opened: {exc}", 409))
     try:
         parsed = normalize(row.source, src, VerifiedDelivery(kept.verified_id, kept.verified_type), kept.headers,
-                           kept.body, row.received_at)
+                           kept.body, row.received_at, github_mappers(state))
     except InvalidDelivery as err:  # still not mappable: answered with a receipt naming the actor; stays kept
         return await reject_with_receipt(state.store, err, source=row.source, tenant=src.tenant,
                                          received_at=datetime.now(UTC), actor=actor)

@@ -13,11 +13,12 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Mapping
 
-from intake.github import normalize_github, verify_github
+from intake.github import GithubMapper, normalize_github, verify_github
 from intake.sources import ParsedDelivery, VerifiedDelivery
 from intake.sources.cloudevents_source import normalize_cloudevent, verify_cloudevent
 from intake.sources.standard_webhooks import normalize_standard_webhook, verify_standard_webhook
 from sluicegate.config.source import SourceConfig
+from tasks import registry
 
 HEADER_AUTH_KINDS = frozenset({"cloudevents"})
 """Kinds whose verify stage reads headers only (a bearer token): authenticated before the body is read."""
@@ -29,12 +30,21 @@ def authenticate(src: SourceConfig, headers: Mapping[str, str], body: bytes) -> 
     return _VERIFY[src.kind](headers, body, src.secret_values())
 
 
+def github_mappers(state: object) -> Mapping[str, GithubMapper]:
+    """The enabled tasks' GitHub trigger mappings the app was started with (``app.state.github_mappers``);
+    every registered task's when the state has none (tests that build a bare state)."""
+    mappers = getattr(state, "github_mappers", None)
+    return mappers if mappers is not None else registry.github_mappers(registry.TASKS.values())
+
+
 def normalize(name: str, src: SourceConfig, verified: VerifiedDelivery, headers: Mapping[str, str], body: bytes,
-              received_at: datetime) -> ParsedDelivery:
-    """Parse a verified delivery for source ``name``; raises ``InvalidDelivery`` (a receipt)."""
+              received_at: datetime, mappers: Mapping[str, GithubMapper] | None = None) -> ParsedDelivery:
+    """Parse a verified delivery for source ``name``; raises ``InvalidDelivery`` (a receipt).
+    ``mappers``: GitHub event -> the enabled task's trigger mapping (default: every registered task's)."""
     common = dict(source=name, tenant=src.tenant, received_at=received_at)
     if src.kind == "github":
-        parsed = normalize_github(verified, headers, body, **common)
+        parsed = normalize_github(verified, headers, body, source=name, tenant=src.tenant, received_at=received_at,
+                                  mappers=mappers if mappers is not None else github_mappers(None))
     elif src.kind == "standard-webhooks":
         parsed = normalize_standard_webhook(verified, headers, body, mapping=src.mapping, **common)
     else:

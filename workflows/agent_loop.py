@@ -46,9 +46,8 @@ with workflow.unsafe.imports_passed_through():
         AGENT_WORKFLOW, KILL_SIGNAL, PROGRESS_QUERY, STATE_SCHEMA_VERSION, WORK_ORDER_SIGNAL, AgentLoopResult,
         AgentLoopState, KillNotice, AgentLoopStart, RunOutcome, RunStatus, ToolCall, ToolRequest, WorkOrder,
     )
-    from workflows.review_task import (
-        READ_ARTIFACT, TOOL_ACTIVITIES, TOOLS, TOOLS_WITH_READ, assistant_message, initial_messages, tool_message,
-    )
+    from workflows.review_task import assistant_message, tool_message
+    from workflows.loop_plan import LoopPlan, plan_for
     from workflows.steps import MODEL_ACTIVITY, call_model, call_tool
     from workflows.cancellation import CancelAttribution, attribute
     from workflows.order_end import (
@@ -220,11 +219,14 @@ class AgentLoopWorkflow:
         self._memo = workflow.patched(MEMO_PATCH)
         self._upsert_memo(order, 0.0, "running")
         self._artifact_reads = workflow.patched(READ_ARTIFACT_PATCH)
-        tools = TOOLS_WITH_READ if self._artifact_reads else TOOLS
-        messages = initial_messages(order, self._artifact_reads)
+        plan = plan_for(order, self._artifact_reads)  # the order's task (workflows/loop_plan.py)
         outcome = self._outcome = RunOutcome(
             order.work_key, order.input_version, order.generation, RunStatus.DONE, "completed",
             run_id=workflow.info().run_id, receipt_id=order.receipt_id, tenant=order.tenant, source=order.source)
+        if plan is None:  # a work key naming no registered task: nothing to offer the model
+            outcome.status, outcome.reason = RunStatus.FAILED, "unknown-task"
+            return await self._close_order(order, outcome)
+        messages = plan.messages
         self._ending = False
         self._steps = 0
         started = workflow.now()
@@ -238,7 +240,7 @@ class AgentLoopWorkflow:
                 outcome.status, outcome.reason = RunStatus.BUDGET_EXHAUSTED, stop
                 break
             try:
-                response = await call_model(order, messages, outcome.steps + 1, self._cancel_aware, tools)
+                response = await call_model(order, messages, outcome.steps + 1, self._cancel_aware, plan.tools)
             except ActivityError as err:
                 self._check_cancel()
                 kind = failure_type(err)
@@ -256,7 +258,7 @@ class AgentLoopWorkflow:
             messages.append(assistant_message(response))
             if not response.tool_calls:
                 break
-            failed = await self._run_tools(order, response.tool_calls, messages, outcome)
+            failed = await self._run_tools(order, plan, response.tool_calls, messages, outcome)
             if failed is not None:
                 outcome.status, outcome.reason = RunStatus.FAILED, failed
                 break
@@ -301,17 +303,15 @@ class AgentLoopWorkflow:
             self._set_status(order, outcome.status)
         return False
 
-    async def _run_tools(self, order: WorkOrder, calls: list[ToolCall], messages: list[dict[str, Any]],
-                         outcome: RunOutcome) -> str | None:
+    async def _run_tools(self, order: WorkOrder, plan: LoopPlan, calls: list[ToolCall],
+                         messages: list[dict[str, Any]], outcome: RunOutcome) -> str | None:
         """Run the step's tool calls in order; returns a failure reason or None."""
         rt = order.runtime
         for call in calls:
             self._check_cancel()
             if self._killed(outcome) or await self._superseded(order, outcome):
                 return None
-            activity_name = TOOL_ACTIVITIES.get(call.name)
-            if call.name == READ_ARTIFACT and not self._artifact_reads:
-                activity_name = None  # not offered before the patch: answered as unknown, as it was then
+            activity_name = plan.activities.get(call.name)  # read_artifact only after its patch
             if activity_name is None:
                 messages.append(tool_message(call.id, f"error: unknown tool {call.name!r}"))
                 continue

@@ -37,6 +37,10 @@ REAP_ACTIVITY = "sluicegate.capacity.reap"
 GET_DIFF_ACTIVITY = "sluicegate.tool.get_pull_request_diff"
 POST_COMMENT_ACTIVITY = "sluicegate.tool.post_review_comment"
 READ_ARTIFACT_ACTIVITY = "sluicegate.tool.read_artifact"
+# The issue-triage task's tools (declared by tasks/triage, hosted by activities/task_tools.py).
+GET_ISSUE_ACTIVITY = "sluicegate.tool.get_issue"
+ADD_ISSUE_LABELS_ACTIVITY = "sluicegate.tool.add_issue_labels"
+POST_TRIAGE_COMMENT_ACTIVITY = "sluicegate.tool.post_triage_comment"
 RECHECK_POLICY_ACTIVITY = "sluicegate.intake.recheck_policy"
 RELAY_OUTBOX_ACTIVITY = "sluicegate.maintenance.relay_outbox"
 PRUNE_DELIVERIES_ACTIVITY = "sluicegate.maintenance.prune_deliveries"
@@ -65,5 +69,7 @@ ACTIVITIES = frozenset({
     REAP_ACTIVITY, GET_DIFF_ACTIVITY, POST_COMMENT_ACTIVITY, READ_ARTIFACT_ACTIVITY, RELAY_OUTBOX_ACTIVITY,
     PRUNE_DELIVERIES_ACTIVITY, PRUNE_RETENTION_ACTIVITY, SETTLE_STALE_ACTIVITY, RECONCILE_ACTIVITY,
     INTAKE_SUBMIT_ACTIVITY, SCAN_LIST_ACTIVITY, SCAN_ADVANCE_ACTIVITY, SCAN_NO_WORK_ACTIVITY, GOAL_OBSERVE_ACTIVITY,
-    GOAL_BOUND_ACTIVITY, RECHECK_POLICY_ACTIVITY})
-"""What the worker registers; ``tests/workflows/test_names.py`` checks the worker agrees."""
+    GOAL_BOUND_ACTIVITY, RECHECK_POLICY_ACTIVITY, GET_ISSUE_ACTIVITY, ADD_ISSUE_LABELS_ACTIVITY,
+    POST_TRIAGE_COMMENT_ACTIVITY})
+"""What the worker registers; ``tests/workflows/test_names.py`` checks the worker agrees (a registered
+task's hosted tools count: ``tasks.registry``)."""

@@ -31,6 +31,7 @@ from sluicegate.config.checks import UniqueKeyLoader, uniqueness_problems
 from sluicegate.config.console import ConsoleConfig
 from sluicegate.config.durations import parse_duration  # noqa: F401 - re-exported
 from sluicegate.config.kept import KeptDeliveriesConfig
+from sluicegate.config.tasks import TasksConfig
 from sluicegate.config.maintenance import MaintenanceConfig
 from sluicegate.config.model import ModelConfig, Price, TenantModelConfig  # noqa: F401 - re-exported
 from sluicegate.config.schedule import GoalsConfig, ScheduleConfig  # noqa: F401 - ScheduleConfig re-exported
@@ -224,6 +225,8 @@ class Settings(_Section):
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
     capacity: CapacityConfig = Field(default_factory=CapacityConfig)
     kept_deliveries: KeptDeliveriesConfig = Field(default_factory=KeptDeliveriesConfig)
+    tasks: TasksConfig = Field(default_factory=TasksConfig)
+    """Which registered tasks are served, and their options (``sluicegate/config/tasks.py``, ``docs/tasks.md``)."""
     """Caps on bodies kept after ``unsupported-schema`` for replay (``sluicegate/config/kept.py``)."""
     dev_mode: bool = False
     """Local development (``SLUICEGATE_DEV_MODE=1``, set by the dev stack, tests and benches):

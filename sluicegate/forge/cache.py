@@ -9,7 +9,9 @@ its own installation token) reading the same URL overwrote each other's ETag and
 :class:`FreshnessCache` is that mapping with two changes: an entry is keyed by (scope, URL), the
 scope being the tenant of the call (:func:`scoped`, a context variable set around the request, as
 gidgethub passes only the URL), and ``data`` is cut to :data:`PULL_FIELDS`, the fields freshness
-(``intake.forge_reader``) and goal observations (``activities.goal_activities``) read.
+(``intake.forge_reader``) and goal observations (``activities.goal_activities``) read; an issue's
+answer (``.../issues/<n>``, the triage task's freshness read) is cut to :data:`ISSUE_FIELDS`. The URL
+is part of the key, so a pull request's and an issue's read of one number never share an entry.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from cachetools import LRUCache
 PULL_FIELDS = ("number", "state", "draft", "merged", "updated_at", "title")
 """Top-level fields of a pull request kept (plus ``head.sha``); everything else (body, links, users) is dropped."""
 
+ISSUE_FIELDS = ("number", "state", "updated_at", "title")
+"""Top-level fields of an issue kept for freshness (plus ``pull_request`` as ``True`` when present)."""
+
 _SCOPE: ContextVar[str] = ContextVar("sluicegate_forge_cache_scope", default="")
 
 
@@ -36,6 +41,22 @@ def pull_fields(pull: Any) -> Any:
     if isinstance(head, dict):
         kept["head"] = {"sha": head.get("sha")}
     return kept
+
+
+def issue_fields(issue: Any) -> Any:
+    """``issue`` cut to what triage freshness reads: :data:`ISSUE_FIELDS`, and ``pull_request: True``
+    when the issue is a pull request (GitHub's issues endpoint answers pull requests too)."""
+    if not isinstance(issue, dict):
+        return issue
+    kept = {k: issue[k] for k in ISSUE_FIELDS if k in issue}
+    if issue.get("pull_request"):
+        kept["pull_request"] = True
+    return kept
+
+
+def _fields_for(url: str, data: Any) -> Any:
+    """The kept fields of a conditional read's answer: an issue's for ``.../issues/<n>``, else a pull's."""
+    return issue_fields(data) if "/issues/" in url else pull_fields(data)
 
 
 @contextmanager
@@ -59,7 +80,7 @@ class FreshnessCache(MutableMapping):
 
     def __setitem__(self, url: str, value: tuple) -> None:
         etag, last_modified, data, more = value
-        self._entries[(_SCOPE.get(), url)] = (etag, last_modified, pull_fields(data), more)
+        self._entries[(_SCOPE.get(), url)] = (etag, last_modified, _fields_for(url, data), more)
 
     def __delitem__(self, url: str) -> None:
         del self._entries[(_SCOPE.get(), url)]

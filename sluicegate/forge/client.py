@@ -38,7 +38,7 @@ from gidgethub import sansio
 from gidgethub.httpx import GitHubAPI
 
 from sluicegate.forge import errors as forge_errors
-from sluicegate.forge.cache import FreshnessCache, pull_fields, scoped
+from sluicegate.forge.cache import FreshnessCache, issue_fields, pull_fields, scoped
 from sluicegate.forge.errors import ForgeError
 from sluicegate.forge.progress_reads import NO_PROGRESS, ProgressSink, read_pages, read_streamed
 
@@ -208,6 +208,41 @@ class ForgeClient:
                                  content=content)
 
         return await self._send(tenant, owner, repo, post, write=True, progress=progress)
+
+    async def get_issue(self, owner: str, repo: str, number: int, *, tenant: str | None = None) -> dict[str, Any]:
+        """The issue's freshness fields (``forge_cache.ISSUE_FIELDS``; ``pull_request`` kept as a
+        presence flag: GitHub's issues endpoint answers pull requests too), read conditionally like
+        :meth:`get_pull` (its own URL, so an issue and a pull request of one number never share an entry)."""
+        async def read(token: str | None) -> Any:
+            with scoped(tenant):
+                return await self._conditional.getitem(f"/repos/{owner}/{repo}/issues/{number}", oauth_token=token)
+
+        return issue_fields(await self._send(tenant, owner, repo, read))
+
+    async def read_issue(self, owner: str, repo: str, number: int, *, tenant: str | None = None) -> dict[str, Any]:
+        """The whole issue (title, body, labels), read unconditionally (a tool's read, never cached)."""
+        async def read(token: str | None) -> Any:
+            return await self._gh.getitem(f"/repos/{owner}/{repo}/issues/{number}", oauth_token=token)
+
+        issue = await self._send(tenant, owner, repo, read)
+        return issue if isinstance(issue, dict) else {}
+
+    async def issue_labels(self, owner: str, repo: str, number: int, *, tenant: str | None = None,
+                           progress: ProgressSink = NO_PROGRESS) -> list[str]:
+        """The names of the issue's labels now (every page)."""
+        url = f"/repos/{owner}/{repo}/issues/{number}/labels?per_page=100"
+        return [str(label.get("name")) async for label in self._iterate(tenant, owner, repo, url, progress)
+                if isinstance(label, dict)]
+
+    async def add_labels(self, owner: str, repo: str, number: int, labels: list[str], *, tenant: str | None = None,
+                         progress: ProgressSink = NO_PROGRESS) -> list[str]:
+        """``POST .../labels`` (adds; a set, so repeating it changes nothing); the label names after it."""
+        async def post(token: str | None) -> Any:
+            return await self._gh.post(f"/repos/{owner}/{repo}/issues/{number}/labels", data={"labels": labels},
+                                       oauth_token=token)
+
+        answer = await self._send(tenant, owner, repo, post, write=True, progress=progress)
+        return [str(label.get("name")) for label in answer or [] if isinstance(label, dict)]
 
     async def list_open_pulls(self, owner: str, repo: str, *, tenant: str | None = None) -> list[dict[str, Any]]:
         """Every open pull request, least recently updated first, following the ``Link`` pages."""

@@ -7,7 +7,7 @@ from sqlalchemy.engine import Engine
 from intake.capacity import CapacityPlanner
 from intake.capacity.gate import CapacityGate
 from intake.forge_reader import ForgeTargetReader
-from intake.ports import Admitter
+from intake.ports import Admitter, TaskIntake
 from intake.service import IntakeService
 from intake.shared_reads import SharedReads
 from intake.unread import UnreadPolicy
@@ -16,6 +16,8 @@ from ledger import BreakerBoard, KillSwitch, SqlIntakeStore
 from sluicegate.config.settings import Settings
 from sluicegate.observability.metrics import record_decision
 from sluicegate.config.tenancy import scope_rules
+from tasks import registry
+from tasks.spec import TaskSpec
 
 
 def capacity_gate(settings: Settings, engine: Engine) -> CapacityGate:
@@ -29,10 +31,26 @@ def unread_policy(settings: Settings) -> UnreadPolicy:
     return UnreadPolicy(cfg.freshness_deadline_seconds, cfg.source_retry_seconds, cfg.source_retry_max_seconds)
 
 
+def enabled_tasks(settings: Settings) -> tuple[TaskSpec, ...]:
+    """The registered tasks ``tasks.enabled`` names; ``UnknownTask`` (start-up fails) for a name not registered."""
+    return registry.enabled(settings.tasks.enabled)
+
+
+def task_intake(settings: Settings, forge) -> dict[str, TaskIntake]:
+    """Each enabled task's reader (its own shared reads: flights and snapshots never cross tasks) and rules."""
+    seconds = settings.intake.freshness_snapshot_seconds
+    return {spec.name: TaskIntake(SharedReads(spec.reader(forge), seconds, task=spec.name, freshness=spec.freshness),
+                                  spec.freshness, spec.policy)
+            for spec in enabled_tasks(settings)}
+
+
 def intake_service(settings: Settings, engine: Engine, forge, admitter: Admitter) -> IntakeService:
     policy = settings.intake.policy()
     store = SqlIntakeStore(engine, max_readmissions=settings.intake.max_readmissions_per_version, policy=policy)
-    targets = SharedReads(ForgeTargetReader(forge), settings.intake.freshness_snapshot_seconds)
+    tasks = task_intake(settings, forge)
+    review = tasks.get("review")
+    targets = review.reader if review is not None else SharedReads(ForgeTargetReader(forge),
+                                                                   settings.intake.freshness_snapshot_seconds)
     return IntakeService(store, targets, admitter, capacity_gate(settings, engine),
                          scope=scope_rules(settings), on_decision=record_decision, unread=unread_policy(settings),
-                         kills=KillGate(KillSwitch(engine)), policy=policy)
+                         kills=KillGate(KillSwitch(engine)), policy=policy, tasks=tasks)

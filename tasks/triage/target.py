@@ -1,0 +1,107 @@
+"""The triage task's identity, target read and freshness rule.
+
+Work key ``<tenant>/github:<owner>/<repo>#<n>:triage`` (lower-cased owner/repo, like review's);
+the input version is the issue's ``updated_at`` in one canonical form, ``YYYY-MM-DDTHH:MM:SSZ`` (UTC),
+so the payload's and the API's spelling of one instant are one version.
+
+Freshness compares instants, not strings:
+
+* the issue is missing, or is a pull request (GitHub's issues endpoint answers pull requests too:
+  ``pull_request`` present) -> ``target-not-found``: a pull request is the review task's target;
+* closed -> ``target-closed``;
+* the event's ``updated_at`` is older than the issue's now -> ``stale-version`` (a newer edit, or our
+  own labels or comment, has moved it on);
+* newer than what the API answers -> ``source-unavailable``: the API lags behind the event, which must
+  not be lost; intake defers it (queued, re-decided with backoff) instead of rejecting it.
+
+Pure except :class:`IssueReader` (one conditional forge read; a 404 is an answer, any other error
+means the source cannot be read now, exactly like ``intake.forge_reader``).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from intake.decision import Reason
+from intake.envelope import PullRequestRef, WorkCandidate
+from intake.freshness import TargetSnapshot
+from intake.hygiene import display_title
+from intake.identity import is_tenant_name, TENANT_PATTERN
+from intake.ports import SourceUnavailable
+from sluicegate.forge.client import ForgeClient, ForgeError
+
+TRIAGE_TASK = "triage"
+_CANONICAL = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def triage_work_key(tenant: str, ref: PullRequestRef, forge: str = "github") -> str:
+    """``acme/github:acme/api#7:triage``."""
+    if not is_tenant_name(tenant):
+        raise ValueError(f"not a tenant name: {tenant!r} (must match {TENANT_PATTERN})")
+    return f"{tenant}/{forge}:{ref.owner.lower()}/{ref.repo.lower()}#{ref.number}:{TRIAGE_TASK}"
+
+
+def parse_version(value: str) -> datetime:
+    """An ``updated_at`` (ISO 8601, with an offset or ``Z``) as an aware UTC instant, whole seconds;
+    ``ValueError`` for anything else (a naive time is not one)."""
+    if not isinstance(value, str) or len(value) > 40:
+        raise ValueError("not an updated_at timestamp")
+    moment = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+    if moment.tzinfo is None:
+        raise ValueError("updated_at needs a time zone (Z or an offset)")
+    return moment.astimezone(UTC).replace(microsecond=0)
+
+
+def canonical_version(value: str | datetime) -> str:
+    """The canonical form of an ``updated_at``: ``YYYY-MM-DDTHH:MM:SSZ``."""
+    moment = parse_version(value) if isinstance(value, str) else value.astimezone(UTC).replace(microsecond=0)
+    return moment.strftime(_CANONICAL)
+
+
+def triage_candidate(tenant: str, ref: PullRequestRef, input_version: str | None, title: str = "") -> WorkCandidate:
+    """The candidate for triaging issue ``ref``; the version canonical (``ValueError`` if it is none)."""
+    version = canonical_version(input_version) if input_version is not None else None
+    return WorkCandidate(work_key=triage_work_key(tenant, ref), target=ref, input_version=version, tenant=tenant,
+                         title=title)
+
+
+def triage_freshness(event_version: str | None, snapshot: TargetSnapshot) -> Reason | None:
+    """``None`` when fresh, else the reason (module docstring); ``event_version=None`` means "current"."""
+    if not snapshot.exists:
+        return Reason.TARGET_NOT_FOUND
+    if not snapshot.open:
+        return Reason.TARGET_CLOSED
+    if event_version is None or event_version == snapshot.current_version:
+        return None
+    try:
+        event, current = parse_version(event_version), parse_version(snapshot.current_version or "")
+    except ValueError:
+        return Reason.STALE_VERSION  # the source's version is unreadable or ours is no timestamp: never current
+    if event < current:
+        return Reason.STALE_VERSION
+    if event > current:
+        return Reason.SOURCE_UNAVAILABLE
+    return None
+
+
+class IssueReader:
+    """The authoritative read of an issue (``GET /repos/{o}/{r}/issues/{n}``, conditional)."""
+
+    def __init__(self, forge: ForgeClient) -> None:
+        self._forge = forge
+
+    async def read(self, ref: PullRequestRef, tenant: str | None = None) -> TargetSnapshot:
+        try:
+            issue = await self._forge.get_issue(ref.owner, ref.repo, ref.number, tenant=tenant)
+        except ForgeError as exc:
+            if exc.not_found:
+                return TargetSnapshot(exists=False)
+            raise SourceUnavailable(str(exc), exc.retry_after, permanent=not exc.retryable) from None
+        if not isinstance(issue, dict) or issue.get("pull_request"):
+            return TargetSnapshot(exists=False)  # a pull request: the review task's target, never triaged
+        try:
+            version: str | None = canonical_version(str(issue.get("updated_at") or ""))
+        except ValueError:
+            version = None
+        return TargetSnapshot(exists=True, open=issue.get("state") == "open", current_version=version,
+                              title=display_title(issue.get("title")))
