@@ -50,3 +50,29 @@ def delivery_headers(secret: str | None, body: bytes, event: str = "pull_request
 
 def encode(payload: dict[str, Any]) -> bytes:
     return json.dumps(payload).encode()
+
+
+def issues_payload(owner: str, repo: str, number: int, updated_at: str, action: str = "opened", *,
+                   title: str = "", body: str | None = "", state: str = "open",
+                   labels: tuple[str, ...] = ()) -> dict[str, Any]:
+    """An ``issues`` delivery as GitHub sends it; ``updated_at`` is the issue's, which triage takes as
+    the input version (it must match the forge's for the delivery to be current)."""
+    full = f"{owner}/{repo}"
+    api = f"https://api.github.com/repos/{full}/issues/{number}"
+    return {
+        "action": action,
+        "issue": {
+            "url": api, "repository_url": f"https://api.github.com/repos/{full}",
+            "labels_url": f"{api}/labels{{/name}}", "comments_url": f"{api}/comments",
+            "html_url": f"https://github.com/{full}/issues/{number}",
+            "id": 5000 + number, "node_id": f"I_{number}", "number": number, "title": title,
+            "user": {"login": "octocat", "id": 1}, "labels": [{"name": name} for name in labels],
+            "state": state, "locked": False, "assignee": None, "assignees": [], "milestone": None,
+            "comments": 0, "created_at": updated_at, "updated_at": updated_at,
+            "closed_at": updated_at if state == "closed" else None, "author_association": "OWNER", "body": body,
+        },
+        **({"changes": {"body": {"from": ""}}} if action == "edited" else {}),
+        "repository": {"id": 43, "name": repo, "full_name": full, "private": False,
+                       "owner": {"login": owner, "id": 7}},
+        "sender": {"login": "octocat", "id": 1},
+    }

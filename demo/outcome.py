@@ -21,6 +21,9 @@ from ledger import DeferredItem, Receipt, WorkVersion, make_engine
 from sluicegate.config.settings import Settings
 from workflows.contracts import RunStatus
 
+TRIAGE_SUFFIX = ":triage"
+COMMENT_OPERATION = {"review": "post_review_comment", "triage": "post_triage_comment"}
+"""The comment each task posts once per version (its operation key names the comment's marker)."""
 TERMINAL = frozenset(RunStatus)
 """Every status an order can end with (a version in any other status is still in flight)."""
 
@@ -32,6 +35,10 @@ class Observed:
     comments: list[dict[str, Any]]
     model_stats: dict[str, Any]
     forge_stats: dict[str, Any] = field(default_factory=dict)
+    issues: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The forge's stored state of every issue a triage delivery named, by target id (``acme/docs#1``)."""
+    allowed_labels: list[str] = field(default_factory=list)
+    """``tasks.triage.labels``: the only labels triage may apply."""
 
 
 @dataclass
@@ -86,7 +93,14 @@ def observe(settings: Settings) -> Observed:
     comments = httpx.get(f"http://{forge.host}:{forge.port}/_sim/comments", timeout=10).json()
     stats = httpx.get(f"http://{model.host}:{model.port}/_sim/stats", timeout=10).json()
     forge_stats = httpx.get(f"http://{forge.host}:{forge.port}/_sim/stats", timeout=10).json()
-    return Observed(receipts, versions, comments, stats, forge_stats)
+    issues = {}
+    for target in sorted({r.target_id for r in receipts if r.work_key and r.work_key.endswith(TRIAGE_SUFFIX)
+                          and r.target_id}):
+        repo, _, number = target.partition("#")
+        answer = httpx.get(f"http://{forge.host}:{forge.port}/_sim/issues/{repo}/{number}", timeout=10)
+        if answer.status_code == 200:
+            issues[target] = answer.json()
+    return Observed(receipts, versions, comments, stats, forge_stats, issues, list(settings.tasks.triage.labels))
 
 
 def judge(sent: list[Sent], seen: Observed) -> Verdict:
@@ -113,7 +127,8 @@ def judge(sent: list[Sent], seen: Observed) -> Verdict:
     per_op = Counter()
     for c in seen.comments:
         for key, version in accepted:
-            if marker_for(operation_key(key, "post_review_comment", version)) in (c.get("body") or ""):
+            operation = COMMENT_OPERATION[key.rpartition(":")[2]]
+            if marker_for(operation_key(key, operation, version)) in (c.get("body") or ""):
                 per_op[(key, version)] += 1
     status = {(w.work_key, w.input_version): w.status for w in seen.versions}
     # A superseded version stops at a step boundary: it may or may not have posted before that.
@@ -121,6 +136,7 @@ def judge(sent: list[Sent], seen: Observed) -> Verdict:
            if per_op[(k, ver)] > 1 or (status.get((k, ver)) == "done" and per_op[(k, ver)] != 1)]
     v.add("exactly one comment per finished version, at most one per superseded one",
           not bad and len(seen.comments) == sum(per_op.values()), ", ".join(bad) or f"{len(seen.comments)} comments")
+    _judge_triage(v, sent, seen, accepted, per_op, status)
     called = {k for k, n in seen.model_stats.get("by_work", {}).items() if n}
     allowed = {f"{k}@{ver}" for k, ver in accepted}
     v.add("no model call for a rejected delivery", called <= allowed, ", ".join(sorted(called - allowed)))
@@ -133,3 +149,33 @@ def judge(sent: list[Sent], seen: Observed) -> Verdict:
     v.add("model calls = steps recorded by the runs", seen.model_stats.get("calls") == steps,
           f"{seen.model_stats.get('calls')} calls, {steps} steps")
     return v
+
+
+def _judge_triage(v: Verdict, sent: list[Sent], seen: Observed, accepted: set[tuple[str, str]],
+                  per_op: Counter, status: dict[tuple[str, str], str]) -> None:
+    """The issue-triage invariants (the deliveries the demo sends for issues)."""
+    triage = {(k, ver) for k, ver in accepted if k.endswith(TRIAGE_SUFFIX)}
+    wrong = [f"{k}@{ver}: {per_op[(k, ver)]} comments, run {status.get((k, ver))}" for k, ver in sorted(triage)
+             if per_op[(k, ver)] != 1 or status.get((k, ver)) != "done"]
+    v.add("exactly one triage comment per admitted issue version", bool(triage) and not wrong, ", ".join(wrong))
+    allowed = {label.casefold() for label in seen.allowed_labels}
+    admitted = {r.target_id for r in seen.receipts
+                if r.outcome == "accept" and (r.work_key or "").endswith(TRIAGE_SUFFIX)}
+    labels = {t: seen.issues.get(t, {}).get("labels", []) for t in admitted}
+    outside = [f"{t}: {sorted(set(ls) - {x for x in ls if x.casefold() in allowed})}" for t, ls in labels.items()
+               if not ls or any(x.casefold() not in allowed for x in ls)]
+    v.add("labels applied to triaged issues are a non-empty subset of tasks.triage.labels",
+          bool(admitted) and not outside, ", ".join(outside))
+    sends = Counter(s.delivery_id for s in sent if (s.work_key or "").endswith(TRIAGE_SUFFIX))
+    redelivered = [d for d, n in sends.items() if n > 1]
+    decided = {d: Counter((r.outcome, r.reason) for r in seen.receipts if r.delivery_id == d) for d in redelivered}
+    undeduped = [f"{d[:13]}: {dict(decided[d])}" for d in redelivered if decided[d] != Counter(
+        {("accept", "admitted"): 1, ("reject", "duplicate-delivery"): sends[d] - 1})]
+    v.add("an issue delivery sent twice ran once (the redelivery deduped)", bool(redelivered) and not undeduped,
+          ", ".join(undeduped))
+    closed = {t for t, issue in seen.issues.items() if issue.get("state") == "closed"}
+    on_closed = [r for r in seen.receipts if r.target_id in closed and (r.work_key or "").endswith(TRIAGE_SUFFIX)]
+    ran = [w.work_key for w in seen.versions if w.work_key in {r.work_key for r in on_closed}]
+    v.add("an issues event for a closed issue is refused target-closed, with no run",
+          bool(on_closed) and all((r.outcome, r.reason) == ("reject", "target-closed") for r in on_closed) and not ran,
+          ", ".join(f"{r.target_id}: {r.outcome}/{r.reason}" for r in on_closed) + (f"; ran {ran}" if ran else ""))

@@ -1,19 +1,25 @@
-"""The demo's delivery stream: realistic pull-request webhooks, a manual trigger, and what
-each should come to. Shared by ``make demo`` and the end-to-end test.
+"""The demo's delivery stream: realistic pull-request webhooks, a manual trigger, issue-triage
+deliveries, and what each should come to. Shared by ``make demo`` and the end-to-end test.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+from sqlmodel import Session, select
 
-from demo.github_payloads import delivery_headers, encode, pull_request_payload
+from demo.github_payloads import delivery_headers, encode, issues_payload, pull_request_payload
 from intake.envelope import PullRequestRef
 from intake.identity import review_work_key
+from ledger import WorkVersion, make_engine
 from sluicegate.config.settings import Settings
+from tasks.triage.target import triage_work_key
+from workflows.contracts import RunStatus
 
 
 @dataclass
@@ -89,6 +95,45 @@ class DemoDriver:
         return self._record(label, delivery_id, self._key(tenant, repo, number), r.json().get("input_version"),
                             expect, r)
 
+    def issue(self, repo: str, number: int, **changes: Any) -> dict[str, Any]:
+        """Create or edit an issue on the forge (its control API, as a person would on GitHub)."""
+        return self.forge.post(f"/_sim/issues/{repo}/{number}", json=changes).raise_for_status().json()
+
+    def edit_issue(self, repo: str, number: int, **changes: Any) -> dict[str, Any]:
+        """A real edit: ``updated_at`` moves strictly past whatever the issue carries now (our own labels
+        and comment included), so the edit is a version of its own."""
+        now = self.forge.get(f"/_sim/issues/{repo}/{number}").raise_for_status().json()["updated_at"]
+        later = max(datetime.now(UTC), datetime.fromisoformat(now.replace("Z", "+00:00")) + timedelta(seconds=1))
+        return self.issue(repo, number, **changes, updated_at=later.strftime("%Y-%m-%dT%H:%M:%SZ"))
+
+    def issue_webhook(self, label: str, repo: str, issue: dict[str, Any], action: str, expect: tuple[str, str], *,
+                      delivery_id: str | None = None) -> Sent:
+        """A signed ``issues`` delivery carrying ``issue`` as the forge stored it (``issue()``)."""
+        owner, name = repo.split("/")
+        body = encode(issues_payload(owner, name, issue["number"], issue["updated_at"], action, title=issue["title"],
+                                     body=issue["body"], state=issue["state"], labels=tuple(issue["labels"])))
+        delivery_id = delivery_id or str(uuid.uuid4())
+        headers = delivery_headers(self.secret, body, event="issues", delivery_id=delivery_id)
+        r = self.api.post("/webhooks/github", content=body, headers=headers)
+        key = triage_work_key(self.settings.sources["github"].tenant, PullRequestRef(owner, name, issue["number"]))
+        return self._record(label, delivery_id, key, issue["updated_at"], expect, r)
+
+    def wait_finished(self, sent: Sent, timeout: float = 90.0) -> None:
+        """Until the run ``sent`` admitted has ended (so nothing of it touches its target any more)."""
+        engine = make_engine(self.settings.ledger_url())
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                with Session(engine) as s:
+                    status = s.exec(select(WorkVersion.status).where(WorkVersion.work_key == sent.work_key,
+                                                                     WorkVersion.input_version == sent.version)).first()
+                if status in frozenset(RunStatus):
+                    return
+                time.sleep(0.25)
+        finally:
+            engine.dispose()
+        raise TimeoutError(f"{sent.label}: its run did not end within {timeout:.0f}s")
+
     @staticmethod
     def _key(tenant: str, repo: str, number: int) -> str:
         owner, name = repo.split("/")
@@ -113,6 +158,9 @@ OUT_OF_SCOPE_REPO = "globex/site"
 # for acme/api#44 arrives while acme/api#42 is running, is deferred into the queue, and is
 # admitted by the dispatcher when #42's run ends (acme/web is another repository: not held).
 DEMO_OVERRIDES = {"SLUICEGATE__CAPACITY__CONCURRENCY_LIMIT": "1"}
+TRIAGE_REPO = "acme/docs"
+"""Issues live in a repository of their own (created on the forge by the demo), so their runs never wait
+for acme/api's one slot and the stream above keeps its timing."""
 
 
 def play(driver: DemoDriver) -> list[Sent]:
@@ -138,4 +186,21 @@ def play(driver: DemoDriver) -> list[Sent]:
     d.webhook(f"signed, but {OUT_OF_SCOPE_REPO} is not served by this source", OUT_OF_SCOPE_REPO, 1, api44, "opened",
               ("reject", "out-of-scope"))
     d.manual("manual trigger by alice (acme/api is busy)", "acme/api", 44, "alice", ("defer", "capacity"))
+    play_issues(d)
     return d.sent
+
+
+def play_issues(d: DemoDriver) -> None:
+    """Issue triage: an issue opened (and redelivered), then really edited, and a closed one."""
+    issue = d.issue(TRIAGE_REPO, 1, title="Docs build crashes with a traceback",
+                    body="`make docs` fails with a KeyError traceback since the last release.", state="open")
+    opened = d.issue_webhook(f"issue {TRIAGE_REPO}#1 opened", TRIAGE_REPO, issue, "opened", ("accept", "admitted"))
+    d.issue_webhook("redelivery of the issue delivery", TRIAGE_REPO, issue, "opened",
+                    ("reject", "duplicate-delivery"), delivery_id=opened.delivery_id)
+    d.wait_finished(opened)  # its labels and comment moved updated_at; the edit comes after them
+    edited = d.edit_issue(TRIAGE_REPO, 1, title="Docs build crashes: how do I pin the theme?")
+    d.issue_webhook(f"issue {TRIAGE_REPO}#1 edited (newer updated_at)", TRIAGE_REPO, edited, "edited",
+                    ("accept", "admitted"))
+    closed = d.issue(TRIAGE_REPO, 2, title="Typo in the README", body="teh -> the", state="closed")
+    d.issue_webhook(f"event for closed issue {TRIAGE_REPO}#2", TRIAGE_REPO, {**closed, "state": "open"},
+                    "reopened", ("reject", "target-closed"))

@@ -23,10 +23,12 @@ def test_stream_holds_every_invariant_and_traces_end_to_end(stack_factory):
     seen = observe(stack.settings)
     verdict = judge(sent, seen)
     assert verdict.ok, [c for c in verdict.checks if not c.ok]
-    assert sum(s.got[0] == "accept" for s in sent) == 3 and sum(s.got == ("defer", "capacity") for s in sent) == 1
-    assert len(versions) == 4  # the deferred manual trigger was admitted when acme/api#42's run ended
+    # 3 pull-request versions + 2 issue versions (opened, then edited) admitted at once
+    assert sum(s.got[0] == "accept" for s in sent) == 5 and sum(s.got == ("defer", "capacity") for s in sent) == 1
+    assert len(versions) == 6  # the deferred manual trigger was admitted when acme/api#42's run ended
     done = sum(w.status == "done" for w in versions)
-    assert done >= 3 and len(seen.comments) >= done  # acme/api#42's first head may be superseded
+    assert done >= 5 and len(seen.comments) >= done  # acme/api#42's first head may be superseded
+    assert sum(w.work_key.endswith(":triage") and w.status == "done" for w in versions) == 2
 
     stack.stop()  # flush spans and metrics
     decided = _decisions_counted(stack.settings)
