@@ -3,16 +3,21 @@
 Routes: ``GET /repos/{o}/{r}/pulls``, ``GET /repos/{o}/{r}/pulls/{n}``
 (JSON, or the unified diff as ``text/plain`` when ``Accept`` names
 ``application/vnd.github.diff`` / ``application/vnd.github.v3.diff``),
-``GET|POST /repos/{o}/{r}/issues/{n}/comments``,
-The pull's JSON carries a weak ``ETag``; a request whose ``If-None-Match`` names it gets
-``304 Not Modified`` with no body, and (as on GitHub) is not counted against the rate limit.
+``GET|POST /repos/{o}/{r}/issues/{n}/comments``, ``GET /repos/{o}/{r}/issues/{n}`` (a plain
+issue, or a pull seen as an issue with a ``pull_request`` object, see ``_issues``),
+``GET|POST /repos/{o}/{r}/issues/{n}/labels`` (POST ``{"labels": [names]}`` or a bare list adds
+them -- a set union, unknown names become repository labels -- and answers 200 with the issue's
+full label list). The pull's and the issue's JSON carry a weak ``ETag``; a request whose
+``If-None-Match`` names it gets ``304 Not Modified`` with no body, and (as on GitHub) is not counted
+against the rate limit.
 ``POST /app/installations/{id}/access_tokens`` (GitHub App mode, ``_apps``);
 control API under ``/_sim/`` (see ``_control``).
 
 Failure modes, as GitHub answers them: unknown repository / pull / path or
 a non-numeric number -> 404 ``{"message": "Not Found"}``; bad token ->
 401 ``Bad credentials``; unparsable JSON -> 400 ``Problems parsing JSON``;
-missing/blank comment body, bad ``state``/``sort``/``direction``/``since``
+missing/blank comment body, bad ``state``/``sort``/``direction``/``since``, labels that are not
+a list of non-blank names (at most 50 characters) or more than 100 on one issue
 -> 422 ``Validation Failed``. Injected faults: see ``_gate``.
 """
 
@@ -30,6 +35,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from simulators.forge._apps import GitHubAppSpec
 from simulators.forge._control import build_control_router
 from simulators.forge._gate import install_gate
+from simulators.forge._issues import check_label_names, issue_json, label_json
 from simulators.forge._pagination import link_header, paginate
 from simulators.forge._records import parse_time
 from simulators.forge._render import comment_json, entity_tag, error_body, etag_matches, pull_json
@@ -154,10 +160,53 @@ def create_forge_app(
         base = _base(request)
         return JSONResponse([comment_json(c, base) for c in chunk], headers=headers)
 
+    @app.get("/repos/{owner}/{repo}/issues/{number}")
+    async def get_issue(owner: str, repo: str, number: str, request: Request) -> Response:
+        view = state.get_issue(owner, repo, _number(number))
+        if view is None:
+            raise _not_found()
+        body = issue_json(view, _base(request))
+        etag = entity_tag(body)
+        if etag_matches(request.headers.get("if-none-match"), etag):
+            state.record_issue_read("not_modified")
+            return Response(status_code=304, headers={"ETag": etag})
+        state.record_issue_read("json")
+        return JSONResponse(body, headers={"ETag": etag})
+
+    @app.get("/repos/{owner}/{repo}/issues/{number}/labels")
+    async def list_labels(owner: str, repo: str, number: str, request: Request) -> Response:
+        view = state.get_issue(owner, repo, _number(number))
+        if view is None:
+            raise _not_found()
+        chunk, headers = _paged(request, list(view.labels))
+        base = _base(request)
+        return JSONResponse([label_json(label, view.owner, view.repo, base) for label in chunk], headers=headers)
+
+    @app.post("/repos/{owner}/{repo}/issues/{number}/labels")
+    async def add_labels(owner: str, repo: str, number: str, request: Request) -> Response:
+        issue_number = _number(number)
+        if state.get_issue(owner, repo, issue_number) is None:
+            raise _not_found()
+        try:
+            payload = json.loads(await request.body() or b"null")
+        except ValueError:
+            raise _Fail(400, "Problems parsing JSON") from None
+        raw = payload.get("labels") if isinstance(payload, dict) else payload
+        if raw is None:
+            raise _invalid("Label", "labels", "missing_field")
+        try:
+            view = state.add_labels(owner, repo, issue_number, check_label_names(raw))
+        except ValueError as exc:
+            raise _invalid("Label", "labels", "invalid", str(exc)) from None
+        if view is None:  # vanished between the check and the write (reset)
+            raise _not_found()
+        base = _base(request)
+        return JSONResponse([label_json(label, view.owner, view.repo, base) for label in view.labels])
+
     @app.post("/repos/{owner}/{repo}/issues/{number}/comments")
     async def create_comment(owner: str, repo: str, number: str, request: Request) -> Response:
         pull_number = _number(number)
-        if state.get_pull(owner, repo, pull_number) is None:
+        if state.get_issue(owner, repo, pull_number) is None:
             raise _not_found()
         try:
             payload = json.loads(await request.body() or b"null")

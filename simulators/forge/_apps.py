@@ -14,8 +14,10 @@ Opt-in: nothing changes until an app is registered (``create_forge_app(app=GitHu
   its comments are authored by it) and counts against its installation's rate limit; unknown, revoked or expired -> 401
   ``Bad credentials``; a repository outside the token's repositories (or the installation's
   account) -> 403 ``Resource not accessible by integration``; likewise a route the token's
-  permissions do not cover (pulls: ``pull_requests``; issue comments: ``issues`` or
-  ``pull_requests``; anything else: ``contents``; ``write`` needed for non-GET).
+  permissions do not cover (pulls: ``pull_requests``; ``/issues/{n}`` routes (the issue, its
+  labels, its comments): ``issues``, or ``pull_requests`` when ``n`` is a pull request (as on
+  GitHub, whose issue routes answer pulls too); anything else: ``contents``; ``write`` needed for
+  non-GET).
 
 Failure answers of the exchange, in GitHub's words: 401 ``A JSON web token could not be
 decoded`` (bad signature, wrong algorithm, garbage), 401 for an expired JWT, an ``exp`` too far
@@ -88,10 +90,14 @@ def _covers(permissions: Mapping[str, str], names: tuple[str, ...], level: str) 
     return any(_LEVELS.get(permissions.get(n, ""), 0) >= _LEVELS[level] for n in names)
 
 
-def _needed(method: str, rest: str) -> tuple[tuple[str, ...], str]:
+_ISSUE_NUMBER = re.compile(r"^/issues/(\d+)(?:/|$)")
+
+
+def _needed(method: str, rest: str, is_pull: Callable[[int], bool]) -> tuple[tuple[str, ...], str]:
     level = "read" if method in ("GET", "HEAD") else "write"
     if rest.startswith("/issues"):
-        return ("issues", "pull_requests"), level
+        number = _ISSUE_NUMBER.match(rest)
+        return (("issues", "pull_requests") if number and is_pull(int(number.group(1))) else ("issues",)), level
     if rest.startswith("/pulls"):
         return ("pull_requests",), level
     return ("contents",), level
@@ -122,8 +128,12 @@ def _format(epoch: float) -> str:
 class GitHubApps:
     """Thread-safe app registry and issued tokens; ``reset`` restores the seeded app."""
 
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, clock: Callable[[], float] = time.time, *,
+                 is_pull: Callable[[str, str, int], bool] = lambda owner, repo, number: False) -> None:
+        """``is_pull(owner, repo, n)``: is ``n`` a pull request there (its issue routes then also accept
+        ``pull_requests``)? Called without this registry's lock held."""
         self._clock = clock
+        self._is_pull = is_pull
         self._lock = threading.Lock()
         self._seed: GitHubAppSpec | None = None
         self.reset()
@@ -232,7 +242,7 @@ class GitHubApps:
         owner, repo, rest = match.group(1), match.group(2), match.group(3) or ""
         in_scope = owner.lower() == issued.account.lower() and (
             issued.repositories is None or repo.lower() in issued.repositories)
-        names, level = _needed(method, rest)
+        names, level = _needed(method, rest, lambda n: self._is_pull(owner, repo, n))
         if not in_scope:
             return self._refuse("out_of_scope", 403, "Resource not accessible by integration")
         if not _covers(issued.permissions, names, level):

@@ -4,11 +4,18 @@
 * ``GET /_sim/stats`` -- ``{"total", "requests": {"METHOD /route": n}, "by_repository":
   {"owner/repo": n}, "comments_posted", "pull_reads": {"json", "diff", "not_modified"}}``
   (every API request, answered or refused; ``pull_reads`` counts answered single-pull reads:
-  200 JSON, 200 diff, 304 to a conditional JSON read).
+  200 JSON, 200 diff, 304 to a conditional JSON read); ``issue_reads`` {"json", "not_modified"}
+  likewise for ``GET .../issues/{n}``; ``label_writes`` counts answered label POSTs.
 * ``POST /_sim/reset`` -- re-seed from fixtures, zero counters, clear faults.
 * ``POST /_sim/pulls/{owner}/{repo}/{number}`` -- upsert a pull with any of
   ``head_sha, base_sha, state, diff, title, head_ref, base_ref, body, user,
   merged``; bumps ``updated_at``. Creates the repository/pull if needed.
+* ``POST /_sim/issues/{owner}/{repo}/{number}`` -- create or update a plain issue with any of
+  ``title, body, state, labels`` (replaces the set), ``user``, ``updated_at`` (ISO 8601, taken
+  as given; otherwise it moves to now). 400 for a pull request's number. ``GET`` the same path --
+  the stored issue (or pull, ``"pull_request": true``) as ``{owner, repo, number, title, body,
+  state, state_reason, user, labels: [names], comments, created_at, updated_at, closed_at,
+  pull_request}``; 404 if there is neither.
 * ``GET /_sim/comments`` -- every stored comment with owner/repo/number.
 * ``POST|GET|DELETE /_sim/faults`` -- add / list / clear faults (``_gate``).
 * ``POST /_sim/apps`` -- register (replace) the GitHub App until the next reset:
@@ -43,7 +50,8 @@ from fastapi.responses import JSONResponse
 from simulators._faults import FaultSpecError
 from simulators.forge._apps import GitHubAppSpec
 from simulators.forge._gate import parse_fault
-from simulators.forge._records import FixtureError
+from simulators.forge._issues import IssueView
+from simulators.forge._records import FixtureError, format_time
 from simulators.forge._render import comment_json, pull_json
 from simulators.forge._state import ForgeState
 
@@ -93,6 +101,25 @@ def build_control_router(state: ForgeState) -> APIRouter:
         except ValueError as exc:
             return _bad(str(exc))
         return JSONResponse(pull_json(pull, str(request.base_url).rstrip("/")))
+
+    @router.post("/issues/{owner}/{repo}/{number}")
+    async def upsert_issue(owner: str, repo: str, number: int, request: Request) -> Response:
+        changes = await _json_object(request)
+        if changes is None:
+            return _bad("body must be a JSON object")
+        if number < 1:
+            return _bad("number must be positive")
+        try:
+            return JSONResponse(_issue_state(state.upsert_issue(owner, repo, number, changes)))
+        except ValueError as exc:
+            return _bad(str(exc))
+
+    @router.get("/issues/{owner}/{repo}/{number}")
+    async def issue(owner: str, repo: str, number: int) -> Response:
+        view = state.get_issue(owner, repo, number)
+        if view is None:
+            return _bad(f"no issue or pull request #{number} in {owner}/{repo}", 404)
+        return JSONResponse(_issue_state(view))
 
     @router.get("/comments")
     async def comments(request: Request) -> list[dict[str, Any]]:
@@ -179,6 +206,17 @@ def build_control_router(state: ForgeState) -> APIRouter:
         return {"revoked": state.apps.revoke_all()}
 
     return router
+
+
+def _issue_state(view: IssueView) -> dict[str, Any]:
+    def stamp(value: Any) -> str | None:
+        return format_time(value) if value is not None else None
+
+    return {"owner": view.owner, "repo": view.repo, "number": view.number, "title": view.title, "body": view.body,
+            "state": view.state, "state_reason": view.state_reason, "user": view.user,
+            "labels": [label.name for label in view.labels], "comments": view.comments,
+            "created_at": stamp(view.created_at), "updated_at": stamp(view.updated_at),
+            "closed_at": stamp(view.closed_at), "pull_request": view.pull is not None}
 
 
 def _app_spec(spec: dict[str, Any]) -> GitHubAppSpec:

@@ -76,6 +76,8 @@ class Comment:
     user: str
     created_at: datetime
     updated_at: datetime
+    on_pull: bool = True
+    """On a pull request (``html_url`` .../pull/n) or on a plain issue (.../issues/n)."""
 
 
 def check_sha(value: Any, field: str) -> str:

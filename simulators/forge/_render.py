@@ -105,7 +105,8 @@ def comment_json(comment: Comment, base: str) -> dict[str, Any]:
         "id": comment.id,
         "node_id": _node_id("IC_", "comment", comment.id),
         "url": f"{base}/repos/{full}/issues/comments/{comment.id}",
-        "html_url": f"{base}/{full}/pull/{comment.number}#issuecomment-{comment.id}",
+        "html_url": f"{base}/{full}/{'pull' if comment.on_pull else 'issues'}/{comment.number}"
+                    f"#issuecomment-{comment.id}",
         "issue_url": f"{base}/repos/{full}/issues/{comment.number}",
         "body": comment.body,
         "user": _user(comment.user),

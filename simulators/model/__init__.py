@@ -2,7 +2,8 @@
 
 A deterministic "reviewer" answers ``POST /v1/chat/completions``: it asks
 for the pull-request diff, then posts a review derived from it, then says
-"Review posted." (``_policy``). Responses use the exact OpenAI shapes,
+"Review posted." (``_policy``). When ``get_issue`` is offered it triages an
+issue instead: reads it, adds labels, posts one triage comment (``_triage``). Responses use the exact OpenAI shapes,
 including tool calls and ``usage`` with cached and reasoning token details
 (``_usage``). Requests are counted per work item, and faults (429 with
 ``retry-after``, 5xx, slow answers) are injected through ``/_sim/``.

@@ -5,7 +5,8 @@
 -> ``unknown``), check the API key (401 ``invalid_api_key``), take one
 fault (sleep ``delay_seconds``; answer ``status`` with ``retry-after`` /
 ``retry-after-ms`` if set), parse JSON (400), validate (400, see
-``_validate``), run the reviewer policy (``_policy``), account usage
+``_validate``), run the reviewer policy (``_policy``) -- or, when ``get_issue`` is offered, the
+issue-triage policy (``_triage``) --, account usage
 (``_usage``). Every answer carries ``x-request-id`` and
 ``openai-processing-ms``. Any model name is accepted and echoed back.
 
@@ -38,6 +39,7 @@ from simulators.model._control import build_control_router
 from simulators.model._errors import InvalidRequest, fault_error, openai_error
 from simulators.model._policy import decide
 from simulators.model._state import DEFAULT_MODELS, ModelState
+from simulators.model._triage import decide_triage, offers_triage
 from simulators.model._usage import build_usage, completion_tokens, prompt_tokens
 from simulators.model._validate import ChatRequest, validate_chat_request
 
@@ -93,7 +95,8 @@ def _tenant_key_error(owner: str | None, work_key: str, tenant_keys: Mapping[str
 
 
 def _completion(request: ChatRequest, state: ModelState, seq: int, created: int) -> dict:
-    reply = decide(request.messages, request.tools, request.tool_choice)
+    policy = decide_triage if offers_triage(request.tools) else decide
+    reply = policy(request.messages, request.tools, request.tool_choice)
     message: dict = {"role": "assistant", "content": reply.content, "refusal": None, "annotations": []}
     if reply.tool_calls:
         message["tool_calls"] = reply.tool_calls

@@ -62,7 +62,9 @@ def test_reset_restores_fixtures_and_clears_everything(forge_http: httpx.Client,
     assert forge_http.get("/_sim/comments").json() == []
     assert forge_http.get("/_sim/stats").json() == {"total": 0, "requests": {}, "by_repository": {},
                                                       "comments_posted": 0,
-                                                      "pull_reads": {"json": 0, "diff": 0, "not_modified": 0}}
+                                                      "pull_reads": {"json": 0, "diff": 0, "not_modified": 0},
+                                                      "issue_reads": {"json": 0, "not_modified": 0},
+                                                      "label_writes": 0}
     pull = forge_http.get("/repos/acme/api/pulls/42")
     assert pull.status_code == 200 and pull.json()["title"] == fixture_pulls[("acme", "api", 42)]["title"]
 
