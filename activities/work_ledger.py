@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from temporalio import activity
 
 from intake.envelope import PullRequestRef
-from intake.identity import review_work_key, with_tenant
+from intake.identity import with_tenant, work_key_for
 from ledger import WorkStore
 from ledger._sql import as_utc
 from sluicegate.observability.metrics import record_outcome
@@ -25,10 +25,12 @@ from workflows.names import CLAIM_ORDER_ACTIVITY, RECORD_OUTCOME_ACTIVITY
 
 
 def key_matches_order(req: ClaimRequest, work_key: str) -> bool:
-    """The order's tenant and pull request make its work key: no order reviews one repository
-    under another's admission."""
+    """The order's tenant and target make its work key (with the key's task): no order works on one
+    repository under another's admission."""
     try:
-        return bool(req.owner) and review_work_key(req.tenant, PullRequestRef(req.owner, req.repo, req.number)) == work_key
+        task = work_key.rpartition(":")[2]  # the task is the key's own suffix; tenant and target must match it
+        return bool(req.owner) and work_key_for(req.tenant, PullRequestRef(req.owner, req.repo, req.number),
+                                                task) == work_key
     except ValueError:
         return False
 

@@ -44,11 +44,22 @@ def is_tenant_name(name: object) -> bool:
     return isinstance(name, str) and _TENANT.fullmatch(name) is not None
 
 
-def review_work_key(tenant: str, ref: PullRequestRef, forge: str = "github") -> str:
-    """``acme/github:acme/api#42:review`` — lower-cased owner/repo, so case never splits work."""
+_TASK = re.compile(r"^[a-z0-9_-]+$")
+
+
+def work_key_for(tenant: str, ref: PullRequestRef, task: str, forge: str = "github") -> str:
+    """``acme/github:acme/api#42:<task>`` — the one key scheme every registered task uses
+    (``docs/tasks.md``); lower-cased owner/repo, so case never splits work."""
     if not is_tenant_name(tenant):
         raise ValueError(f"not a tenant name: {tenant!r} (must match {TENANT_PATTERN})")
-    return f"{tenant}/{forge}:{ref.owner.lower()}/{ref.repo.lower()}#{ref.number}:{REVIEW_TASK}"
+    if not _TASK.fullmatch(task):
+        raise ValueError(f"not a task name: {task!r}")
+    return f"{tenant}/{forge}:{ref.owner.lower()}/{ref.repo.lower()}#{ref.number}:{task}"
+
+
+def review_work_key(tenant: str, ref: PullRequestRef, forge: str = "github") -> str:
+    """``acme/github:acme/api#42:review`` — lower-cased owner/repo, so case never splits work."""
+    return work_key_for(tenant, ref, REVIEW_TASK, forge)
 
 
 def review_candidate(tenant: str, ref: PullRequestRef, input_version: str | None, draft: bool = False,

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from intake.envelope import Envelope, PullRequestRef, TriggerKind, WorkCandidate
-from intake.identity import review_candidate
+from intake.identity import REVIEW_TASK, review_candidate, work_key_for
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -47,8 +47,12 @@ def from_payload(payload: dict[str, Any]) -> tuple[Envelope, WorkCandidate]:
                         data={k: v for k, v in data.items() if k != "override"})
     # The key is rebuilt from tenant and target, not read back: an item queued before the tenancy
     # upgrade (its stored key has no tenant) is decided under today's key like any other.
-    candidate = review_candidate(c["tenant"], PullRequestRef(c["owner"], c["repo"], int(c["number"])),
-                                 c.get("input_version"), bool(c.get("draft")))
+    # The task is the stored key's suffix (a key without one, from before the registry, is a review).
+    ref, task = PullRequestRef(c["owner"], c["repo"], int(c["number"])), str(c.get("work_key") or "").rpartition(":")[2]
+    if not task or task == REVIEW_TASK:
+        candidate = review_candidate(c["tenant"], ref, c.get("input_version"), bool(c.get("draft")))
+    else:
+        candidate = WorkCandidate(work_key_for(c["tenant"], ref, task), ref, c.get("input_version"), c["tenant"])
     return envelope, candidate
 
 

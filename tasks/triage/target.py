@@ -26,7 +26,7 @@ from intake.decision import Reason
 from intake.envelope import PullRequestRef, WorkCandidate
 from intake.freshness import TargetSnapshot
 from intake.hygiene import display_title
-from intake.identity import is_tenant_name, TENANT_PATTERN
+from intake.identity import work_key_for
 from intake.ports import SourceUnavailable
 from sluicegate.forge.client import ForgeClient, ForgeError
 
@@ -36,9 +36,7 @@ _CANONICAL = "%Y-%m-%dT%H:%M:%SZ"
 
 def triage_work_key(tenant: str, ref: PullRequestRef, forge: str = "github") -> str:
     """``acme/github:acme/api#7:triage``."""
-    if not is_tenant_name(tenant):
-        raise ValueError(f"not a tenant name: {tenant!r} (must match {TENANT_PATTERN})")
-    return f"{tenant}/{forge}:{ref.owner.lower()}/{ref.repo.lower()}#{ref.number}:{TRIAGE_TASK}"
+    return work_key_for(tenant, ref, TRIAGE_TASK, forge)
 
 
 def parse_version(value: str) -> datetime:

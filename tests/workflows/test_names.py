@@ -11,6 +11,7 @@ from pathlib import Path
 
 import activities
 import workflows
+from tasks import registry
 from workflows import names
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
@@ -33,6 +34,8 @@ def _registered() -> tuple[set[str], set[str], set[str], set[str]]:
                     a = getattr(fn, "__temporal_activity_definition", None)
                     if a is not None:
                         act.add(a.name)
+    for spec in registry.TASKS.values():  # tools a task implements, hosted by activities/task_tools.py
+        act.update(spec.activities())
     return wf, act, sig, qry
 
 
@@ -58,3 +61,8 @@ def test_every_recorded_name_is_still_a_name():
                     recorded.add(attrs["signalName"])
     assert HISTORIES and recorded
     assert recorded <= names.WORKFLOWS | names.ACTIVITIES | {names.WORK_ORDER_SIGNAL, names.KILL_SIGNAL}
+
+
+def test_every_task_tool_activity_is_a_name():
+    """A registered task's tools (built in or hosted) run under names listed here."""
+    assert registry.tool_activity_names() <= names.ACTIVITIES
