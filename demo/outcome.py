@@ -168,9 +168,14 @@ def _judge_triage(v: Verdict, sent: list[Sent], seen: Observed, accepted: set[tu
           bool(admitted) and not outside, ", ".join(outside))
     sends = Counter(s.delivery_id for s in sent if (s.work_key or "").endswith(TRIAGE_SUFFIX))
     redelivered = [d for d, n in sends.items() if n > 1]
-    decided = {d: Counter((r.outcome, r.reason) for r in seen.receipts if r.delivery_id == d) for d in redelivered}
-    undeduped = [f"{d[:13]}: {dict(decided[d])}" for d in redelivered if decided[d] != Counter(
-        {("accept", "admitted"): 1, ("reject", "duplicate-delivery"): sends[d] - 1})]
+    undeduped = []
+    for d in redelivered:  # a redelivery is answered from the first receipt: one row, one run
+        rows = [(r.outcome, r.reason, r.work_key, r.input_version) for r in seen.receipts if r.delivery_id == d]
+        later = [s.got for s in sent if s.delivery_id == d][1:]
+        runs = sum(1 for w in seen.versions if rows and (w.work_key, w.input_version) == rows[0][2:])
+        if len(rows) != 1 or rows[0][:2] != ("accept", "admitted") or runs != 1 or \
+                any(got != ("reject", "duplicate-delivery") for got in later):
+            undeduped.append(f"{d[:13]}: {len(rows)} receipts, {runs} runs, redeliveries answered {later}")
     v.add("an issue delivery sent twice ran once (the redelivery deduped)", bool(redelivered) and not undeduped,
           ", ".join(undeduped))
     closed = {t for t, issue in seen.issues.items() if issue.get("state") == "closed"}
