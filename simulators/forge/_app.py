@@ -185,7 +185,7 @@ def create_forge_app(
     @app.post("/repos/{owner}/{repo}/issues/{number}/labels")
     async def add_labels(owner: str, repo: str, number: str, request: Request) -> Response:
         issue_number = _number(number)
-        if state.get_issue(owner, repo, issue_number) is None:
+        if not state.has_issue(owner, repo, issue_number):
             raise _not_found()
         try:
             payload = json.loads(await request.body() or b"null")
@@ -206,7 +206,7 @@ def create_forge_app(
     @app.post("/repos/{owner}/{repo}/issues/{number}/comments")
     async def create_comment(owner: str, repo: str, number: str, request: Request) -> Response:
         pull_number = _number(number)
-        if state.get_issue(owner, repo, pull_number) is None:
+        if not state.has_issue(owner, repo, pull_number):
             raise _not_found()
         try:
             payload = json.loads(await request.body() or b"null")

@@ -119,6 +119,7 @@ class ForgeState:
             self._label_writes = 0
             self._next_pull_id = len(pulls) + 1
             self._comments: list[Comment] = []
+            self._comment_counts: Counter[tuple[str, str, int]] = Counter()
             self._requests: Counter[str] = Counter()
             self._by_repository: Counter[str] = Counter()
             self._comments_posted = 0
@@ -212,6 +213,7 @@ class ForgeState:
             )  # fmt: skip
             self._next_comment_id += 1
             self._comments.append(comment)
+            self._comment_counts[key] += 1
             self._comments_posted += 1
             return comment
 
@@ -231,6 +233,12 @@ class ForgeState:
         with self._lock:
             return (*_key(owner, repo), number) in self._pulls
 
+    def has_issue(self, owner: str, repo: str, number: int) -> bool:
+        """Is there a plain issue or a pull with this number (both take issue comments and labels)?"""
+        key = (*_key(owner, repo), number)
+        with self._lock:
+            return key in self._pulls or key in self._issues
+
     def _resolve(self, owner: str, repo: str, names: list[str]) -> tuple[str, ...]:
         """The repository's spelling of ``names``, creating unknown labels (lock held)."""
         catalogue = self._labels.setdefault(_key(owner, repo), {label.name.lower(): label for label in DEFAULT_LABELS})
@@ -246,7 +254,7 @@ class ForgeState:
         catalogue = self._labels.get(key[:2], {})
         names = issue.labels if issue is not None else self._pull_labels.get(key, ())
         labels = tuple(catalogue[n.lower()] for n in names)
-        comments = sum(1 for c in self._comments if (*_key(c.owner, c.repo), c.number) == key)
+        comments = self._comment_counts[key]
         if issue is not None:
             return IssueView(issue.owner, issue.repo, issue.number, issue.title, issue.body, issue.state, issue.user,
                              labels, comments, issue.created_at, issue.updated_at, issue.closed_at,
