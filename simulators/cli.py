@@ -63,7 +63,7 @@ def forge(
     app_slug: str = typer.Option("sluicegate", help="GitHub App mode: the app's slug (its bot is <slug>[bot])"),
     rate_limit: Optional[int] = typer.Option(None, help="requests per credential per hour"),
 ) -> None:
-    """A subset of GitHub's REST API (pull requests, diffs, issue comments). Exit 2 if the fixtures or the
+    """A subset of GitHub's REST API (pull requests, diffs, issues, labels, comments). Exit 2 if the fixtures or the
     app's key cannot be loaded."""
     from simulators.forge._app import create_forge_app
     from simulators.forge._records import DEFAULT_FIXTURES, FixtureError

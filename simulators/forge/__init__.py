@@ -1,7 +1,8 @@
 """Forge simulator: a small, deterministic subset of GitHub's REST API.
 
 Serves pull requests (JSON or unified diff), lists them with GitHub-style
-``Link`` pagination, and lists/creates issue comments. State is seeded from
+``Link`` pagination, serves issues (a pull request is one too) and their
+labels (``_issues``), and lists/creates issue comments. State is seeded from
 JSON fixtures (``simulators/fixtures/forge``) and held in memory; every
 request is counted and faults (error statuses, hangs, "committed but the
 response was lost", a body stalled after its first bytes) can be injected through the ``/_sim/`` control API.
