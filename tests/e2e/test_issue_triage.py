@@ -47,7 +47,8 @@ class Triage:
         self.forge = f"http://{settings.simulators.forge.host}:{settings.simulators.forge.port}"
 
     def issue(self, repo: str, number: int, **changes: Any) -> dict[str, Any]:
-        return httpx.post(f"{self.forge}/_sim/issues/{repo}/{number}", json=changes, timeout=10).raise_for_status().json()
+        answer = httpx.post(f"{self.forge}/_sim/issues/{repo}/{number}", json=changes, timeout=10)
+        return answer.raise_for_status().json()
 
     def stored(self, repo: str, number: int) -> dict[str, Any]:
         return httpx.get(f"{self.forge}/_sim/issues/{repo}/{number}", timeout=10).raise_for_status().json()
