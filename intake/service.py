@@ -200,13 +200,13 @@ class IntakeService:
             return await asyncio.to_thread(self._store.decide, draft_for(
                 envelope, candidate, Outcome.REJECT, stale,
                 _freshness_message(stale, candidate, snapshot.current_version), input_version=version), ctx)
-        refused = self._policy.evaluate(candidate, snapshot)
-        if refused is None and rules.policy is not None:
-            refused = rules.policy(candidate, snapshot)
-        if refused is not None:
+        rule = self._policy.evaluate(candidate, snapshot)
+        if rule is None and rules.policy is not None:
+            rule = rules.policy(candidate, snapshot)
+        if rule is not None:
             return await asyncio.to_thread(self._store.decide, draft_for(
-                envelope, candidate, Outcome.REJECT, refused,
-                f"refused by {refused} under policy {self._policy.version}", input_version=version), ctx)
+                envelope, candidate, Outcome.REJECT, rule,
+                f"refused by {rule} under policy {self._policy.version}", input_version=version), ctx)
         decision = await asyncio.to_thread(self._store.decide, draft_for(
             envelope, candidate, Outcome.ACCEPT, Reason.ADMITTED,
             f"admitting {candidate.work_key} at {version}", input_version=version), ctx)

@@ -15,7 +15,8 @@ from typing import Any
 from intake.identity import REVIEW_TASK
 from tasks import registry
 from workflows.contracts import WorkOrder
-from workflows.review_task import READ_ARTIFACT, TOOL_ACTIVITIES, TOOLS, TOOLS_WITH_READ, initial_messages
+from tasks.review.loop import READ_ARTIFACT, TOOL_ACTIVITIES, TOOLS, TOOLS_WITH_READ
+from workflows.review_task import initial_messages
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,9 @@ from tasks.review.loop import (  # noqa: F401
     TOOL_ACTIVITIES, TOOLS, TOOLS_WITH_READ, first_message,
 )
 
+__all__ = ["GET_DIFF", "POST_COMMENT", "READ_ARTIFACT", "READ_ARTIFACT_TOOL", "SYSTEM_PROMPT", "SYSTEM_PROMPT_WITH_READ",
+           "TOOL_ACTIVITIES", "TOOLS", "TOOLS_WITH_READ", "assistant_message", "initial_messages", "tool_message"]
+
 
 def initial_messages(order: WorkOrder, artifact_reads: bool = False) -> list[dict[str, Any]]:
     return [
