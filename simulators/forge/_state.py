@@ -260,9 +260,8 @@ class ForgeState:
                              labels, comments, issue.created_at, issue.updated_at, issue.closed_at,
                              issue.state_reason)
         assert pull is not None
-        reason = ("completed" if pull.merged else "closed") if pull.state == "closed" else None
         return IssueView(pull.owner, pull.repo, pull.number, pull.title, pull.body, pull.state, pull.user, labels,
-                         comments, pull.created_at, pull.updated_at, pull.closed_at, reason,
+                         comments, pull.created_at, pull.updated_at, pull.closed_at, None,  # GitHub: null for pulls
                          dataclasses.replace(pull))
 
     def get_issue(self, owner: str, repo: str, number: int) -> IssueView | None:
