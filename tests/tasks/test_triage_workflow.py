@@ -51,3 +51,29 @@ async def test_the_allow_list_bounds_what_the_model_can_label(temporal_env, sims
     result = await run_orders(temporal_env.client, settings, task_queue, triage_order(settings))
     assert result.orders[0].status == "done", result.orders[0].reason
     assert sims.forge_ctl("GET", "/issues/acme/api/101").json()["labels"] == ["question"]
+
+
+async def test_a_triage_history_replays_deterministically(temporal_env, settings, sims, task_queue):
+    """The loop's task choice comes from the work key and the import-time catalogue only: the
+    recorded history of a triage order replays without a nondeterminism error."""
+    from contextlib import AsyncExitStack
+
+    from temporalio.worker import Replayer
+
+    from tests.support.agent_runs import start_order
+    from worker import create_worker
+    from workflows.agent_loop import AgentLoopWorkflow
+
+    order = triage_order(settings, number=102, version="2024-05-08T11:30:45Z")
+    async with AsyncExitStack() as stack:
+        worker = await create_worker(temporal_env.client, settings, stack, task_queue)
+        async with worker:
+            handle = await start_order(temporal_env.client, task_queue, order)
+            result = await handle.result()
+    assert result.orders[0].status == "done", result.orders[0].reason
+    history = await handle.fetch_history()
+    activities = [e.activity_task_scheduled_event_attributes.activity_type.name for e in history.events
+                  if e.HasField("activity_task_scheduled_event_attributes")]
+    assert {"sluicegate.tool.get_issue", "sluicegate.tool.add_issue_labels",
+            "sluicegate.tool.post_triage_comment"} <= set(activities)
+    await Replayer(workflows=[AgentLoopWorkflow]).replay_workflow(history)
