@@ -13,7 +13,7 @@ from intake.shared_reads import SharedReads
 from intake.unread import UnreadPolicy
 from intake.kill_gate import KillGate
 from ledger import BreakerBoard, KillSwitch, SqlIntakeStore
-from sluicegate.config.settings import Settings
+from sluicegate.config.settings import ConfigError, Settings
 from sluicegate.observability.metrics import record_decision
 from sluicegate.config.tenancy import scope_rules
 from tasks import registry
@@ -32,8 +32,12 @@ def unread_policy(settings: Settings) -> UnreadPolicy:
 
 
 def enabled_tasks(settings: Settings) -> tuple[TaskSpec, ...]:
-    """The registered tasks ``tasks.enabled`` names; ``UnknownTask`` (start-up fails) for a name not registered."""
-    return registry.enabled(settings.tasks.enabled)
+    """The registered tasks ``tasks.enabled`` names; a name not registered is a configuration error
+    (``ConfigError``: the API and the worker stop at start with the configuration's exit code)."""
+    try:
+        return registry.enabled(settings.tasks.enabled)
+    except registry.UnknownTask as exc:
+        raise ConfigError(f"tasks.enabled: {exc}") from None
 
 
 def task_intake(settings: Settings, forge) -> dict[str, TaskIntake]:
