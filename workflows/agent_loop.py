@@ -9,6 +9,9 @@ Before every step the task budget is checked; a run stopped by it ends with stat
 their retry policy end the order with status ``failed`` and a reason naming the cause,
 never a workflow-task failure that would retry forever.
 
+The order's task (its work key's suffix) picks the prompt and tools (``workflows/loop_plan.py``,
+``docs/tasks.md``); a review order takes the same path as before the task registry.
+
 Kill switch: the ``kill`` signal stops the run before its next step (status ``killed``); the model
 activity and the tool gateway also refuse every call while a kill is recorded in the ledger.
 
