@@ -33,6 +33,8 @@ def trigger(
     force: bool = typer.Option(False, "--force", help="re-run a version already done (admin actors; recorded)"),
     tenant: Optional[str] = typer.Option(None, help="which of the actor's tenants to act in (needed only when it "
                                                      "holds roles in several)"),
+    task: Optional[str] = typer.Option(None, help="the registered task to run (default review; triage: --pr is the "
+                                                   "issue number, --version its updated_at); docs/tasks.md"),
 ) -> None:
     """Submit a manual review trigger through intake and print its receipt."""
     s = load_settings()
@@ -41,6 +43,8 @@ def trigger(
             "request_id": request_id or f"manual-{uuid.uuid4()}", "force": force}
     if tenant is not None:
         body["tenant"] = tenant
+    if task is not None:
+        body["task"] = task
     try:  # the API's own model and hygiene rules: a bad value is refused before anything is sent
         ManualTrigger.model_validate(body)
     except ValidationError as exc:
