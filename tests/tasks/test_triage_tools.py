@@ -142,3 +142,19 @@ async def test_every_triage_tool_refuses_while_killed(sims, tools):
         kills.unkill("work_key", key, "carol", "resume")
     assert stats(sims)["by_repository"].get(f"acme/{name}", 0) == before
     assert stored(sims, name)["labels"] == []
+
+
+@pytest.mark.parametrize("asked, answer", [
+    (["Bug", "security", "bug"], (["bug"], ["security"])),
+    (["Question", "DOCUMENTATION"], (["documentation", "question"], [])),
+    ("bug", "error"),
+    ([], "error"),
+    (["bug"] * 21, "error"),
+    ([1], "error"),
+    (["x" * 51], "error"),
+])
+def test_the_model_s_labels_meet_the_allow_list(asked, answer):
+    from tasks.triage.tools import choose_labels
+
+    got = choose_labels(asked, ["bug", "enhancement", "question", "documentation"])
+    assert got.startswith("error:") if answer == "error" else got == answer
