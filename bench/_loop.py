@@ -196,21 +196,28 @@ async def measure_overhead(stack: DevStack, tmp: Path, rounds: int, orders: int,
 
 COUNTED_EVENTS = {
     "activities": EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
-    "search_attribute_upserts": EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
     "workflow_tasks": EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+    "search_attribute_upserts": EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
+    "memo_upserts": EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED,
+    "timers": EventType.EVENT_TYPE_TIMER_STARTED,
     "signals": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
-    "markers (local activities, patches)": EventType.EVENT_TYPE_MARKER_RECORDED,
 }
+MARKERS = {"core_patch": "patch_markers", "core_local_activity": "local_activities"}
+"""Markers by name: a ``workflow.patched`` marker, a local activity's result."""
 
 
 async def _events_per_step(handles: list) -> dict[str, float]:
     """History events per model step over these finished workflows, by kind, and all events."""
-    counts = dict.fromkeys([*COUNTED_EVENTS, "all history events"], 0)
+    counts = dict.fromkeys([*COUNTED_EVENTS, *MARKERS.values(), "all history events"], 0)
     for handle in handles:
         for e in (await handle.fetch_history()).events:
             counts["all history events"] += 1
             for name, kind in COUNTED_EVENTS.items():
                 counts[name] += e.event_type == kind
+            if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
+                name = MARKERS.get(e.marker_recorded_event_attributes.marker_name)
+                if name:
+                    counts[name] += 1
     steps = len(handles) * MODEL_STEPS
     return {k: v / steps for k, v in counts.items()} if steps else counts
 
