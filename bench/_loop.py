@@ -62,6 +62,14 @@ class Overhead:
     checks: list[str] = field(default_factory=list)
     events: dict[str, dict[str, float]] = field(default_factory=dict)
     """side -> Temporal history events per model step, counted over the last round's orders (what dominates)."""
+    sims_in_process: bool = False
+    """The forge and model simulators ran as threads of the bench process (sharing its GIL with the
+    workers), not as the stack's own simulator processes."""
+
+    @property
+    def bench_proc(self) -> str:
+        """The CPU key of the bench process (both workers, the client; the simulators when in process)."""
+        return "bench (workers, sims)" if self.sims_in_process else "bench (workers)"
 
     def per_step_ms(self, side: str) -> float:
         """Median over rounds of wall ms per model step (orders x 3 steps per round)."""
@@ -98,13 +106,22 @@ async def _drive(n: int, concurrency: int, one: Callable[[int], Any]) -> SideRou
 
 
 async def measure_overhead(stack: DevStack, tmp: Path, rounds: int, orders: int, concurrency: int,
-                           warmup: int, log: Log) -> Overhead:
-    result = Overhead(orders, concurrency)
-    forge = ServerThread(create_forge_app(token=FORGE_TOKEN), name="bench-forge").start()
-    model = ServerThread(create_model_app(api_key=MODEL_KEY), name="bench-model").start()
+                           warmup: int, log: Log, sims_in_process: bool = False) -> Overhead:
+    result = Overhead(orders, concurrency, sims_in_process=sims_in_process)
+    s = stack.settings
+    if sims_in_process:
+        forge = ServerThread(create_forge_app(token=FORGE_TOKEN), name="bench-forge").start()
+        model = ServerThread(create_model_app(api_key=MODEL_KEY), name="bench-model").start()
+        forge_token, model_key = FORGE_TOKEN, MODEL_KEY
+    else:  # the stack's simulator processes: external services, as GitHub and the model provider are
+        forge = _External(f"http://{s.simulators.forge.host}:{s.simulators.forge.port}")
+        model = _External(f"http://{s.simulators.model.host}:{s.simulators.model.port}")
+        forge_token = s.forge.token.get_secret_value() if s.forge.token else ""
+        model_key = s.model.api_key.get_secret_value()
+        httpx.post(f"{model.base_url}/_sim/reset", timeout=10).raise_for_status()
     try:
-        env = {**stack.env, "FORGE_BASE_URL": forge.base_url, "FORGE_TOKEN": FORGE_TOKEN,
-               "OPENAI_BASE_URL": f"{model.base_url}/v1", "OPENAI_API_KEY": MODEL_KEY,
+        env = {**stack.env, "FORGE_BASE_URL": forge.base_url, "FORGE_TOKEN": forge_token,
+               "OPENAI_BASE_URL": f"{model.base_url}/v1", "OPENAI_API_KEY": model_key,
                "SLUICEGATE_LEDGER_URL": f"sqlite:///{tmp / 'loop-ledger.sqlite'}",
                # Orders are signalled straight in (this measures the loop, not intake), so no
                # accept receipt backs them: the claim's admission check is off for this worker only.
@@ -123,7 +140,10 @@ async def measure_overhead(stack: DevStack, tmp: Path, rounds: int, orders: int,
         loop_tq, bare_tq = f"bench-loop-{run}", f"bench-bare-{run}"
         outcomes: dict[str, list[tuple[str, int]]] = {"loop": [], "bare": []}
         temporal_pid = stack.processes["temporal"].proc.pid
-        pids = {"temporal": temporal_pid, "bench (workers, sims)": os.getpid()}
+        pids = {"temporal": temporal_pid, result.bench_proc: os.getpid()}
+        if not sims_in_process:
+            pids.update({"forge simulator": stack.processes["forge-simulator"].proc.pid,
+                         "model simulator": stack.processes["model-simulator"].proc.pid})
         next_order = iter(range(total))
         handles: dict[str, list] = {"loop": [], "bare": []}
 
@@ -192,6 +212,15 @@ async def measure_overhead(stack: DevStack, tmp: Path, rounds: int, orders: int,
     if problems:
         raise BenchError("overhead verification failed: " + "; ".join(problems))
     return result
+
+
+@dataclass
+class _External:
+    """A simulator the dev stack runs in its own process (nothing to stop here)."""
+    base_url: str
+
+    def stop(self) -> None:
+        pass
 
 
 COUNTED_EVENTS = {
