@@ -10,20 +10,26 @@ replays every history.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
+import uuid
 from contextlib import AsyncExitStack
+from datetime import timedelta
 from pathlib import Path
 
-from temporalio.client import WorkflowHistory
-from temporalio.worker import Replayer
+import pytest
+from temporalio import workflow
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHistory
+from temporalio.worker import Replayer, UnsandboxedWorkflowRunner, Worker
 
 import ledger
 from tests.support.agent_runs import accept_in_ledger, start_order, work_order
 from tests.support.sims import settings_for
 from worker import create_worker
 from workflows.agent_loop import AgentLoopWorkflow
-from workflows.lean_steps import LEAN_PATCH, SUBSUMED
+from workflows.lean_steps import LEAN_PATCH, SUBSUMED, finish_then_cancel
 from workflows.names import (
     CLAIM_ORDER_ACTIVITY, MODEL_ACTIVITY, RECHECK_POLICY_ACTIVITY, RECORD_OUTCOME_ACTIVITY, RELEASE_CAPACITY_ACTIVITY,
 )
@@ -98,3 +104,34 @@ async def test_a_run_replays_and_its_ledger_work_leaves_no_activity_tasks(tempor
     replayed = await Replayer(workflows=[AgentLoopWorkflow]).replay_workflow(
         WorkflowHistory.from_json(handle.id, history.to_json()), raise_on_replay_failure=True)
     assert replayed.replay_failure is None
+
+
+@workflow.defn(name="LeanFinishThenCancelProbe")
+class FinishThenCancelProbe:
+    """A timer stands in for the outcome write: under the patch a cancel must let it finish first."""
+
+    @workflow.run
+    async def run(self) -> str:
+        await finish_then_cancel(workflow.sleep(timedelta(seconds=3)))
+        return "not cancelled"
+
+
+async def test_a_cancel_during_a_ledger_write_waits_for_the_write_then_cancels_the_run(temporal_env, task_queue):
+    client = temporal_env.client
+    async with Worker(client, task_queue=task_queue, workflows=[FinishThenCancelProbe],
+                      workflow_runner=UnsandboxedWorkflowRunner()):
+        handle = await client.start_workflow(FinishThenCancelProbe.run, id=f"lean-probe-{uuid.uuid4().hex[:8]}",
+                                             task_queue=task_queue)
+        for _ in range(200):  # the timer (the "write") is in flight
+            if EventType.EVENT_TYPE_TIMER_STARTED in [e.event_type async for e in handle.fetch_history_events()]:
+                break
+            await asyncio.sleep(0.05)
+        await handle.cancel()
+        with pytest.raises(WorkflowFailureError):
+            await handle.result()
+        kinds = [e.event_type async for e in handle.fetch_history_events()]
+        status = (await handle.describe()).status
+    assert status == WorkflowExecutionStatus.CANCELED
+    assert EventType.EVENT_TYPE_TIMER_FIRED in kinds and EventType.EVENT_TYPE_TIMER_CANCELED not in kinds
+    assert kinds.index(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED) < kinds.index(
+        EventType.EVENT_TYPE_TIMER_FIRED)  # the cancel came first; the write still ran to its end
