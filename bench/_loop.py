@@ -62,6 +62,14 @@ class Overhead:
     checks: list[str] = field(default_factory=list)
     events: dict[str, dict[str, float]] = field(default_factory=dict)
     """side -> Temporal history events per model step, counted over the last round's orders (what dominates)."""
+    sims_in_process: bool = False
+    """The forge and model simulators ran as threads of the bench process (sharing its GIL with the
+    workers), not as the stack's own simulator processes."""
+
+    @property
+    def bench_proc(self) -> str:
+        """The CPU key of the bench process (both workers, the client; the simulators when in process)."""
+        return "bench (workers, sims)" if self.sims_in_process else "bench (workers)"
 
     def per_step_ms(self, side: str) -> float:
         """Median over rounds of wall ms per model step (orders x 3 steps per round)."""
@@ -98,13 +106,22 @@ async def _drive(n: int, concurrency: int, one: Callable[[int], Any]) -> SideRou
 
 
 async def measure_overhead(stack: DevStack, tmp: Path, rounds: int, orders: int, concurrency: int,
-                           warmup: int, log: Log) -> Overhead:
-    result = Overhead(orders, concurrency)
-    forge = ServerThread(create_forge_app(token=FORGE_TOKEN), name="bench-forge").start()
-    model = ServerThread(create_model_app(api_key=MODEL_KEY), name="bench-model").start()
+                           warmup: int, log: Log, sims_in_process: bool = False) -> Overhead:
+    result = Overhead(orders, concurrency, sims_in_process=sims_in_process)
+    s = stack.settings
+    if sims_in_process:
+        forge = ServerThread(create_forge_app(token=FORGE_TOKEN), name="bench-forge").start()
+        model = ServerThread(create_model_app(api_key=MODEL_KEY), name="bench-model").start()
+        forge_token, model_key = FORGE_TOKEN, MODEL_KEY
+    else:  # the stack's simulator processes: external services, as GitHub and the model provider are
+        forge = _External(f"http://{s.simulators.forge.host}:{s.simulators.forge.port}")
+        model = _External(f"http://{s.simulators.model.host}:{s.simulators.model.port}")
+        forge_token = s.forge.token.get_secret_value() if s.forge.token else ""
+        model_key = s.model.api_key.get_secret_value()
+        httpx.post(f"{model.base_url}/_sim/reset", timeout=10).raise_for_status()
     try:
-        env = {**stack.env, "FORGE_BASE_URL": forge.base_url, "FORGE_TOKEN": FORGE_TOKEN,
-               "OPENAI_BASE_URL": f"{model.base_url}/v1", "OPENAI_API_KEY": MODEL_KEY,
+        env = {**stack.env, "FORGE_BASE_URL": forge.base_url, "FORGE_TOKEN": forge_token,
+               "OPENAI_BASE_URL": f"{model.base_url}/v1", "OPENAI_API_KEY": model_key,
                "SLUICEGATE_LEDGER_URL": f"sqlite:///{tmp / 'loop-ledger.sqlite'}",
                # Orders are signalled straight in (this measures the loop, not intake), so no
                # accept receipt backs them: the claim's admission check is off for this worker only.
@@ -123,7 +140,10 @@ async def measure_overhead(stack: DevStack, tmp: Path, rounds: int, orders: int,
         loop_tq, bare_tq = f"bench-loop-{run}", f"bench-bare-{run}"
         outcomes: dict[str, list[tuple[str, int]]] = {"loop": [], "bare": []}
         temporal_pid = stack.processes["temporal"].proc.pid
-        pids = {"temporal": temporal_pid, "bench (workers, sims)": os.getpid()}
+        pids = {"temporal": temporal_pid, result.bench_proc: os.getpid()}
+        if not sims_in_process:
+            pids.update({"forge simulator": stack.processes["forge-simulator"].proc.pid,
+                         "model simulator": stack.processes["model-simulator"].proc.pid})
         next_order = iter(range(total))
         handles: dict[str, list] = {"loop": [], "bare": []}
 
@@ -194,23 +214,39 @@ async def measure_overhead(stack: DevStack, tmp: Path, rounds: int, orders: int,
     return result
 
 
+@dataclass
+class _External:
+    """A simulator the dev stack runs in its own process (nothing to stop here)."""
+    base_url: str
+
+    def stop(self) -> None:
+        pass
+
+
 COUNTED_EVENTS = {
     "activities": EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
-    "search_attribute_upserts": EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
     "workflow_tasks": EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+    "search_attribute_upserts": EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
+    "memo_upserts": EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED,
+    "timers": EventType.EVENT_TYPE_TIMER_STARTED,
     "signals": EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
-    "markers (local activities, patches)": EventType.EVENT_TYPE_MARKER_RECORDED,
 }
+MARKERS = {"core_patch": "patch_markers", "core_local_activity": "local_activities"}
+"""Markers by name: a ``workflow.patched`` marker, a local activity's result."""
 
 
 async def _events_per_step(handles: list) -> dict[str, float]:
     """History events per model step over these finished workflows, by kind, and all events."""
-    counts = dict.fromkeys([*COUNTED_EVENTS, "all history events"], 0)
+    counts = dict.fromkeys([*COUNTED_EVENTS, *MARKERS.values(), "all history events"], 0)
     for handle in handles:
         for e in (await handle.fetch_history()).events:
             counts["all history events"] += 1
             for name, kind in COUNTED_EVENTS.items():
                 counts[name] += e.event_type == kind
+            if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
+                name = MARKERS.get(e.marker_recorded_event_attributes.marker_name)
+                if name:
+                    counts[name] += 1
     steps = len(handles) * MODEL_STEPS
     return {k: v / steps for k, v in counts.items()} if steps else counts
 
@@ -317,7 +353,8 @@ async def measure_restart(stack: DevStack, reviews: int, delay: float, timeout: 
         versions = await asyncio.to_thread(wait_for_runs, s, timeout)
         res.finish_seconds = time.monotonic() - t0
         res.final = await stats()
-        res.comments = len((await http.get(f"{forge}/_sim/comments")).json())
+        res.comments = sum(1 for c in (await http.get(f"{forge}/_sim/comments")).json()  # this measurement's repo
+                           if (c["owner"], c["repo"]) == ("bench", repo))  # (the overhead posts on the same forge)
 
     ours = [v for v in versions if f"bench/{repo}#" in v.work_key]
     if len(ours) != reviews:

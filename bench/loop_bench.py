@@ -87,6 +87,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-overhead", action="store_true")
     p.add_argument("--no-restart", action="store_true")
     p.add_argument("--no-crash-calls", action="store_true", help="skip measurement 3 (calls per PR)")
+    p.add_argument("--sims-in-process", action="store_true",
+                   help="overhead: run the forge and model simulators as threads of the bench process (as before "
+                        "2026-12-01 09:20 UTC: they share the workers' GIL) instead of the stack's simulator processes")
     p.add_argument("--postgres", default=os.environ.get("SLUICEGATE_BENCH_POSTGRES_URL", DEFAULT_PG),
                    help="admin URL; the stack's ledger is a throwaway database there (needed for the "
                         "kill-after-the-answer batch)")
@@ -113,16 +116,19 @@ def report_overhead(o: Overhead) -> None:
         per = o.per_step_ms(side)
         t.add_row(label, f"{per:.1f}", f"{o.latency_per_step_ms(side, 50):.1f}",
                   f"{o.latency_per_step_ms(side, 95):.1f}", f"{per / acts:.1f}",
-                  f"{o.cpu_ms(side, 'temporal'):.1f}", f"{o.cpu_ms(side, 'bench (workers, sims)'):.1f}")
+                  f"{o.cpu_ms(side, 'temporal'):.1f}", f"{o.cpu_ms(side, o.bench_proc):.1f}")
     ratios = o.ratios
     t.add_row("[bold]ratio loop / bare[/]", f"[bold]{median(ratios):.2f}[/]",
               f"{o.latency_per_step_ms('loop', 50) / o.latency_per_step_ms('bare', 50):.2f}",
               f"{o.latency_per_step_ms('loop', 95) / o.latency_per_step_ms('bare', 95):.2f}", "",
               f"{o.cpu_ms('loop', 'temporal') / o.cpu_ms('bare', 'temporal'):.2f}",
-              f"{o.cpu_ms('loop', 'bench (workers, sims)') / o.cpu_ms('bare', 'bench (workers, sims)'):.2f}")
+              f"{o.cpu_ms('loop', o.bench_proc) / o.cpu_ms('bare', o.bench_proc):.2f}")
     console.print(t)
     _log("  per-round ratios (wall ms/step loop / bare): " + ", ".join(f"{r:.2f}" for r in ratios))
     _log(f"  extra wall time per model step: {o.per_step_ms('loop') - o.per_step_ms('bare'):.1f} ms")
+    _log("  simulators: " + ("threads of the bench process (in its CPU figure)" if o.sims_in_process else
+                             "the stack's processes, CPU ms per loop step: " + ", ".join(
+                                 f"{k} {o.cpu_ms('loop', k):.1f}" for k in ("forge simulator", "model simulator"))))
     for side in ("loop", "bare"):  # counted in Temporal history, last round's orders
         ev = o.events.get(side, {})
         _log(f"  {side} history per model step: " + ", ".join(f"{k} {v:.2f}" for k, v in ev.items()))
@@ -207,7 +213,8 @@ async def _run(a, stack: DevStack, tmp: Path, postgres: bool
     if not a.no_overhead:
         try:
             stage("per-step overhead: AgentLoop vs. bare workflow")
-            overhead = await measure_overhead(stack, tmp, a.rounds, a.orders, a.concurrency, a.warmup, _log)
+            overhead = await measure_overhead(stack, tmp, a.rounds, a.orders, a.concurrency, a.warmup, _log,
+                                              a.sims_in_process)
         except Exception as exc:  # noqa: BLE001 - reported, exit status 1
             traceback.print_exc()
             errors.append(f"overhead: {type(exc).__name__}: {exc}")
@@ -249,7 +256,10 @@ def _measurements(a, rep: BenchReport, overhead: Overhead | None, restart: Resta
                                 "p50_ms_per_step": overhead.latency_per_step_ms(side, 50),
                                 "p95_ms_per_step": overhead.latency_per_step_ms(side, 95)} for side in ("loop", "bare")}
             m.figures.update(orders=overhead.orders, concurrency=overhead.concurrency, rounds=len(overhead.loop),
-                             history_events_per_model_step=overhead.events)
+                             history_events_per_model_step=overhead.events,
+                             sims_in_process=overhead.sims_in_process,
+                             cpu_ms_per_model_step={side: {k: overhead.cpu_ms(side, k) for k in overhead.cpu[side]}
+                                                    for side in ("loop", "bare")})
             m.ratios = {"step": median(overhead.ratios), "step_target_max": 1.2, "step_per_round": overhead.ratios,
                         "p95": overhead.latency_per_step_ms("loop", 95) / overhead.latency_per_step_ms("bare", 95)}
     limits = f"dev config limits (per repository {repo_limit})"

@@ -202,6 +202,8 @@ class DayBudgets:
     def charge_abandoned(self, ref: StepRef) -> list[str]:
         """Charge earlier attempts of the step still holding money at their estimate: they ended
         without a word (worker lost, timed out), so the provider may have billed them."""
+        if ref.attempt <= 1:  # no earlier attempt (held_for_step would match nothing): skip the write lock
+            return []
         charged = []
         for r in self.held_for_step(ref):
             if self.charge_estimate(r.id, f"attempt {r.attempt} ended without an answer (worker lost or timed "

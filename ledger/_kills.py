@@ -24,6 +24,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, select
 
 from ledger._credentials import revoke_in
+from ledger._engine import single_read
 from ledger._sql import new_id, utcnow
 
 Scope = Literal["work_key", "tenant", "all"]
@@ -88,8 +89,10 @@ class KillSwitch:
                              .values(lifted_at=utcnow(), lifted_by=actor, lift_reason=reason[:500])).rowcount
 
     def active_for(self, work_key: str, tenant: str | None) -> Kill | None:
-        """The oldest kill in force that covers this work key or its tenant, if any."""
-        with Session(self._engine, expire_on_commit=False) as s:
+        """The oldest kill in force that covers this work key or its tenant, if any. One statement on a
+        :func:`~ledger._engine.single_read` connection: every model and tool call asks, and on SQLite
+        a transaction would take the write lock (``BEGIN IMMEDIATE``) and queue behind every writer."""
+        with single_read(self._engine) as conn, Session(bind=conn, expire_on_commit=False) as s:
             return s.exec(_covering(work_key, tenant)).first()
 
     def newest_covering_tenant(self, tenant: str | None) -> str | None:

@@ -27,7 +27,8 @@ re-checked before its first step and ends ``skipped`` if refused or uncheckable
 (``workflows/policy_step.py``); ``cancel-is-an-outcome`` — a cancel from the Temporal UI or the CLI
 cancels the step in flight, ends every order ``cancelled`` with who and why, gives the capacity
 back in a scope that cannot be cancelled and closes the workflow CANCELED
-(``workflows/cancellation.py``, ``workflows/order_end.py``).
+(``workflows/cancellation.py``, ``workflows/order_end.py``); ``lean-loop-steps`` — one marker stands
+for all of those, the ledger bookkeeping runs as local activities (``workflows/lean_steps.py``).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.run_memo import MEMO_PATCH, memo_for
     from workflows.order_claim import ADMISSION_PATCH, CLAIM_ORDER_PATCH, REFUSED, claim_order, unrun_outcome
     from workflows.policy_step import POLICY_FIRST_STEP_PATCH, policy_skipped, recheck_policy
+    from workflows.lean_steps import lean, patched
 
 SUPERSEDE_PATCH = "supersede-at-step-boundary"
 CONTINUE_AS_NEW_PATCH = "continue-as-new-between-orders"
@@ -95,7 +97,7 @@ class AgentLoopWorkflow:
 
     @workflow.signal(name=WORK_ORDER_SIGNAL)
     def work_order(self, order: WorkOrder) -> None:
-        if workflow.patched(ADMISSION_PATCH):
+        if patched(ADMISSION_PATCH):
             # A re-send is the same generation *and* receipt: a forged order sent first with a
             # genuine generation must not make the genuine one look re-sent (the claim refuses it).
             if (order.generation, order.receipt_id) in self._seen_orders:
@@ -127,7 +129,7 @@ class AgentLoopWorkflow:
 
     @workflow.run
     async def run(self, start: AgentLoopStart) -> AgentLoopResult:
-        self._cancel_aware = workflow.patched(CANCEL_PATCH)
+        self._cancel_aware = patched(CANCEL_PATCH)
         try:
             return await self._serve(start)
         except (asyncio.CancelledError, CancelledError, ActivityError):
@@ -152,7 +154,7 @@ class AgentLoopWorkflow:
                     await workflow.wait_condition(workflow.all_handlers_finished)
                     workflow.continue_as_new(AgentLoopStart(start.work_key, start.tenant, self._snapshot(),
                                                             start.max_orders_per_run))
-            if self._finished and workflow.patched(RELEASE_CAPACITY_PATCH):
+            if self._finished and patched(RELEASE_CAPACITY_PATCH):
                 await release_capacity(start.work_key, self._newest_generation(), self._cancel_aware)
             await workflow.wait_condition(workflow.all_handlers_finished)
             if not self._pending:  # an order signalled during the release runs on the slots it reused
@@ -194,7 +196,7 @@ class AgentLoopWorkflow:
     def _should_continue_as_new(start: AgentLoopStart, orders_this_run: int) -> bool:
         """Between orders only (an order's own history is bounded by its step cap)."""
         due = orders_this_run >= start.max_orders_per_run or workflow.info().is_continue_as_new_suggested()
-        return due and workflow.patched(CONTINUE_AS_NEW_PATCH)
+        return due and patched(CONTINUE_AS_NEW_PATCH)
 
     def _snapshot(self) -> AgentLoopState:
         return AgentLoopState(STATE_SCHEMA_VERSION, pending=list(self._pending),
@@ -212,16 +214,16 @@ class AgentLoopWorkflow:
         self._kill = self._kill or state.kill
 
     async def _run_order(self, order: WorkOrder) -> None:
-        if workflow.patched(CLAIM_ORDER_PATCH) and not await self._claim(order):
+        if patched(CLAIM_ORDER_PATCH) and not await self._claim(order):
             return
-        if workflow.patched(POLICY_FIRST_STEP_PATCH):  # policy version is live (workflows/policy_step.py)
+        if patched(POLICY_FIRST_STEP_PATCH):  # policy version is live (workflows/policy_step.py)
             check = await recheck_policy(order, self._cancel_aware)
             if not check.permitted:
                 return await self._close_order(order, policy_skipped(order, check))
         self._set_status(order, "running")
-        self._memo = workflow.patched(MEMO_PATCH)
+        self._memo = patched(MEMO_PATCH)
         self._upsert_memo(order, 0.0, "running")
-        self._artifact_reads = workflow.patched(READ_ARTIFACT_PATCH)
+        self._artifact_reads = patched(READ_ARTIFACT_PATCH)
         plan = plan_for(order, self._artifact_reads)  # the order's task (workflows/loop_plan.py)
         outcome = self._outcome = RunOutcome(
             order.work_key, order.input_version, order.generation, RunStatus.DONE, "completed",
@@ -257,7 +259,8 @@ class AgentLoopWorkflow:
             self._steps = outcome.steps
             outcome.usage = outcome.usage.plus(response.usage)
             outcome.cost_usd = cost_usd(outcome.usage, order.price)
-            self._upsert_memo(order, outcome.cost_usd, "running")
+            if response.tool_calls or not lean():  # else the order's end upserts it (lean-loop-steps)
+                self._upsert_memo(order, outcome.cost_usd, "running")
             messages.append(assistant_message(response))
             if not response.tool_calls:
                 break
@@ -289,7 +292,7 @@ class AgentLoopWorkflow:
         is then recorded ``cancelled``, never claimed)."""
         self._check_cancel()
         seen = [*self._pending, *self._finished]
-        if workflow.patched(ADMISSION_PATCH):  # only orders proven admitted may make this one look stale
+        if patched(ADMISSION_PATCH):  # only orders proven admitted may make this one look stale
             seen = [*(o for o in self._pending if (o.generation, o.receipt_id) in self._proven),
                     *(o for o in self._finished if o.status != REFUSED)]
         claim = await claim_order(order, seen, self._cancel_aware)
@@ -357,9 +360,9 @@ class AgentLoopWorkflow:
         ``claim-requires-admission`` only an order the ledger admitted may supersede: a forged one
         with a higher generation would otherwise end a genuine run."""
         newer = [o for o in self._pending if o.generation > order.generation]
-        if not newer or not workflow.patched(SUPERSEDE_PATCH):
+        if not newer or not patched(SUPERSEDE_PATCH):
             return False
-        if workflow.patched(ADMISSION_PATCH):
+        if patched(ADMISSION_PATCH):
             newer = [o for o in newer if await self._admitted(o)]
             if not newer:
                 return False

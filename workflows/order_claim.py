@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.failures import failure_type
     from workflows.order_end import cancellation_type
     from workflows.names import CLAIM_ORDER_ACTIVITY
+    from workflows.lean_steps import ledger_activity, patched
 
 CLAIM_ORDER_PATCH = "claim-order-at-start"
 """Each order first asks the ledger (activity ``sluicegate.ledger.claim_order``) whether it may still run."""
@@ -38,7 +39,7 @@ async def claim_order(order: WorkOrder, seen: Iterable[WorkOrder | RunOutcome], 
     """The ledger's verdict on ``order``. A cancel of the workflow (patch ``cancel-is-an-outcome``)
     during the claim is re-raised, not mistaken for an unreachable ledger."""
     newest = max(seen, key=lambda o: o.generation, default=None)
-    require = workflow.patched(ADMISSION_PATCH)
+    require = patched(ADMISSION_PATCH)
     req = ClaimRequest(order.work_key, order.input_version, order.generation,
                        newest.generation if newest else 0, newest.input_version if newest else "", order.tenant,
                        order.receipt_id, order.owner, order.repo, order.number, require)
@@ -46,7 +47,7 @@ async def claim_order(order: WorkOrder, seen: Iterable[WorkOrder | RunOutcome], 
     retry = RetryPolicy(maximum_interval=timedelta(seconds=60)) if require else \
         RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(seconds=10))
     try:
-        return await workflow.execute_activity(
+        return await ledger_activity(
             CLAIM_ORDER_ACTIVITY, req, result_type=Claim, start_to_close_timeout=timedelta(seconds=30),
             retry_policy=retry, cancellation_type=cancellation_type(cancel_aware))
     except ActivityError as err:

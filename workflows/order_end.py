@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.contracts import RunOutcome, RunStatus, TokenUsage, WorkOrder
     from workflows.failures import failure_type
     from workflows.names import RECORD_OUTCOME_ACTIVITY, RELEASE_CAPACITY_ACTIVITY
+    from workflows.lean_steps import finish_then_cancel, ledger_activity
 
 _LEDGER_RETRY = RetryPolicy(maximum_attempts=10, maximum_interval=timedelta(seconds=30))
 T = TypeVar("T")
@@ -46,19 +47,19 @@ def cancellation_type(cancel_aware: bool) -> ActivityCancellationType:
 
 
 async def record_outcome(outcome: RunOutcome, cancel_aware: bool) -> None:
-    await workflow.execute_activity(
+    await finish_then_cancel(ledger_activity(
         RECORD_OUTCOME_ACTIVITY, outcome, start_to_close_timeout=timedelta(seconds=30), retry_policy=_LEDGER_RETRY,
-        cancellation_type=cancellation_type(cancel_aware))
+        cancellation_type=cancellation_type(cancel_aware)))
 
 
 async def release_capacity(work_key: str, newest_generation: int, cancel_aware: bool) -> None:
     """Give the run's slots back (those taken up to ``newest_generation``) and let the deferred
     queue into the room. A run that never gets here (terminated) is reaped."""
     try:
-        await workflow.execute_activity(
+        await finish_then_cancel(ledger_activity(
             RELEASE_CAPACITY_ACTIVITY, ReleaseRequest(work_key, newest_generation),
             start_to_close_timeout=timedelta(minutes=2), retry_policy=_LEDGER_RETRY,
-            cancellation_type=cancellation_type(cancel_aware))
+            cancellation_type=cancellation_type(cancel_aware)))
     except ActivityError as err:  # the run's work is done; never fail it for this
         workflow.logger.warning("could not release the capacity of %s (%s); the reaper will",
                                 work_key, failure_type(err), extra={"work_key": work_key})

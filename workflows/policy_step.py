@@ -33,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.order_claim import SKIPPED
     from workflows.order_end import cancellation_type
     from workflows.names import RECHECK_POLICY_ACTIVITY
+    from workflows.lean_steps import ledger_activity, patched
 
 POLICY_FIRST_STEP_PATCH = "policy-first-step"
 FAIL_CLOSED_PATCH = "policy-first-step-fail-closed"
@@ -77,7 +78,7 @@ def check_request(order: WorkOrder) -> PolicyCheckRequest:
 
 async def recheck_policy(order: WorkOrder, cancel_aware: bool) -> PolicyCheck:
     """The current policy's verdict on ``order``; a cancel during the check propagates."""
-    fail_closed = workflow.patched(FAIL_CLOSED_PATCH)
+    fail_closed = patched(FAIL_CLOSED_PATCH)
     request = check_request(order)
     retry = RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(seconds=10))
     if fail_closed:
@@ -85,7 +86,7 @@ async def recheck_policy(order: WorkOrder, cancel_aware: bool) -> PolicyCheck:
         retry = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
                             maximum_interval=timedelta(seconds=60), maximum_attempts=RECHECK_ATTEMPTS)
     try:
-        return await workflow.execute_activity(
+        return await ledger_activity(
             RECHECK_POLICY_ACTIVITY, request, result_type=PolicyCheck,
             start_to_close_timeout=timedelta(seconds=30), cancellation_type=cancellation_type(cancel_aware),
             retry_policy=retry)

@@ -20,6 +20,10 @@ Scenarios:
 * ``policy-fail-closed``: as ``policy-permit`` but the forge answers 503 for the pull request through
   every attempt (patch ``policy-first-step-fail-closed``): the last attempt refuses
   ``policy:recheck-unavailable`` and the order ends ``skipped`` without a model call.
+* ``lean``: as ``forged`` but both orders genuine: generation 1 admitted and started, then generation 2
+  admitted (which ends 1's admission ``superseded`` in the ledger) and signalled; 1's claim answers
+  ``skip``, 2 claims and runs. Recorded for patch ``lean-loop-steps``: one patch marker, the claims,
+  the policy re-check, the outcome record and the release as local-activity markers.
 * ``artifact-reads``: one order whose diff is stored as an artifact (inline limit 500) and read back
   by the model with ``read_artifact`` in parts (patch ``read-artifact-tool``).
 
@@ -89,7 +93,7 @@ def write(name: str, history) -> None:
 NEWER_HEAD = "5c1e6b2d9a8f4e3c7b0a1d2e3f405162738495a6"
 NEWEST_HEAD = "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a291807"
 SCENARIOS = ("two-orders", "late-older", "cancel", "claim-cancel", "artifact-reads", "forged", "policy-skip",
-             "policy-permit", "policy-fail-closed")
+             "policy-permit", "policy-fail-closed", "lean")
 WORKFLOW_ID = "agent/acme/github:acme/api#42:review"
 
 
@@ -108,12 +112,17 @@ async def main(name: str, scenario: str = "two-orders") -> None:
     if scenario.startswith("policy-"):
         await _policy_first_step(name, refuse=scenario == "policy-skip", forge_down=scenario == "policy-fail-closed")
         return
-    env_extra = {"SLUICEGATE__TEMPORAL__REQUIRE_ADMISSION": "true"} if scenario == "forged" else {}
+    env_extra = {"SLUICEGATE__TEMPORAL__REQUIRE_ADMISSION": "true"} if scenario in ("forged", "lean") else {}
     async with recording("record-histories", **env_extra) as (env, settings, sims):
         older, newer = work_order(settings), work_order(settings, version=NEWER_HEAD, generation=2)
         if scenario == "forged":
             older, _ = accept_in_ledger(settings, older)
             handle = await start_order(env.client, "record-histories", older, workflow_id=WORKFLOW_ID)
+            await start_order(env.client, "record-histories", newer, workflow_id=handle.id)
+        elif scenario == "lean":
+            older, _ = accept_in_ledger(settings, older)
+            handle = await start_order(env.client, "record-histories", older, workflow_id=WORKFLOW_ID)
+            newer, _ = accept_in_ledger(settings, newer)
             await start_order(env.client, "record-histories", newer, workflow_id=handle.id)
         elif scenario == "claim-cancel":
             _slow_model_calls(sims, 3, 60)

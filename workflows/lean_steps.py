@@ -1,0 +1,97 @@
+"""Patch ``lean-loop-steps``: the agent loop's bookkeeping costs less history per step (issue 11 item 6).
+
+Workflow code (deterministic). Under the patch, for runs that start on code that has it:
+
+* **One patch marker per run instead of eight.** Every ``workflow.patched`` call records a marker
+  *and* (Temporal's core SDK) a ``TemporalChangeVersion`` search-attribute upsert on the run's first
+  pass: 16 events per run for the eight loop patches. :func:`patched` asks for this patch first, once
+  per run; when it is in force, every patch in :data:`SUBSUMED` is in force too, without a marker of
+  its own. Histories recorded before it have no ``lean-loop-steps`` marker, so on replay the first
+  call answers False and every older patch is asked exactly as before.
+* **The ledger bookkeeping runs as local activities** (:func:`ledger_activity`): the claim, the policy
+  re-check, the outcome record and the capacity release — short ledger reads and writes on this
+  worker. Each is one marker in history instead of scheduled/started/completed and a workflow task
+  round trip. Same names, timeouts and retry policies; backoffs longer than
+  :data:`LOCAL_RETRY_THRESHOLD` become durable timers (a long ledger outage does not hold a workflow
+  task open). A worker crash before the workflow task completes runs them again on the next worker:
+  at least once, as before (all four are idempotent: the claim is a read, the re-check's refusal
+  receipt has a fixed id, the outcome and the release are keyed by work key and generation).
+* **A write is never cut off by a cancel** (:func:`finish_then_cancel`): a local activity would be
+  cancelled at once (a regular one without heartbeats could not see the cancel), so the outcome
+  record and the release are awaited to their end and the cancel is raised after, as before.
+
+Plus, in ``agent_loop``: the memo's cost so far is upserted after a model step only when another
+step follows (the order's end upserts the final status and cost right after).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any, Awaitable, TypeVar
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.workflow import ActivityCancellationType
+
+LEAN_PATCH = "lean-loop-steps"
+SUBSUMED = frozenset({
+    "claim-requires-admission", "cancel-is-an-outcome", "claim-order-at-start", "policy-first-step",
+    "policy-first-step-fail-closed", "memo-cost-so-far", "read-artifact-tool", "release-capacity-at-end",
+    "supersede-at-step-boundary", "continue-as-new-between-orders",
+})
+"""The loop's patches before this one: in force in every run that has ``lean-loop-steps``."""
+LOCAL_RETRY_THRESHOLD = timedelta(seconds=2)
+_ATTR = "_lean_loop_steps"
+T = TypeVar("T")
+
+
+def lean() -> bool:
+    """Is ``lean-loop-steps`` in force in this run? Asked of Temporal once per run, at the first call."""
+    instance = workflow.instance()
+    known = getattr(instance, _ATTR, None)
+    if known is None:
+        known = workflow.patched(LEAN_PATCH)
+        setattr(instance, _ATTR, known)
+    return known
+
+
+def patched(patch_id: str) -> bool:
+    """``workflow.patched`` for the loop's patches: True without a marker when ``lean-loop-steps`` is in
+    force and ``patch_id`` is one it subsumes."""
+    if lean() and patch_id in SUBSUMED:
+        return True
+    return workflow.patched(patch_id)
+
+
+async def ledger_activity(name: str, arg: Any, *, start_to_close_timeout: timedelta, retry_policy: RetryPolicy,
+                          cancellation_type: ActivityCancellationType, result_type: type | None = None) -> Any:
+    """A short ledger activity: local under ``lean-loop-steps``, a regular activity on older histories."""
+    if lean():
+        return await workflow.execute_local_activity(
+            name, arg, result_type=result_type, start_to_close_timeout=start_to_close_timeout,
+            retry_policy=retry_policy, cancellation_type=cancellation_type,
+            local_retry_threshold=LOCAL_RETRY_THRESHOLD)
+    return await workflow.execute_activity(
+        name, arg, result_type=result_type, start_to_close_timeout=start_to_close_timeout,
+        retry_policy=retry_policy, cancellation_type=cancellation_type)
+
+
+async def finish_then_cancel(work: Awaitable[T]) -> T:
+    """Await ``work`` to its end; a cancel that arrived meanwhile is raised after it (under the patch:
+    a ledger write is not interrupted half-way, and not written twice at once by the cleanup)."""
+    if not lean():
+        return await work
+    task = asyncio.ensure_future(work)
+    cancelled = False
+    while True:
+        try:
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.done():
+                raise
+            cancelled = True
+            continue
+        if cancelled:
+            raise asyncio.CancelledError()
+        return result
