@@ -73,8 +73,8 @@ def register(app: FastAPI, console: Console) -> None:
         signalled = "recorded only (no Temporal client)"
         if temporal is not None:
             try:
-                signalled = f"signalled {await signal_kill(temporal, scope, row.target, viewer.actor, reason)} " \
-                            "running agent workflow(s) to stop before their next step"
+                signalled = (f"signalled {await signal_kill(temporal, scope, row.target, viewer.actor, reason)} "
+                             "running agent workflow(s) to stop before their next step")
             except Exception as exc:  # noqa: BLE001 - the kill holds anyway; say what did not happen
                 log.warning("kill %s recorded but running workflows not signalled: %s", row.id, exc)
                 signalled = f"running workflows NOT signalled ({type(exc).__name__}); they stop at their next call"

@@ -35,7 +35,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from intake.admission_rules import repeat_reason
-from intake.decision import IntakeDecision, Outcome, Reason
+from intake.decision import IntakeDecision, Outcome
 from intake.receipts import ReceiptDraft
 
 __all__ = ["RepeatRows", "find_repeat", "original_answer", "blocking_reason"]
@@ -104,7 +104,7 @@ def find_repeat(conn: Connection, draft: ReceiptDraft) -> RepeatRows:
         cursor.close()
     found: dict[str, dict] = {}
     for row in rows:
-        found.setdefault(row[0], dict(zip(_COLUMNS, row)))
+        found.setdefault(row[0], dict(zip(_COLUMNS, row, strict=True)))
     return RepeatRows(**found)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from contextlib import contextmanager
 from contextvars import ContextVar
+from types import MappingProxyType
 from typing import Iterator, Mapping
 
 from opentelemetry import trace
@@ -17,7 +18,7 @@ from opentelemetry import trace
 from intake.identity import parse_work_key
 
 FIELDS = ("work_key", "workflow_id", "run_id", "tenant", "trace_id")
-_context: ContextVar[Mapping[str, str]] = ContextVar("sluicegate_log_context", default={})
+_context: ContextVar[Mapping[str, str]] = ContextVar("sluicegate_log_context", default=MappingProxyType({}))
 
 
 @contextmanager
