@@ -27,7 +27,7 @@ import logging
 from dataclasses import dataclass, replace
 
 from intake.capacity import CapacityPlanner
-from intake.capacity.dispatch import Requeue  # noqa: F401 - re-exported: raised here, caught by dispatch
+from intake.capacity.dispatch import Requeue as Requeue  # noqa: F401 - re-exported: raised here, caught by dispatch
 from intake.capacity.payload import to_payload
 from intake.decision import Outcome, Reason
 from intake.envelope import Envelope, WorkCandidate

@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.failures import failure_type
     from workflows.order_end import cancellation_type
     from workflows.names import CLAIM_ORDER_ACTIVITY
+    from workflows.typed_activity import execute_typed
 
 CLAIM_ORDER_PATCH = "claim-order-at-start"
 """Each order first asks the ledger (activity ``sluicegate.ledger.claim_order``) whether it may still run."""
@@ -46,7 +47,7 @@ async def claim_order(order: WorkOrder, seen: Iterable[WorkOrder | RunOutcome], 
     retry = RetryPolicy(maximum_interval=timedelta(seconds=60)) if require else \
         RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(seconds=10))
     try:
-        return await workflow.execute_activity(
+        return await execute_typed(
             CLAIM_ORDER_ACTIVITY, req, result_type=Claim, start_to_close_timeout=timedelta(seconds=30),
             retry_policy=retry, cancellation_type=cancellation_type(cancel_aware))
     except ActivityError as err:

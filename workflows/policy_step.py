@@ -33,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.order_claim import SKIPPED
     from workflows.order_end import cancellation_type
     from workflows.names import RECHECK_POLICY_ACTIVITY
+    from workflows.typed_activity import execute_typed
 
 POLICY_FIRST_STEP_PATCH = "policy-first-step"
 FAIL_CLOSED_PATCH = "policy-first-step-fail-closed"
@@ -85,7 +86,7 @@ async def recheck_policy(order: WorkOrder, cancel_aware: bool) -> PolicyCheck:
         retry = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
                             maximum_interval=timedelta(seconds=60), maximum_attempts=RECHECK_ATTEMPTS)
     try:
-        return await workflow.execute_activity(
+        return await execute_typed(
             RECHECK_POLICY_ACTIVITY, request, result_type=PolicyCheck,
             start_to_close_timeout=timedelta(seconds=30), cancellation_type=cancellation_type(cancel_aware),
             retry_policy=retry)
