@@ -18,7 +18,8 @@ the decision was taken, as a 500. The raw payload is not kept on the envelope.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Mapping
+from functools import partial
+from typing import Annotated, Any, Callable, Mapping
 
 from gidgethub import ValidationFailure
 from gidgethub.sansio import validate_event
@@ -46,8 +47,8 @@ class _Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
-def _check(rule, what: str):
-    def check(value):
+def _check(rule: Callable[[object], object | None], what: str) -> AfterValidator:
+    def check(value: str) -> str:
         if rule(value) is None:
             raise ValueError(f"not {what}")
         return value
@@ -114,13 +115,15 @@ def normalize_github(verified: VerifiedDelivery, headers: Mapping[str, str], bod
                      tenant: str, received_at: datetime) -> ParsedDelivery:
     """A verified delivery → envelope + candidate; failures carry the delivery id (a receipt)."""
     delivery_id, event = verified.delivery_id, verified.event_type
+    if delivery_id is None:  # verify_github never returns one without it
+        raise InvalidDelivery(Reason.BAD_INPUT, "missing X-GitHub-Delivery header", 400)
     if media_type(headers) != "application/json":
         raise InvalidDelivery(Reason.BAD_INPUT, "content type must be application/json", 415, delivery_id, event)
     data = decode_json(body, delivery_id, event)
-    base = dict(id=delivery_id, source=source, received_at=received_at, trigger_kind=TriggerKind.EVENT,
-                tenant=tenant, body_digest=content_digest(body))
+    base = partial(Envelope, id=delivery_id, source=source, received_at=received_at, trigger_kind=TriggerKind.EVENT,
+                   tenant=tenant, body_digest=content_digest(body))
     if event == "ping":
-        return ParsedDelivery(Envelope(type="ping", subject=None, time=None, **base), None)
+        return ParsedDelivery(base(type="ping", subject=None, time=None), None)
     if event != "pull_request":
         raise InvalidDelivery(Reason.UNSUPPORTED_EVENT, "event type is not handled (only pull_request and ping)",
                               422, delivery_id, event)
@@ -136,8 +139,8 @@ def normalize_github(verified: VerifiedDelivery, headers: Mapping[str, str], bod
                               "(outside years 1-9999 UTC)", 422, delivery_id, event)
     owner, _, repo = parsed.repository.full_name.partition("/")
     ref = PullRequestRef(owner, repo, parsed.pull_request.number)
-    envelope = Envelope(type=f"pull_request.{parsed.action}", subject=ref.target_id,
-                        time=utc(updated_at) if updated_at else None, **base)
+    envelope = base(type=f"pull_request.{parsed.action}", subject=ref.target_id,
+                    time=utc(updated_at) if updated_at else None)
     if parsed.action not in ACTIONABLE_ACTIONS:
         return ParsedDelivery(envelope, None)
     candidate = review_candidate(tenant, ref, parsed.pull_request.head.sha, parsed.pull_request.draft,

@@ -35,7 +35,7 @@ import asyncio
 from dataclasses import replace
 import logging
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from intake.admission_rules import age_refusal, not_actionable, scope_refusal
 from intake.capacity.plan import Block
@@ -52,12 +52,15 @@ from intake.scope import ScopeRules
 from intake.shared_reads import fresh_snapshot, taken_meanwhile
 from intake.unread import Requeue, SourceRefused, UnreadPolicy, Unread, unread_context, unread_draft
 
+if TYPE_CHECKING:
+    from intake.capacity.gate import CapacityGate
+
 log = logging.getLogger("sluicegate.intake")
 __all__ = ["IntakeService", "Requeue"]
 
 
 class IntakeService:
-    def __init__(self, store: IntakeStore, targets: TargetReader, admitter: Admitter, capacity=None, *,
+    def __init__(self, store: IntakeStore, targets: TargetReader, admitter: Admitter, capacity: CapacityGate | None = None, *,
                  scope: ScopeRules,
                  on_decision: Callable[[IntakeDecision, Envelope, float], None] | None = None,
                  unread: UnreadPolicy = UnreadPolicy(), kills: KillGate | None = None,
@@ -86,7 +89,7 @@ class IntakeService:
                 log.exception("recording the decision's metrics failed")
 
     @property
-    def capacity(self):
+    def capacity(self) -> CapacityGate | None:
         """The capacity gate (``None``: no limits)."""
         return self._capacity
 
@@ -102,7 +105,7 @@ class IntakeService:
                                          "run_id": decision.run_id})
         return decision
 
-    async def resume(self, item_id: str, payload: dict, receipt_id: str | None = None,
+    async def resume(self, item_id: str, payload: dict[str, Any], receipt_id: str | None = None,
                      attempts: int = 0) -> IntakeDecision:
         """Decide deferred item ``item_id`` again: freshness, policy, capacity; admit if it fits.
 
@@ -177,11 +180,11 @@ class IntakeService:
             return await asyncio.to_thread(self._store.decide, draft_for(
                 envelope, candidate, Outcome.REJECT, stale,
                 _freshness_message(stale, candidate, snapshot.current_version), input_version=version), ctx)
-        refused = self._policy.evaluate(candidate, snapshot)
-        if refused is not None:
+        rule = self._policy.evaluate(candidate, snapshot)
+        if rule is not None:
             return await asyncio.to_thread(self._store.decide, draft_for(
-                envelope, candidate, Outcome.REJECT, refused,
-                f"refused by {refused} under policy {self._policy.version}", input_version=version), ctx)
+                envelope, candidate, Outcome.REJECT, rule,
+                f"refused by {rule} under policy {self._policy.version}", input_version=version), ctx)
         decision = await asyncio.to_thread(self._store.decide, draft_for(
             envelope, candidate, Outcome.ACCEPT, Reason.ADMITTED,
             f"admitting {candidate.work_key} at {version}", input_version=version), ctx)
