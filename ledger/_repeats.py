@@ -96,7 +96,9 @@ def find_repeat(conn: Connection, draft: ReceiptDraft) -> RepeatRows:
     or from an open transaction (the race path of ``decide``), whose snapshot it then reads."""
     params = {"source": draft.source, "delivery_id": draft.delivery_id, "body_digest": draft.body_digest,
               "work_key": draft.work_key, "input_version": draft.input_version, "tenant": draft.tenant or ""}
-    cursor = conn.connection.driver_connection.cursor()
+    driver = conn.connection.driver_connection
+    assert driver is not None  # a checked-out connection has its DBAPI connection
+    cursor = driver.cursor()
     try:
         cursor.execute(_BY_DIALECT[conn.dialect.name], params)
         rows = cursor.fetchall()

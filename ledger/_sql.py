@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from typing import overload
 
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
@@ -17,6 +18,10 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
+@overload
+def as_utc(value: datetime) -> datetime: ...
+@overload
+def as_utc(value: None) -> None: ...
 def as_utc(value: datetime | None) -> datetime | None:
     """SQLite hands timestamps back naive; they were written as UTC."""
     if value is None or value.tzinfo is not None:

@@ -32,13 +32,13 @@ def authenticate(src: SourceConfig, headers: Mapping[str, str], body: bytes) -> 
 def normalize(name: str, src: SourceConfig, verified: VerifiedDelivery, headers: Mapping[str, str], body: bytes,
               received_at: datetime) -> ParsedDelivery:
     """Parse a verified delivery for source ``name``; raises ``InvalidDelivery`` (a receipt)."""
-    common = dict(source=name, tenant=src.tenant, received_at=received_at)
     if src.kind == "github":
-        parsed = normalize_github(verified, headers, body, **common)
-    elif src.kind == "standard-webhooks":
-        parsed = normalize_standard_webhook(verified, headers, body, mapping=src.mapping, **common)
+        parsed = normalize_github(verified, headers, body, source=name, tenant=src.tenant, received_at=received_at)
     else:
-        parsed = normalize_cloudevent(verified, headers, body, mapping=src.mapping, **common)
+        assert src.mapping is not None, "settings give every generic source a mapping (sluicegate.config.source)"
+        kind = normalize_standard_webhook if src.kind == "standard-webhooks" else normalize_cloudevent
+        parsed = kind(verified, headers, body, source=name, tenant=src.tenant, mapping=src.mapping,
+                      received_at=received_at)
     return replace(parsed, max_age_seconds=src.max_age_seconds)
 
 
