@@ -139,7 +139,7 @@ def register(app: FastAPI, console: Console) -> None:
             trigger = retry_trigger(letter, reason)
         except ValueError as exc:
             return console.refuse(request, viewer, 422, f"Dead letter {letter.id} has no usable work key: {exc}")
-        answer = json.loads((await console.ports.submit_manual(viewer.actor, trigger)).body)
+        answer = json.loads(bytes((await console.ports.submit_manual(viewer.actor, trigger)).body))
         said = f"intake answered {answer.get('outcome')} {answer.get('reason')}: {answer.get('message') or ''}"
         if not retry_took(answer):
             return console.done("/console/dead-letters", f"Dead letter {letter.id} NOT retried ({said}); it stays open.")

@@ -20,7 +20,8 @@ from intake.identity import workflow_id_for
 from intake.ports import Admission
 from sluicegate.config.settings import Settings
 from workflows import search_attributes as sa
-from workflows.run_memo import display_title, memo_at_start, summary_for
+from intake.hygiene import display_title
+from workflows.run_memo import memo_at_start, summary_for
 from workflows.contracts import (
     AGENT_WORKFLOW, WORK_ORDER_SIGNAL, AgentLoopStart, Price, RuntimeOptions, TaskBudget, WorkOrder,
 )
