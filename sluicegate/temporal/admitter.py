@@ -29,6 +29,8 @@ from workflows.contracts import (
 
 def work_order_for(admission: Admission, settings: Settings, search_attributes: bool = True) -> WorkOrder:
     d, env, cand = admission.decision, admission.envelope, admission.candidate
+    if d.input_version is None or d.generation is None:  # an accepted decision carries both
+        raise ValueError(f"decision {d.receipt_id} has no input version or generation to admit")
     price = settings.model.prices.get(settings.model.name)
     if price is None:
         raise ValueError(f"no price configured for model {settings.model.name!r} (model.prices)")
