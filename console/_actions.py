@@ -26,7 +26,7 @@ import ledger
 from console._core import Console
 from console._forms import FormRefused, text
 from sluicegate.operations.actions import (
-    KILL_SCOPES, UNKILL_DISPATCH_FAILED, dispatch_now, kill_target, kill_tenant, resolved_note, retried_note,
+    KILL_SCOPES, UNKILL_DISPATCH_FAILED, KillScope, dispatch_now, kill_target, kill_tenant, resolved_note, retried_note,
     retry_took, retry_trigger, signal_kill,
 )
 from sluicegate.config.tenancy import configured_tenants
@@ -42,9 +42,10 @@ def register(app: FastAPI, console: Console) -> None:
         return console.refuse(request, viewer, 403, f"Only an admin in {where} may {what}; "
                                                     f"{viewer.actor} holds {held} there. Nothing was changed.")
 
-    def scope_and_target(form: dict[str, str]) -> tuple[str, str, str | None]:
-        scope = text(form, "scope", 16)
-        if scope not in KILL_SCOPES:
+    def scope_and_target(form: dict[str, str]) -> tuple[KillScope, str, str | None]:
+        given = text(form, "scope", 16)
+        scope = next((s for s in KILL_SCOPES if s == given), None)
+        if scope is None:
             raise FormRefused(422, f"scope: one of {', '.join(KILL_SCOPES)}")
         try:
             target = kill_target(scope, text(form, "target", 512, required=scope != "all"))
