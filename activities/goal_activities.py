@@ -43,7 +43,7 @@ MIN_SHA_PREFIX = 7
 
 def head_matches(head: str | None, wanted: str) -> bool:
     wanted = wanted.strip().lower()
-    return bool(head) and len(wanted) >= MIN_SHA_PREFIX and head.lower().startswith(wanted)
+    return head is not None and len(wanted) >= MIN_SHA_PREFIX and head.lower().startswith(wanted)
 
 
 class GoalActivities:

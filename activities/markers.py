@@ -76,7 +76,7 @@ class CommentMarks:
         return self.bot_login is not None and isinstance(login, str) and hmac.compare_digest(
             login.lower().encode(), self.bot_login.lower().encode())
 
-    def signed_ops(self, body: str) -> set[str]:
+    def signed_ops(self, body: str | None) -> set[str]:
         """Operation keys whose marker in ``body`` carries a valid signature."""
         found = set()
         for op_key, sig in _MARKER.findall(body or ""):

@@ -137,7 +137,7 @@ class ModelClients:
             cached = self._cache.get(slot)
             fresh = cached is not None and (cached.expires_at is None
                                             or self._clock() < cached.expires_at - self._margin)
-            if fresh and cached.kill_mark == kill_mark:
+            if fresh and cached is not None and cached.kill_mark == kill_mark:
                 return cached.client
             if cached is not None:
                 del self._cache[slot]

@@ -68,7 +68,7 @@ class StepLedger:
 
     async def journaled(self, req: ModelRequest, attempt: int) -> ModelResponse | None:
         """The answer an earlier attempt journaled for this very request, its reservation settled."""
-        if not self._journaled_step(req):
+        if self._journal is None or not self._journaled_step(req):
             return None
         entry = await asyncio.to_thread(self._journal.find, req.work_key, req.input_version, req.generation, req.step)
         if entry is None or entry.request_digest != request_digest(req.messages, req.tools, req.model):
@@ -101,7 +101,7 @@ class StepLedger:
 
     async def unanswered(self, rid: str | None, exc: BaseException) -> None:
         """End the reservation of a call that raised: released if proven unbilled, else its estimate."""
-        if rid is None:
+        if rid is None or self._spend is None:  # a reservation id comes only from a spend guard
             return
         fate, why = fate_of(exc)
         budgets = self._spend.budgets
@@ -116,7 +116,7 @@ class StepLedger:
         """Journal the answer, then settle its reservation; returns the journal's answer."""
         cost = self._spend.cost_of(req, response) if self._spend else 0.0
         journaled = False
-        if self._journaled_step(req):
+        if self._journal is not None and self._journaled_step(req):
             entry = ModelJournalEntry(
                 work_key=req.work_key, input_version=req.input_version, generation=req.generation, step=req.step,
                 request_digest=request_digest(req.messages, req.tools, req.model), response=asdict(response),
@@ -130,7 +130,7 @@ class StepLedger:
             except Exception as err:  # noqa: BLE001 - never call the provider again for a journal failure
                 activity.logger.error("could not journal the answer to %s step %d (%r); returning it anyway",
                                       req.work_key, req.step, err, extra={"work_key": req.work_key})
-        if rid is not None:
+        if rid is not None and self._spend is not None:  # a reservation id comes only from a spend guard
             try:
                 await asyncio.to_thread(self._spend.budgets.settle, rid, cost)
             except Exception as err:  # noqa: BLE001

@@ -61,7 +61,7 @@ class Comparison:
 
     @property
     def ratios(self) -> list[float]:
-        return [i.rate / b.rate for i, b in zip(self.intake, self.baseline) if b.rate > 0]
+        return [i.rate / b.rate for i, b in zip(self.intake, self.baseline, strict=False) if b.rate > 0]
 
     @property
     def intake_rate(self) -> float:

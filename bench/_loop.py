@@ -82,7 +82,7 @@ class Overhead:
     @property
     def ratios(self) -> list[float]:
         """Per round: loop ms/step / bare ms/step (the two sides ran back to back)."""
-        return [(lo.seconds / lo.ops) / (b.seconds / b.ops) for lo, b in zip(self.loop, self.bare)
+        return [(lo.seconds / lo.ops) / (b.seconds / b.ops) for lo, b in zip(self.loop, self.bare, strict=False)
                 if lo.ops and b.ops]
 
     def cpu_ms(self, side: str, proc: str) -> float:

@@ -347,7 +347,7 @@ async def naive_phase(stack: DevStack, stream: Stream, concurrency: int, timeout
         except TimeoutError:
             raise TimeoutError(f"naive runs not finished after {timeout:.0f}s") from None
         result.phase.seconds_to_finish = now() - t0
-        for h, out in zip(handles, outcomes):
+        for h, out in zip(handles, outcomes, strict=True):
             if isinstance(out, BaseException):
                 result.errors.append(f"{h.id}: {type(out).__name__}: {out}"[:200])
                 continue

@@ -50,7 +50,7 @@ class FloodDelivery(Delivery):
 def flood_workload(a) -> list[FloodDelivery]:
     rng = random.Random(a.seed)
     count = round(a.flood_seconds * a.flood_rate)
-    kinds, weights = zip(*KINDS)
+    kinds, weights = zip(*KINDS, strict=True)
     out = []
     for n in range(count):
         tenant = TENANTS[n % 2]

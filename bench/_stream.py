@@ -155,7 +155,7 @@ def build_stream(n: int, weights: dict[str, float], seed: int) -> Stream:
 
     for _ in range(n):
         r = rng.random()
-        kind = next(k for k, c in zip(kinds, cum) if r < c or c == cum[-1])
+        kind = next(k for k, c in zip(kinds, cum, strict=True) if r < c or c == cum[-1])
         opened = [p for p in pulls if p.opened]
         if kind == "redeliver" and originals:
             origin = items[rng.choice(originals)]

@@ -40,7 +40,7 @@ from rich.table import Table
 from bench._crash_calls import Batch, measure_batches
 from bench._dup import postgres_database
 from bench._e2e import run_dir
-from bench._loop import MODEL_STEPS, Overhead, Restart, measure_overhead, measure_restart
+from bench._loop import Overhead, Restart, measure_overhead, measure_restart
 from bench._common import BENCH_SCOPE, median
 from bench._harness import BenchReport, Measurement, config_of, finish, parser, stage
 from sluicegate.devstack import DevStack, isolated_overrides

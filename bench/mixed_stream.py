@@ -99,10 +99,10 @@ def intake_checks(stream: Stream, r: IntakeResult) -> list[Check]:
     # Per delivery id: the original's expected answer once, duplicate-delivery for every other send
     # (which send gets which may swap when a redelivery races its original).
     by_id: dict[str, list] = defaultdict(list)
-    for it, a in zip(stream.items, r.answers):
+    for it, a in zip(stream.items, r.answers, strict=True):
         by_id[it.delivery_id].append((it, a))
     wrong = []
-    for did, sends in by_id.items():
+    for sends in by_id.values():
         original = next(it for it, _ in sends if it.origin is None)
         want = Counter([EXPECTED[original.kind]] + [EXPECTED["redeliver"]] * (len(sends) - 1))
         got = Counter((a.outcome, a.reason) for _, a in sends)

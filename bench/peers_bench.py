@@ -198,8 +198,8 @@ def _measurement(side: str, rows: list[dict], base: list[dict] | None) -> Measur
         for peer, prow in base:
             ratios[f"throughput_vs_{peer}"] = figures["deliveries_per_s"] / _median(prow, "deliveries_per_s")
             ratios[f"p95_vs_{peer}"] = figures["p95_ms"] / _median(prow, "p95_ms")
-    checks = [f"{figures['runs_started']} runs started for {figures['unique_versions']} unique versions "
-              f"({figures['deliveries']} deliveries); model calls seen {figures['model_calls_seen']}"]
+    checks = [(f"{figures['runs_started']} runs started for {figures['unique_versions']} unique versions "
+               f"({figures['deliveries']} deliveries); model calls seen {figures['model_calls_seen']}")]
     return Measurement(f"duplicate storm: {side}", CAPACITY, figures, ratios, not problems,
                        checks + problems)
 

@@ -189,8 +189,8 @@ def _step(a, stack: DevStack, procs: Processes, web: StackHttp, n_api: int, n_wo
          f"drained in {drain:.1f}s "
          f"{'OK' if not problems else 'FAILED: ' + '; '.join(problems)}")
     _log(f"    CPU s during send: {figures['cpu_seconds_during_send']}")
-    checks = [f"{len(sent)}/{len(stream)} sent; answers {dict(labels)}; {sum(accepts.values())} accepts for "
-              f"{len(pulls)} versions; {len(rows) - len(not_done)} versions done"] + problems
+    checks = [(f"{len(sent)}/{len(stream)} sent; answers {dict(labels)}; {sum(accepts.values())} accepts for "
+               f"{len(pulls)} versions; {len(rows) - len(not_done)} versions done")] + problems
     return Measurement(f"scale-out: {name}", CAPACITY, figures, {}, not problems, checks)
 
 

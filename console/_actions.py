@@ -26,7 +26,7 @@ import ledger
 from console._core import Console
 from console._forms import FormRefused, text
 from sluicegate.operations.actions import (
-    KILL_SCOPES, UNKILL_DISPATCH_FAILED, dispatch_now, kill_target, kill_tenant, resolved_note, retried_note,
+    KILL_SCOPES, UNKILL_DISPATCH_FAILED, KillScope, dispatch_now, kill_target, kill_tenant, resolved_note, retried_note,
     retry_took, retry_trigger, signal_kill,
 )
 from sluicegate.config.tenancy import configured_tenants
@@ -42,9 +42,10 @@ def register(app: FastAPI, console: Console) -> None:
         return console.refuse(request, viewer, 403, f"Only an admin in {where} may {what}; "
                                                     f"{viewer.actor} holds {held} there. Nothing was changed.")
 
-    def scope_and_target(form: dict[str, str]) -> tuple[str, str, str | None]:
-        scope = text(form, "scope", 16)
-        if scope not in KILL_SCOPES:
+    def scope_and_target(form: dict[str, str]) -> tuple[KillScope, str, str | None]:
+        given = text(form, "scope", 16)
+        scope = next((s for s in KILL_SCOPES if s == given), None)
+        if scope is None:
             raise FormRefused(422, f"scope: one of {', '.join(KILL_SCOPES)}")
         try:
             target = kill_target(scope, text(form, "target", 512, required=scope != "all"))
@@ -73,8 +74,8 @@ def register(app: FastAPI, console: Console) -> None:
         signalled = "recorded only (no Temporal client)"
         if temporal is not None:
             try:
-                signalled = f"signalled {await signal_kill(temporal, scope, row.target, viewer.actor, reason)} " \
-                            "running agent workflow(s) to stop before their next step"
+                signalled = (f"signalled {await signal_kill(temporal, scope, row.target, viewer.actor, reason)} "
+                             "running agent workflow(s) to stop before their next step")
             except Exception as exc:  # noqa: BLE001 - the kill holds anyway; say what did not happen
                 log.warning("kill %s recorded but running workflows not signalled: %s", row.id, exc)
                 signalled = f"running workflows NOT signalled ({type(exc).__name__}); they stop at their next call"
@@ -139,7 +140,7 @@ def register(app: FastAPI, console: Console) -> None:
             trigger = retry_trigger(letter, reason)
         except ValueError as exc:
             return console.refuse(request, viewer, 422, f"Dead letter {letter.id} has no usable work key: {exc}")
-        answer = json.loads((await console.ports.submit_manual(viewer.actor, trigger)).body)
+        answer = json.loads(bytes((await console.ports.submit_manual(viewer.actor, trigger)).body))
         said = f"intake answered {answer.get('outcome')} {answer.get('reason')}: {answer.get('message') or ''}"
         if not retry_took(answer):
             return console.done("/console/dead-letters", f"Dead letter {letter.id} NOT retried ({said}); it stays open.")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from typing import Literal, overload
 from urllib.parse import parse_qsl
 
 from fastapi import Request
@@ -65,6 +66,10 @@ async def read_form(request: Request) -> dict[str, str]:
     return form
 
 
+@overload
+def text(values: Mapping[str, str], name: str, max_chars: int, *, required: Literal[True] = True) -> str: ...
+@overload
+def text(values: Mapping[str, str], name: str, max_chars: int, *, required: bool) -> str | None: ...
 def text(values: Mapping[str, str], name: str, max_chars: int, *, required: bool = True) -> str | None:
     """A trimmed field without control characters; ``None`` when absent and not required."""
     value = (values.get(name) or "").strip()

@@ -47,7 +47,7 @@ def register(app: FastAPI, console: Console) -> None:
     def receipts_page(request: Request) -> Response:
         if (viewer := console.viewer(request)) is None:
             return console.to_sign_in(request)
-        q, errors = request.query_params, []
+        q, errors = request.query_params, list[str]()
         filters = {"work_key": query_text(q, "work_key", errors, 512),
                    "tenant": tenant_filter(request, viewer, errors),
                    "outcome": query_text(q, "outcome", errors, 16, OUTCOMES),

@@ -49,8 +49,8 @@ class _Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
-def _check(rule, what: str):
-    def check(value):
+def _check(rule: Callable[[object], object | None], what: str) -> AfterValidator:
+    def check(value: str) -> str:
         if rule(value) is None:
             raise ValueError(f"not {what}")
         return value
@@ -168,6 +168,8 @@ def normalize_github(verified: VerifiedDelivery, headers: Mapping[str, str], bod
     """A verified delivery → envelope + candidate; failures carry the delivery id (a receipt).
     ``mappers``: GitHub event name → the enabled task's trigger mapping (``tasks.registry``)."""
     delivery_id, event = verified.delivery_id, verified.event_type
+    if delivery_id is None:  # verify_github never returns one without it
+        raise InvalidDelivery(Reason.BAD_INPUT, "missing X-GitHub-Delivery header", 400)
     if media_type(headers) != "application/json":
         raise InvalidDelivery(Reason.BAD_INPUT, "content type must be application/json", 415, delivery_id, event)
     data = decode_json(body, delivery_id, event)

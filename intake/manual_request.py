@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Callable
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from intake import hygiene
 from intake.identity import is_tenant_name
@@ -29,7 +29,7 @@ MAX_BODY_BYTES = 16 * 1024
 """A manual trigger body is a few hundred bytes; anything past this is refused unread (413)."""
 
 
-def _rule(check: Callable[[Any], Any], expected: str):
+def _rule(check: Callable[[Any], Any], expected: str) -> AfterValidator:
     def validate(value: Any) -> Any:
         if check(value) is None:
             raise ValueError(expected)

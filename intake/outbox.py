@@ -55,6 +55,8 @@ def parse_target(target_id: str) -> PullRequestRef:
 
 def admission_from(pending: PendingAdmission) -> Admission:
     d = pending.draft
+    if d.work_key is None or d.target_id is None:  # an accepted receipt always names its work
+        raise ValueError(f"receipt {pending.receipt_id} names no work key or target")
     envelope = Envelope(id=d.delivery_id or pending.receipt_id, source=d.source, type=d.event_type or "relay",
                         subject=d.subject, time=d.emitted_at, received_at=d.received_at,
                         trigger_kind=TriggerKind(d.trigger_kind), tenant=d.tenant or "", actor=d.actor,
@@ -72,8 +74,8 @@ async def relay(store: IntakeStore, pending: list[PendingAdmission], admitter: A
     report = RelayReport()
     for item in pending:
         key = f"{item.draft.work_key}@{item.draft.input_version}"
-        if kills is not None and await asyncio.to_thread(kills.active_for, item.draft.work_key,
-                                                          item.draft.tenant or None) is not None:
+        if kills is not None and item.draft.work_key is not None and await asyncio.to_thread(
+                kills.active_for, item.draft.work_key, item.draft.tenant or None) is not None:
             log.info("relay holds %s: a kill covers it", key, extra={"work_key": item.draft.work_key})
             report.held.append(key)
             continue

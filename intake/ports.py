@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from intake.capacity.context import CapacityContext  # noqa: F401 - re-exported: the port's argument
+from intake.capacity.context import CapacityContext as CapacityContext  # noqa: F401 - re-exported: the port's argument
 from intake.decision import IntakeDecision, Reason
 from intake.envelope import Envelope, PullRequestRef, WorkCandidate
 from intake.freshness import TargetSnapshot, assess_freshness

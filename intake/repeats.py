@@ -23,11 +23,15 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
 from intake.admission_rules import duplicate_work as duplicate_work_rule
 from intake.decision import IntakeDecision, Outcome, Reason
 from intake.envelope import Envelope, WorkCandidate
 from intake.receipts import ReceiptDraft, draft_for
+
+if TYPE_CHECKING:  # ports names Repeat: a run-time import would be a cycle
+    from intake.ports import IntakeStore
 
 
 # Events whose full decision changes the ledger beyond a receipt (the target-closed tombstone).
@@ -55,13 +59,13 @@ def duplicate_work(envelope: Envelope, candidate: WorkCandidate, blocking: str) 
                                f"{blocking}; decided from the ledger without a forge read")
 
 
-async def look_up(store, probe: ReceiptDraft) -> Repeat:
+async def look_up(store: IntakeStore, probe: ReceiptDraft) -> Repeat:
     """``store.find_repeat(probe)`` (``store``: an ``intake.ports.IntakeStore``). A store that can read
     locally (``find_repeat_inline``: SQLite, one indexed statement of some tens of µs, less than the
     thread hop around it) answers on the event loop unless it would wait (a lock, its connection in
     use: it returns None at once); otherwise, and always on PostgreSQL (a network round trip), the
     read runs in a worker thread so the event loop never waits on the database."""
-    inline = getattr(store, "find_repeat_inline", None)
+    inline: Callable[[ReceiptDraft], Repeat | None] | None = getattr(store, "find_repeat_inline", None)
     if inline is not None and (repeat := inline(probe)) is not None:
         return repeat
     return await asyncio.to_thread(store.find_repeat, probe)

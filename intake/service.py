@@ -35,7 +35,7 @@ import asyncio
 from dataclasses import replace
 import logging
 import time
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from intake.admission_rules import age_refusal, not_actionable, scope_refusal, task_refusal
 from intake.capacity.plan import Block
@@ -52,6 +52,9 @@ from intake.scope import ScopeRules
 from intake.shared_reads import fresh_snapshot, taken_meanwhile
 from intake.unread import Requeue, SourceRefused, UnreadPolicy, Unread, unread_context, unread_draft
 
+if TYPE_CHECKING:
+    from intake.capacity.gate import CapacityGate
+
 log = logging.getLogger("sluicegate.intake")
 LAG_RETRY_SECONDS = 5.0
 """The source's own wait asked for when it lags behind an event (a task's freshness rule said
@@ -60,7 +63,7 @@ __all__ = ["IntakeService", "Requeue"]
 
 
 class IntakeService:
-    def __init__(self, store: IntakeStore, targets: TargetReader, admitter: Admitter, capacity: Any = None, *,
+    def __init__(self, store: IntakeStore, targets: TargetReader, admitter: Admitter, capacity: CapacityGate | None = None, *,
                  scope: ScopeRules,
                  on_decision: Callable[[IntakeDecision, Envelope, float], None] | None = None,
                  unread: UnreadPolicy = UnreadPolicy(), kills: KillGate | None = None,
@@ -99,7 +102,7 @@ class IntakeService:
                 log.exception("recording the decision's metrics failed")
 
     @property
-    def capacity(self):
+    def capacity(self) -> CapacityGate | None:
         """The capacity gate (``None``: no limits)."""
         return self._capacity
 
@@ -115,7 +118,7 @@ class IntakeService:
                                          "run_id": decision.run_id})
         return decision
 
-    async def resume(self, item_id: str, payload: dict, receipt_id: str | None = None,
+    async def resume(self, item_id: str, payload: dict[str, Any], receipt_id: str | None = None,
                      attempts: int = 0) -> IntakeDecision:
         """Decide deferred item ``item_id`` again: freshness, policy, capacity; admit if it fits.
 

@@ -92,12 +92,16 @@ def _same_origin(origin: Origin | None, other: Origin | None) -> bool:
     return origin is not None and origin == other
 
 
+_Key = tuple[str | None, str]
+"""(tenant, target id): what a read is shared by."""
+
+
 @dataclass
 class _Flight:
     started_at: datetime
     origin: Origin | None
     loop: asyncio.AbstractEventLoop
-    task: asyncio.Future
+    task: asyncio.Future[TargetSnapshot]
 
     def answers(self, not_before: datetime | None, origin: Origin | None) -> bool:
         return not_before is not None and (self.started_at >= not_before or _same_origin(origin, self.origin))
@@ -113,7 +117,7 @@ class _Kept:
         return self.started_at >= not_before or _same_origin(origin, self.origin)
 
 
-def _retrieve(task: asyncio.Future) -> None:
+def _retrieve(task: asyncio.Future[TargetSnapshot]) -> None:
     if not task.cancelled():
         task.exception()  # a failure nobody waits for any more must not be reported as unretrieved
 
@@ -132,8 +136,8 @@ class SharedReads:
         self._task = task
         self._freshness = freshness
         self._clock = clock
-        self._flights: dict[tuple, _Flight] = {}
-        self._kept: TTLCache | None = (TTLCache(MAX_SNAPSHOTS, snapshot_seconds, timer=timer)
+        self._flights: dict[_Key, _Flight] = {}
+        self._kept: TTLCache[_Key, _Kept] | None = (TTLCache(MAX_SNAPSHOTS, snapshot_seconds, timer=timer)
                                        if snapshot_seconds > 0 else None)
         self.started = self.joined = self.snapshot_rejects = 0
         """Counters: reads started, reads joined in flight, rejections decided from a snapshot."""
@@ -156,7 +160,7 @@ class SharedReads:
         self.started += 1
         return await asyncio.shield(flight.task)
 
-    def _landed(self, key: tuple, flight: _Flight, task: asyncio.Future) -> None:
+    def _landed(self, key: _Key, flight: _Flight, task: asyncio.Future[TargetSnapshot]) -> None:
         if self._flights.get(key) is flight:
             del self._flights[key]
         if self._kept is not None and not task.cancelled() and task.exception() is None:

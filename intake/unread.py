@@ -25,9 +25,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from intake.capacity import CapacityPlanner
-from intake.capacity.dispatch import Requeue  # noqa: F401 - re-exported: raised here, caught by dispatch
+from intake.capacity.dispatch import Requeue as Requeue  # noqa: F401 - re-exported: raised here, caught by dispatch
 from intake.capacity.payload import to_payload
 from intake.decision import Outcome, Reason
 from intake.envelope import Envelope, WorkCandidate
@@ -36,6 +37,9 @@ from intake.ports import CapacityContext, SourceUnavailable, TargetReader
 from intake.receipts import ReceiptDraft, draft_for
 from sluicegate.errors import SluicegateError
 from sluicegate.forge.retry_after import exponential_backoff
+
+if TYPE_CHECKING:
+    from intake.capacity.gate import CapacityGate
 
 log = logging.getLogger("sluicegate.intake")
 
@@ -93,7 +97,7 @@ def unread_draft(envelope: Envelope, candidate: WorkCandidate, unread: Unread, r
     return replace(draft, retry_after_seconds=retry)
 
 
-def unread_context(gate, envelope: Envelope, candidate: WorkCandidate) -> CapacityContext:
+def unread_context(gate: CapacityGate | None, envelope: Envelope, candidate: WorkCandidate) -> CapacityContext:
     """What the ledger stores with the queued item: its priority and payload. Synchronous (the gate
     may read the ledger). Without a gate (no limits configured) the priority is the default plan's."""
     if gate is not None:

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from sqlalchemy import select, update
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from intake.capacity import BreakerPolicy, BreakerState, record_failure
 from ledger._capacity_models import Breaker, DeferredItem
@@ -32,6 +32,8 @@ class BreakerBoard:
             s.execute(dialect_insert(s, Breaker).values(provider=provider, failures=0, updated_at=now)
                       .on_conflict_do_nothing())  # two first failures at once must not collide
             row = s.get(Breaker, provider, with_for_update=True)
+            if row is None:  # inserted or found just above, in this transaction
+                raise LookupError(f"breaker row {provider!r} vanished while recording a failure")
             new = record_failure(_state(row), now, self.policy, error[:500])
             row.failures, row.window_start, row.opened_at, row.last_error = (
                 new.failures, new.window_start, new.opened_at, new.last_error)
@@ -48,7 +50,7 @@ class BreakerBoard:
             row.failures, row.window_start, row.opened_at, row.updated_at = 0, None, None, utcnow()
             row.last_error = note[:500]
             s.add(row)
-            s.execute(update(DeferredItem).where(DeferredItem.status == "waiting",
-                                                 DeferredItem.blocked_on == "breaker-open")
+            s.execute(update(DeferredItem).where(col(DeferredItem.status) == "waiting",
+                                                 col(DeferredItem.blocked_on) == "breaker-open")
                       .values(next_attempt_at=utcnow()))  # due at the next pass
             return True

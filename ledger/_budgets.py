@@ -152,10 +152,11 @@ class DayBudgets:
                           .on_conflict_do_nothing())
                 ok = s.execute(
                     update(BudgetDay)
-                    .where(BudgetDay.scope == scope, BudgetDay.day == day,
-                           BudgetDay.spent_usd + BudgetDay.reserved_usd + amount_usd <= BudgetDay.limit_usd)
-                    .values(reserved_usd=BudgetDay.reserved_usd + amount_usd)
-                    .returning(BudgetDay.scope)).scalar_one_or_none()
+                    .where(col(BudgetDay.scope) == scope, col(BudgetDay.day) == day,
+                           col(BudgetDay.spent_usd) + col(BudgetDay.reserved_usd) + amount_usd
+                           <= col(BudgetDay.limit_usd))
+                    .values(reserved_usd=col(BudgetDay.reserved_usd) + amount_usd)
+                    .returning(col(BudgetDay.scope))).scalar_one_or_none()
                 if ok is None:
                     raise DayBudgetExceeded(scope, day, amount_usd)  # rolls back both rows
             s.add(BudgetReservation(id=rid, day=day, scopes=",".join(scopes), amount_usd=amount_usd,
@@ -183,7 +184,7 @@ class DayBudgets:
                 return False  # ended already (a retry, the next attempt or the sweep): nothing to do twice
             charged = r.amount_usd if spent is None else spent
             for scope in r.scopes.split(","):
-                s.execute(update(BudgetDay).where(BudgetDay.scope == scope, BudgetDay.day == r.day)
+                s.execute(update(BudgetDay).where(col(BudgetDay.scope) == scope, col(BudgetDay.day) == r.day)
                           .values(reserved_usd=BudgetDay.reserved_usd - r.amount_usd,
                                   spent_usd=BudgetDay.spent_usd + charged))
             r.status, r.spent_usd, r.ended_at, r.note = status, charged, utcnow(), note[:400]

@@ -18,7 +18,7 @@ from datetime import datetime
 
 from sqlalchemy import DateTime, Index, update
 from sqlalchemy.engine import Engine
-from sqlmodel import Field, Session, SQLModel, select
+from sqlmodel import Field, Session, SQLModel, col, select
 
 from ledger._sql import new_id, utcnow
 
@@ -53,13 +53,13 @@ class CancelRequests:
 
     def mark(self, request_id: str, status: str, run_id: str | None = None, error: str | None = None) -> None:
         with Session(self._engine) as s, s.begin():
-            s.execute(update(CancelRequest).where(CancelRequest.id == request_id)
+            s.execute(update(CancelRequest).where(col(CancelRequest.id) == request_id)
                       .values(status=status, run_id=run_id, error=error[:500] if error else None))
 
     def for_work_key(self, work_key: str) -> list[CancelRequest]:
         with Session(self._engine, expire_on_commit=False) as s:
-            return list(s.exec(select(CancelRequest).where(CancelRequest.work_key == work_key)
-                               .order_by(CancelRequest.created_at)))
+            return list(s.exec(select(CancelRequest).where(col(CancelRequest.work_key) == work_key)
+                               .order_by(col(CancelRequest.created_at))))
 
 
 def find_request(session: Session, request_id: str, work_key: str) -> CancelRequest | None:

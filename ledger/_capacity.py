@@ -15,11 +15,11 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import delete, select, update
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from intake.capacity import Block, CapacityRequest, take_token
 from ledger._capacity_models import AdmissionCount, CapacityCounter, CapacityHold, RateBucket
-from ledger._sql import as_utc, dialect_insert, utcnow
+from ledger._sql import as_utc, dialect_insert, rowcount, utcnow
 from sluicegate.errors import SluicegateError
 
 
@@ -39,7 +39,7 @@ def _raise_counter(s: Session, model, key_cols: dict, column, limit: int) -> boo
               .on_conflict_do_nothing())
     where = [getattr(model, k) == v for k, v in key_cols.items()]
     done = s.execute(update(model).where(*where, column < limit).values({column.key: column + 1, **_touched(model)}))
-    return done.rowcount == 1
+    return rowcount(done) == 1
 
 
 def _lower_counter(s: Session, model, key_cols: dict, column) -> None:
@@ -50,7 +50,7 @@ def _lower_counter(s: Session, model, key_cols: dict, column) -> None:
 def holds_slots(s: Session, work_key: str) -> bool:
     """Does ``work_key``'s run hold slots? Locks them (PostgreSQL), so a release committing meanwhile
     is waited for and seen: a newer generation never "reuses" slots that were just given back."""
-    rows = s.execute(select(CapacityHold.slot_key).where(CapacityHold.work_key == work_key).with_for_update())
+    rows = s.execute(select(col(CapacityHold.slot_key)).where(col(CapacityHold.work_key) == work_key).with_for_update())
     return rows.first() is not None
 
 
@@ -88,6 +88,7 @@ def acquire(s: Session, work_key: str, req: CapacityRequest, now: datetime | Non
 
 def _take_rate_token(s: Session, req: CapacityRequest, now: datetime) -> None:
     rate = req.rate
+    assert rate is not None  # acquire takes a token only for a request with a rate
     row = s.get(RateBucket, rate.bucket, with_for_update=True)
     if row is None:
         taken, left, wait = take_token(rate.burst, 0.0, rate)
@@ -103,7 +104,7 @@ def _take_rate_token(s: Session, req: CapacityRequest, now: datetime) -> None:
 
 
 def stamp_generation(s: Session, work_key: str, generation: int) -> None:
-    s.execute(update(CapacityHold).where(CapacityHold.work_key == work_key).values(generation=generation))
+    s.execute(update(CapacityHold).where(col(CapacityHold.work_key) == work_key).values(generation=generation))
 
 
 class CapacityLedger:
@@ -115,30 +116,30 @@ class CapacityLedger:
     def release(self, work_key: str, up_to_generation: int | None = None) -> list[str]:
         """Give back the slots ``work_key`` holds (only those taken at or before ``up_to_generation``)."""
         with Session(self._engine) as s, s.begin():
-            query = select(CapacityHold).where(CapacityHold.work_key == work_key)
+            query = select(CapacityHold).where(col(CapacityHold.work_key) == work_key)
             if up_to_generation is not None:
-                query = query.where(CapacityHold.generation <= up_to_generation)
+                query = query.where(col(CapacityHold.generation) <= up_to_generation)
             holds = list(s.execute(query.with_for_update()).scalars())
             for hold in holds:
                 _lower_counter(s, CapacityCounter, {"key": hold.slot_key}, CapacityCounter.active)
-                s.execute(delete(CapacityHold).where(CapacityHold.work_key == work_key,
-                                                     CapacityHold.slot_key == hold.slot_key))
+                s.execute(delete(CapacityHold).where(col(CapacityHold.work_key) == work_key,
+                                                     col(CapacityHold.slot_key) == hold.slot_key))
             return [h.slot_key for h in holds]
 
     def holds(self, older_than_seconds: float = 0.0) -> list[CapacityHold]:
         cutoff = utcnow() - timedelta(seconds=older_than_seconds)
         with Session(self._engine, expire_on_commit=False) as s:
-            return list(s.execute(select(CapacityHold).where(CapacityHold.acquired_at <= cutoff)
-                                  .order_by(CapacityHold.acquired_at)).scalars())
+            return list(s.execute(select(CapacityHold).where(col(CapacityHold.acquired_at) <= cutoff)
+                                  .order_by(col(CapacityHold.acquired_at))).scalars())
 
     def counters(self) -> dict[str, int]:
         with Session(self._engine) as s:
-            return {k: a for k, a in s.execute(select(CapacityCounter.key, CapacityCounter.active))}
+            return {k: a for k, a in s.execute(select(col(CapacityCounter.key), col(CapacityCounter.active)))}
 
     def active_work_by_tenant(self) -> dict[str, list[str]]:
         """Work keys holding slots, by tenant (works whether or not a tenant limit is configured)."""
         out: dict[str, set[str]] = {}
         with Session(self._engine) as s:
-            for tenant, work_key in s.execute(select(CapacityHold.tenant, CapacityHold.work_key)):
+            for tenant, work_key in s.execute(select(col(CapacityHold.tenant), col(CapacityHold.work_key))):
                 out.setdefault(tenant, set()).add(work_key)
         return {t: sorted(keys) for t, keys in out.items()}

@@ -14,9 +14,9 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import DateTime, Index, update
 from sqlalchemy.engine import Engine
-from sqlmodel import Field, Session, SQLModel
+from sqlmodel import Field, Session, SQLModel, col
 
-from ledger._sql import as_utc, utcnow
+from ledger._sql import as_utc, rowcount, utcnow
 
 
 class Credential(SQLModel, table=True):
@@ -70,9 +70,9 @@ class CredentialBroker:
 
 def revoke_in(session: Session, scope: str, target: str, reason: str) -> int:
     """Revoke live credentials a kill scope covers, inside the kill's own transaction."""
-    stmt = update(Credential).where(Credential.revoked_at.is_(None))
+    stmt = update(Credential).where(col(Credential.revoked_at).is_(None))
     if scope == "work_key":
-        stmt = stmt.where(Credential.work_key == target)
+        stmt = stmt.where(col(Credential.work_key) == target)
     elif scope == "tenant":
-        stmt = stmt.where(Credential.tenant == target)
-    return session.execute(stmt.values(revoked_at=utcnow(), revoked_reason=reason[:500])).rowcount
+        stmt = stmt.where(col(Credential.tenant) == target)
+    return rowcount(session.execute(stmt.values(revoked_at=utcnow(), revoked_reason=reason[:500])))

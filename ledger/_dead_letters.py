@@ -16,7 +16,7 @@ from sqlalchemy import JSON, Column, DateTime, Index, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, col, select
 
-from ledger._sql import utcnow
+from ledger._sql import rowcount, utcnow
 
 
 class DeadLetter(SQLModel, table=True):
@@ -86,10 +86,11 @@ class DeadLetters:
         when it was not open: one conditional statement, so two operators closing it at once cannot
         both win (the second is told, and its note does not overwrite the first's)."""
         with Session(self._engine) as s, s.begin():
-            return s.execute(update(DeadLetter).where(DeadLetter.id == letter_id, DeadLetter.status == "open")
-                             .values(status=status, note=note[:500])).rowcount == 1
+            return rowcount(s.execute(update(DeadLetter).where(col(DeadLetter.id) == letter_id,
+                                                               col(DeadLetter.status) == "open")
+                                      .values(status=status, note=note[:500]))) == 1
 
     def mark(self, letter_id: str, status: str, note: str) -> bool:
         with Session(self._engine) as s, s.begin():
-            return s.execute(update(DeadLetter).where(DeadLetter.id == letter_id)
-                             .values(status=status, note=note[:500])).rowcount == 1
+            return rowcount(s.execute(update(DeadLetter).where(col(DeadLetter.id) == letter_id)
+                                      .values(status=status, note=note[:500]))) == 1

@@ -27,7 +27,7 @@ from typing import Any
 from sqlalchemy import case, func, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from intake.capacity import Block, CapacityRequest
 from intake.capacity.payload import emitted_later
@@ -47,8 +47,8 @@ def db_now(s: Session) -> datetime:
 
 
 def waiting_for(s: Session, tenant: str, work_key: str, lock: bool = False) -> DeferredItem | None:
-    query = select(DeferredItem).where(DeferredItem.tenant == tenant, DeferredItem.work_key == work_key,
-                                       DeferredItem.status == "waiting")
+    query = select(DeferredItem).where(col(DeferredItem.tenant) == tenant, col(DeferredItem.work_key) == work_key,
+                                       col(DeferredItem.status) == "waiting")
     return s.execute(query.with_for_update() if lock else query).scalars().first()
 
 
@@ -65,12 +65,12 @@ def queue_ahead(s: Session, tenant: str, slot_keys: tuple[str, ...] = (),
     must not keep deferring work behind items it once blocked)."""
     keys = [k for k in slot_keys if k.startswith("key:")]
     return s.execute(select(DeferredItem).where(
-        DeferredItem.status == "waiting",
-        or_(DeferredItem.blocked_on == str(Block.GLOBAL),
-            (DeferredItem.tenant == tenant) & DeferredItem.blocked_on.in_(TENANT_BLOCKS),
-            (DeferredItem.blocked_on == str(Block.RATE)) & (DeferredItem.blocked_key == (rate_bucket or "")),
-            (DeferredItem.blocked_on == str(Block.KEY)) & DeferredItem.blocked_key.in_(keys)))
-        .order_by(DeferredItem.enqueued_at).limit(1)).scalars().first()
+        col(DeferredItem.status) == "waiting",
+        or_(col(DeferredItem.blocked_on) == str(Block.GLOBAL),
+            (col(DeferredItem.tenant) == tenant) & col(DeferredItem.blocked_on).in_(TENANT_BLOCKS),
+            (col(DeferredItem.blocked_on) == str(Block.RATE)) & (col(DeferredItem.blocked_key) == (rate_bucket or "")),
+            (col(DeferredItem.blocked_on) == str(Block.KEY)) & col(DeferredItem.blocked_key).in_(keys)))
+        .order_by(col(DeferredItem.enqueued_at)).limit(1)).scalars().first()
 
 
 def enqueue(s: Session, *, tenant: str, source: str, work_key: str, input_version: str | None,
@@ -104,15 +104,15 @@ def enqueue(s: Session, *, tenant: str, source: str, work_key: str, input_versio
 
 def redefer(s: Session, item_id: str, block: Block, blocked_key: str | None, retry_after: float) -> None:
     now = db_now(s)
-    s.execute(update(DeferredItem).where(DeferredItem.id == item_id).values(
+    s.execute(update(DeferredItem).where(col(DeferredItem.id) == item_id).values(
         blocked_on=str(block), blocked_key=blocked_key, next_attempt_at=now + timedelta(seconds=retry_after),
-        attempts=DeferredItem.attempts + 1, updated_at=now))
+        attempts=col(DeferredItem.attempts) + 1, updated_at=now))
 
 
 def finish(s: Session, item_id: str, status: str, receipt_id: str | None, note: str | None = None) -> None:
-    s.execute(update(DeferredItem).where(DeferredItem.id == item_id, DeferredItem.status == "waiting").values(
+    s.execute(update(DeferredItem).where(col(DeferredItem.id) == item_id, col(DeferredItem.status) == "waiting").values(
         status=status, final_receipt_id=receipt_id, last_error=note, updated_at=utcnow(),
-        attempts=DeferredItem.attempts + 1))
+        attempts=col(DeferredItem.attempts) + 1))
 
 
 class DeferredQueue:
@@ -125,27 +125,27 @@ class DeferredQueue:
         tenant still gets its first item in). The share is half the best by priority (then age) and
         half the oldest, so an item aged past its priority (``fair_order``'s aging) is in the window
         even behind a long line of higher-priority work; a share of 1 takes one of each."""
-        slot_ready = DeferredItem.blocked_on.in_(SLOT_BLOCKS) & (DeferredItem.failures == 0)  # else: backoff
+        slot_ready = col(DeferredItem.blocked_on).in_(SLOT_BLOCKS) & (col(DeferredItem.failures) == 0)  # else: backoff
         with Session(self._engine, expire_on_commit=False) as s:
             now = now or db_now(s)
-            due = (DeferredItem.status == "waiting") & or_(DeferredItem.next_attempt_at <= now, slot_ready)
-            tenants = s.execute(select(func.count(func.distinct(DeferredItem.tenant))).where(due)).scalar() or 0
+            due = (col(DeferredItem.status) == "waiting") & or_(col(DeferredItem.next_attempt_at) <= now, slot_ready)
+            tenants = s.execute(select(func.count(func.distinct(col(DeferredItem.tenant)))).where(due)).scalar() or 0
             if tenants == 0:
                 return []
             per_tenant = max(1, limit // tenants)
             # Items waiting on one concurrency key form their own line within the tenant, so a busy
             # repository's backlog cannot fill the tenant's whole share of the window.
-            line = case((DeferredItem.blocked_on == str(Block.KEY), DeferredItem.blocked_key), else_="")
-            by_priority = func.row_number().over(partition_by=(DeferredItem.tenant, line), order_by=(
-                DeferredItem.priority, DeferredItem.enqueued_at, DeferredItem.id)).label("by_priority")
-            by_age = func.row_number().over(partition_by=(DeferredItem.tenant, line), order_by=(
-                DeferredItem.enqueued_at, DeferredItem.id)).label("by_age")
-            ranked = select(DeferredItem.id, by_priority, by_age).where(due).subquery()
+            line = case((col(DeferredItem.blocked_on) == str(Block.KEY), col(DeferredItem.blocked_key)), else_="")
+            by_priority = func.row_number().over(partition_by=(col(DeferredItem.tenant), line), order_by=(
+                col(DeferredItem.priority), col(DeferredItem.enqueued_at), col(DeferredItem.id))).label("by_priority")
+            by_age = func.row_number().over(partition_by=(col(DeferredItem.tenant), line), order_by=(
+                col(DeferredItem.enqueued_at), col(DeferredItem.id))).label("by_age")
+            ranked = select(col(DeferredItem.id), by_priority, by_age).where(due).subquery()
             oldest = max(1, per_tenant // 2)
             ids = select(ranked.c.id).where(or_(ranked.c.by_priority <= max(1, per_tenant - oldest),
                                                 ranked.c.by_age <= oldest))
-            return list(s.execute(select(DeferredItem).where(DeferredItem.id.in_(ids))
-                                  .order_by(DeferredItem.priority, DeferredItem.enqueued_at)).scalars())
+            return list(s.execute(select(DeferredItem).where(col(DeferredItem.id).in_(ids))
+                                  .order_by(col(DeferredItem.priority), col(DeferredItem.enqueued_at))).scalars())
 
     def now(self) -> datetime:
         """The database's clock, for the dispatcher's aging (``enqueued_at`` is on it too)."""
@@ -154,8 +154,8 @@ class DeferredQueue:
 
     def waiting(self) -> list[DeferredItem]:
         with Session(self._engine, expire_on_commit=False) as s:
-            return list(s.execute(select(DeferredItem).where(DeferredItem.status == "waiting")
-                                  .order_by(DeferredItem.enqueued_at)).scalars())
+            return list(s.execute(select(DeferredItem).where(col(DeferredItem.status) == "waiting")
+                                  .order_by(col(DeferredItem.enqueued_at))).scalars())
 
     def get(self, item_id: str) -> DeferredItem | None:
         with Session(self._engine, expire_on_commit=False) as s:
@@ -180,12 +180,12 @@ class DeferredQueue:
         """The item could not be re-checked now (its source is down): try again later, no failure counted."""
         with Session(self._engine) as s, s.begin():
             redefer(s, item_id, block, None, retry_after)
-            s.execute(update(DeferredItem).where(DeferredItem.id == item_id).values(last_error=error[:2000]))
+            s.execute(update(DeferredItem).where(col(DeferredItem.id) == item_id).values(last_error=error[:2000]))
 
     def counts(self) -> dict[tuple[str, str], int]:
         with Session(self._engine) as s:
-            rows = s.execute(select(DeferredItem.tenant, DeferredItem.status, func.count())
-                             .group_by(DeferredItem.tenant, DeferredItem.status))
+            rows = s.execute(select(col(DeferredItem.tenant), col(DeferredItem.status), func.count())
+                             .group_by(col(DeferredItem.tenant), col(DeferredItem.status)))
             return {(t, st): n for t, st, n in rows}
 
 

@@ -21,11 +21,12 @@ from typing import Literal
 
 from sqlalchemy import DateTime, Index, or_, text, update
 from sqlalchemy.engine import Engine
-from sqlmodel import Field, Session, SQLModel, select
+from sqlmodel import Field, Session, SQLModel, col, select
+from sqlmodel.sql.expression import SelectOfScalar
 
 from ledger._credentials import revoke_in
 from ledger._engine import single_read
-from ledger._sql import new_id, utcnow
+from ledger._sql import new_id, rowcount, utcnow
 
 Scope = Literal["work_key", "tenant", "all"]
 _KILL_LOCK = 0x5117_4B11
@@ -47,11 +48,12 @@ class Kill(SQLModel, table=True):
     lift_reason: str | None = Field(default=None, max_length=500)
 
 
-def _covering(work_key: str, tenant: str | None):
-    covers = [Kill.scope == "all", (Kill.scope == "work_key") & (Kill.target == work_key)]
+def _covering(work_key: str, tenant: str | None) -> SelectOfScalar[Kill]:
+    scope, target = col(Kill.scope), col(Kill.target)
+    covers = [scope == "all", (scope == "work_key") & (target == work_key)]
     if tenant:
-        covers.append((Kill.scope == "tenant") & (Kill.target == tenant))
-    return select(Kill).where(Kill.lifted_at.is_(None), or_(*covers)).order_by(Kill.created_at).limit(1)
+        covers.append((scope == "tenant") & (target == tenant))
+    return select(Kill).where(col(Kill.lifted_at).is_(None), or_(*covers)).order_by(col(Kill.created_at)).limit(1)
 
 
 def _lock(s: Session, shared: bool) -> None:
@@ -84,9 +86,9 @@ class KillSwitch:
         """Lift every kill in force for exactly this scope and target; returns how many."""
         target = "*" if scope == "all" else target
         with Session(self._engine) as s, s.begin():
-            return s.execute(update(Kill).where(Kill.scope == scope, Kill.target == target,
-                                                Kill.lifted_at.is_(None))
-                             .values(lifted_at=utcnow(), lifted_by=actor, lift_reason=reason[:500])).rowcount
+            return rowcount(s.execute(update(Kill).where(col(Kill.scope) == scope, col(Kill.target) == target,
+                                                         col(Kill.lifted_at).is_(None))
+                                      .values(lifted_at=utcnow(), lifted_by=actor, lift_reason=reason[:500])))
 
     def active_for(self, work_key: str, tenant: str | None) -> Kill | None:
         """The oldest kill in force that covers this work key or its tenant, if any. One statement on a
@@ -101,13 +103,14 @@ class KillSwitch:
         The worker's model-client cache compares it with the one its client was built under: a
         kill since then means the client is rebuilt (the key re-read), even when no call of the
         tenant reached this worker while the kill was in force."""
-        covers = [Kill.scope == "all"]
+        covers = [col(Kill.scope) == "all"]
         if tenant:
-            covers.append((Kill.scope == "tenant") & (Kill.target == tenant))
-        query = select(Kill.id).where(or_(*covers)).order_by(Kill.created_at.desc(), Kill.id.desc()).limit(1)
+            covers.append((col(Kill.scope) == "tenant") & (col(Kill.target) == tenant))
+        query = (select(Kill.id).where(or_(*covers)).order_by(col(Kill.created_at).desc(), col(Kill.id).desc())
+                 .limit(1))
         with Session(self._engine) as s:
             return s.exec(query).first()
 
     def in_force(self) -> list[Kill]:
         with Session(self._engine, expire_on_commit=False) as s:
-            return list(s.exec(select(Kill).where(Kill.lifted_at.is_(None)).order_by(Kill.created_at)))
+            return list(s.exec(select(Kill).where(col(Kill.lifted_at).is_(None)).order_by(col(Kill.created_at))))

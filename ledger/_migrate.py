@@ -41,7 +41,10 @@ def _alembic_config(url: str) -> Config:
 
 
 def head_revision() -> str:
-    return ScriptDirectory.from_config(_alembic_config("sqlite://")).get_current_head()
+    head = ScriptDirectory.from_config(_alembic_config("sqlite://")).get_current_head()
+    if head is None:
+        raise RuntimeError(f"no migration in {MIGRATIONS_DIR}")
+    return head
 
 
 def current_revision(url: str) -> str | None:

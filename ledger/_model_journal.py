@@ -25,7 +25,7 @@ from typing import Any
 
 from sqlalchemy import JSON, Column, DateTime, Float, Index, update
 from sqlalchemy.engine import Engine
-from sqlmodel import Field, Session, SQLModel
+from sqlmodel import Field, Session, SQLModel, col
 
 from ledger._sql import dialect_insert
 
@@ -70,10 +70,13 @@ class ModelJournal:
             stored = s.get(ModelJournalEntry, key, with_for_update=True)
             if stored is not None and stored.request_digest != entry.request_digest:
                 s.execute(update(ModelJournalEntry).where(
-                    ModelJournalEntry.work_key == entry.work_key, ModelJournalEntry.input_version == entry.input_version,
-                    ModelJournalEntry.generation == entry.generation, ModelJournalEntry.step == entry.step)
+                    col(ModelJournalEntry.work_key) == entry.work_key,
+                    col(ModelJournalEntry.input_version) == entry.input_version,
+                    col(ModelJournalEntry.generation) == entry.generation, col(ModelJournalEntry.step) == entry.step)
                     .values(**{k: v for k, v in values.items() if k not in
                                ("work_key", "input_version", "generation", "step")}))
                 s.expire(stored)
                 stored = s.get(ModelJournalEntry, key)
+            if stored is None:  # inserted or found above, in this transaction
+                raise LookupError(f"model journal entry {key} vanished while being recorded")
             return stored

@@ -64,12 +64,13 @@ def explain(engine: Engine, key_or_delivery: str) -> Chain:
         keys = sorted({k for k in named if k} | ({key_or_delivery} if known else set()))
         chain.work_keys = keys
         chain.receipts = list(s.exec(select(Receipt).where(or_(
-            col(Receipt.work_key).in_(keys), Receipt.delivery_id == key_or_delivery)).order_by(Receipt.created_at)))
+            col(Receipt.work_key).in_(keys), col(Receipt.delivery_id) == key_or_delivery))
+                                .order_by(col(Receipt.created_at))))
         chain.items = list(s.exec(select(WorkItem).where(col(WorkItem.work_key).in_(keys))))
         chain.versions = list(s.exec(select(WorkVersion).where(col(WorkVersion.work_key).in_(keys))
-                                     .order_by(WorkVersion.generation)))
+                                     .order_by(col(WorkVersion.generation))))
         chain.side_effects = list(s.exec(select(SideEffect).where(col(SideEffect.work_key).in_(keys))
-                                         .order_by(SideEffect.created_at)))
+                                         .order_by(col(SideEffect.created_at))))
         chain.reservations = list(s.exec(select(BudgetReservation).where(col(BudgetReservation.work_key).in_(keys))
-                                          .order_by(BudgetReservation.created_at)))
+                                          .order_by(col(BudgetReservation.created_at))))
     return chain

@@ -18,8 +18,9 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import func, literal_column, or_
+from sqlalchemy import ColumnElement, func, literal_column, or_
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -78,7 +79,7 @@ def receipts_page(engine: Engine, q: ReceiptQuery) -> ReceiptPage:
         query = query.where(where)
     if q.before is not None:
         at, rid = q.before
-        query = query.where(or_(Receipt.created_at < at, (Receipt.created_at == at) & (col(Receipt.id) < rid)))
+        query = query.where(or_(col(Receipt.created_at) < at, (col(Receipt.created_at) == at) & (col(Receipt.id) < rid)))
     with Session(engine, expire_on_commit=False) as s:
         rows = list(s.exec(query))
     more = len(rows) > limit
@@ -100,7 +101,8 @@ def decision_counts(engine: Engine, since: datetime, visible: Collection[str] | 
 def decisions_by_hour(engine: Engine, since: datetime, visible: Collection[str] | None) -> list[tuple[str, str, int]]:
     """``(hour "YYYY-MM-DD HH" in UTC, outcome, receipts)`` since ``since``, oldest hour first."""
     if engine.dialect.name == "postgresql":
-        hour = func.to_char(func.timezone("UTC", Receipt.created_at), literal_column("'YYYY-MM-DD HH24'"))
+        hour: ColumnElement[Any] = func.to_char(func.timezone("UTC", Receipt.created_at),
+                                                literal_column("'YYYY-MM-DD HH24'"))
     else:  # SQLite keeps UTC text: "YYYY-MM-DD HH:MM:SS..."
         hour = func.substr(Receipt.created_at, 1, 13)
     hour = hour.label("hour")

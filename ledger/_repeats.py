@@ -35,7 +35,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from intake.admission_rules import repeat_reason
-from intake.decision import IntakeDecision, Outcome, Reason
+from intake.decision import IntakeDecision, Outcome
 from intake.receipts import ReceiptDraft
 
 __all__ = ["RepeatRows", "find_repeat", "original_answer", "blocking_reason"]
@@ -96,7 +96,9 @@ def find_repeat(conn: Connection, draft: ReceiptDraft) -> RepeatRows:
     or from an open transaction (the race path of ``decide``), whose snapshot it then reads."""
     params = {"source": draft.source, "delivery_id": draft.delivery_id, "body_digest": draft.body_digest,
               "work_key": draft.work_key, "input_version": draft.input_version, "tenant": draft.tenant or ""}
-    cursor = conn.connection.driver_connection.cursor()
+    driver = conn.connection.driver_connection
+    assert driver is not None  # a checked-out connection has its DBAPI connection
+    cursor = driver.cursor()
     try:
         cursor.execute(_BY_DIALECT[conn.dialect.name], params)
         rows = cursor.fetchall()
@@ -104,7 +106,7 @@ def find_repeat(conn: Connection, draft: ReceiptDraft) -> RepeatRows:
         cursor.close()
     found: dict[str, dict] = {}
     for row in rows:
-        found.setdefault(row[0], dict(zip(_COLUMNS, row)))
+        found.setdefault(row[0], dict(zip(_COLUMNS, row, strict=True)))
     return RepeatRows(**found)
 
 

@@ -44,6 +44,7 @@ from typing import Callable
 from sqlalchemy import and_, delete, exists, not_, select, tuple_
 from sqlalchemy.engine import Engine
 from sqlalchemy.sql.elements import ColumnElement
+from sqlmodel import SQLModel, col
 
 from ledger._budgets import BudgetDay, BudgetReservation
 from ledger._cancels import CancelRequest
@@ -59,45 +60,49 @@ LIVE_VERSION = ("accepted", "admitted")
 
 
 def _receipts(cutoff: datetime) -> ColumnElement:
-    return and_(Receipt.created_at < cutoff,
-                Receipt.id.not_in(select(WorkVersion.receipt_id).where(WorkVersion.status.in_(LIVE_VERSION))),
-                Receipt.id.not_in(select(DeferredItem.receipt_id).where(DeferredItem.status == "waiting")))
+    return and_(col(Receipt.created_at) < cutoff,
+                col(Receipt.id).not_in(select(col(WorkVersion.receipt_id))
+                                       .where(col(WorkVersion.status).in_(LIVE_VERSION))),
+                col(Receipt.id).not_in(select(col(DeferredItem.receipt_id))
+                                       .where(col(DeferredItem.status) == "waiting")))
 
 
 def _side_effects(cutoff: datetime) -> ColumnElement:
-    live = exists().where(WorkVersion.work_key == SideEffect.work_key,
-                          WorkVersion.input_version == SideEffect.target_version,
-                          WorkVersion.status.in_(LIVE_VERSION))
-    return and_(SideEffect.updated_at < cutoff, SideEffect.status != "in_flight", not_(live))
+    live = exists().where(col(WorkVersion.work_key) == col(SideEffect.work_key),
+                          col(WorkVersion.input_version) == col(SideEffect.target_version),
+                          col(WorkVersion.status).in_(LIVE_VERSION))
+    return and_(col(SideEffect.updated_at) < cutoff, col(SideEffect.status) != "in_flight", not_(live))
 
 
 def _budget_days(cutoff: datetime) -> ColumnElement:
-    held = exists().where(BudgetReservation.day == BudgetDay.day, BudgetReservation.status == "reserved")
-    return and_(BudgetDay.day < cutoff.date().isoformat(), not_(held))
+    held = exists().where(col(BudgetReservation.day) == col(BudgetDay.day),
+                          col(BudgetReservation.status) == "reserved")
+    return and_(col(BudgetDay.day) < cutoff.date().isoformat(), not_(held))
 
 
 def _capacity_counters(cutoff: datetime) -> ColumnElement:
-    return and_(CapacityCounter.active == 0, CapacityCounter.updated_at < cutoff,
-                CapacityCounter.key.not_in(select(CapacityHold.slot_key)))
+    return and_(col(CapacityCounter.active) == 0, col(CapacityCounter.updated_at) < cutoff,
+                col(CapacityCounter.key).not_in(select(col(CapacityHold.slot_key))))
 
 
 def _model_journal(cutoff: datetime) -> ColumnElement:
-    held = exists().where(BudgetReservation.id == ModelJournalEntry.reservation_id,
-                          BudgetReservation.status == "reserved")
-    live = exists().where(WorkVersion.work_key == ModelJournalEntry.work_key,
-                          WorkVersion.input_version == ModelJournalEntry.input_version,
-                          WorkVersion.status.in_(LIVE_VERSION))
-    return and_(ModelJournalEntry.created_at < cutoff, not_(held), not_(live))
+    held = exists().where(col(BudgetReservation.id) == col(ModelJournalEntry.reservation_id),
+                          col(BudgetReservation.status) == "reserved")
+    live = exists().where(col(WorkVersion.work_key) == col(ModelJournalEntry.work_key),
+                          col(WorkVersion.input_version) == col(ModelJournalEntry.input_version),
+                          col(WorkVersion.status).in_(LIVE_VERSION))
+    return and_(col(ModelJournalEntry.created_at) < cutoff, not_(held), not_(live))
 
 
 def _cancel_requests(cutoff: datetime) -> ColumnElement:
-    live = exists().where(WorkVersion.work_key == CancelRequest.work_key, WorkVersion.status.in_(LIVE_VERSION))
-    return and_(CancelRequest.created_at < cutoff, not_(live))
+    live = exists().where(col(WorkVersion.work_key) == col(CancelRequest.work_key),
+                          col(WorkVersion.status).in_(LIVE_VERSION))
+    return and_(col(CancelRequest.created_at) < cutoff, not_(live))
 
 
 @dataclass(frozen=True)
 class Rule:
-    model: type
+    model: type[SQLModel]
     prunable: Callable[[datetime], ColumnElement]
     """``cutoff`` -> the WHERE clause of rows that may go (old enough and not load-bearing)."""
 
@@ -105,19 +110,19 @@ class Rule:
 RULES: dict[str, Rule] = {
     "receipts": Rule(Receipt, _receipts),
     "side_effects": Rule(SideEffect, _side_effects),
-    "credentials": Rule(Credential, lambda cutoff: Credential.expires_at < cutoff),
-    "budget_reservations": Rule(BudgetReservation, lambda cutoff: and_(BudgetReservation.created_at < cutoff,
-                                                                       BudgetReservation.status != "reserved")),
+    "credentials": Rule(Credential, lambda cutoff: col(Credential.expires_at) < cutoff),
+    "budget_reservations": Rule(BudgetReservation, lambda cutoff: and_(col(BudgetReservation.created_at) < cutoff,
+                                                                       col(BudgetReservation.status) != "reserved")),
     "budget_days": Rule(BudgetDay, _budget_days),
-    "admission_counts": Rule(AdmissionCount, lambda cutoff: AdmissionCount.day < cutoff.date().isoformat()),
-    "deferred_items": Rule(DeferredItem, lambda cutoff: and_(DeferredItem.updated_at < cutoff,
-                                                             DeferredItem.status != "waiting")),
+    "admission_counts": Rule(AdmissionCount, lambda cutoff: col(AdmissionCount.day) < cutoff.date().isoformat()),
+    "deferred_items": Rule(DeferredItem, lambda cutoff: and_(col(DeferredItem.updated_at) < cutoff,
+                                                             col(DeferredItem.status) != "waiting")),
     "capacity_counters": Rule(CapacityCounter, _capacity_counters),
-    "dead_letters": Rule(DeadLetter, lambda cutoff: and_(DeadLetter.created_at < cutoff,
-                                                         DeadLetter.status.in_(("resolved", "retried")))),
+    "dead_letters": Rule(DeadLetter, lambda cutoff: and_(col(DeadLetter.created_at) < cutoff,
+                                                         col(DeadLetter.status).in_(("resolved", "retried")))),
     "model_journal": Rule(ModelJournalEntry, _model_journal),
     "cancel_requests": Rule(CancelRequest, _cancel_requests),
-    "kept_deliveries": Rule(KeptDelivery, lambda cutoff: KeptDelivery.created_at < cutoff),
+    "kept_deliveries": Rule(KeptDelivery, lambda cutoff: col(KeptDelivery.created_at) < cutoff),
 }
 
 
@@ -133,7 +138,7 @@ class Retention:
         """Delete ``name``'s prunable rows older than ``older_than``; returns how many went."""
         rule = RULES[name]
         cutoff = (now or utcnow()) - older_than
-        table = rule.model.__table__
+        table = rule.model.__table__  # type: ignore[attr-defined]  # set on table models; not in SQLModel's types
         keys = tuple(table.primary_key.columns)
         removed = 0
         for _ in range(self._max_batches):

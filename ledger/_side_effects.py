@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from ledger._models import Receipt, SideEffect, WorkItem
 from ledger._sql import dialect_insert, utcnow
@@ -66,17 +66,19 @@ class SideEffectLedger:
         now = utcnow()
         with Session(self._engine, expire_on_commit=False) as s, s.begin():
             identity = {**asdict(attempt), **self._admission_identity(s, work_key, generation)}
-            current = s.execute(select(WorkItem.generation).where(WorkItem.work_key == work_key)).scalar()
+            current = s.execute(select(col(WorkItem.generation)).where(col(WorkItem.work_key) == work_key)).scalar()
             if current is not None and generation < current:
                 return self._fence(s, operation_key, work_key, operation, target_version, generation, current, now,
                                    identity)
             stmt = dialect_insert(s, SideEffect).values(
                 operation_key=operation_key, work_key=work_key, operation=operation,
                 target_version=target_version, generation=generation, status="in_flight", attempts=1,
-                created_at=now, updated_at=now, **identity).on_conflict_do_nothing().returning(SideEffect.operation_key)
+                created_at=now, updated_at=now, **identity).on_conflict_do_nothing().returning(col(SideEffect.operation_key))
             if s.execute(stmt).scalar_one_or_none() is not None:
                 return BeginResult(BeginState.NEW, 1)
             row = s.get(SideEffect, operation_key, with_for_update=True)
+            if row is None:  # the insert above conflicted with it, in this transaction
+                raise LookupError(f"side effect {operation_key} vanished while being claimed")
             if row.status in ("in_flight", "fenced") or (row.status == "failed" and row.generation < generation):
                 # A newer generation takes over an entry an older one left behind.
                 if row.status != "in_flight":
@@ -92,9 +94,9 @@ class SideEffectLedger:
     @staticmethod
     def _admission_identity(s: Session, work_key: str, generation: int) -> dict[str, str | None]:
         """The concurrency key and policy version on the accept receipt of ``generation``'s admission."""
-        row = s.execute(select(Receipt.concurrency_key, Receipt.policy_version).where(
-            Receipt.work_key == work_key, Receipt.generation == generation, Receipt.outcome == "accept")
-            .order_by(Receipt.created_at.desc()).limit(1)).first()
+        row = s.execute(select(col(Receipt.concurrency_key), col(Receipt.policy_version)).where(
+            col(Receipt.work_key) == work_key, col(Receipt.generation) == generation, col(Receipt.outcome) == "accept")
+            .order_by(col(Receipt.created_at).desc()).limit(1)).first()
         return {"concurrency_key": row.concurrency_key if row else None,
                 "policy_version": row.policy_version if row else None}
 
@@ -123,8 +125,8 @@ class SideEffectLedger:
         must not perform the operation.
         """
         with Session(self._engine) as s:
-            row = s.execute(select(SideEffect.status, SideEffect.attempts)
-                            .where(SideEffect.operation_key == operation_key)).first()
+            row = s.execute(select(col(SideEffect.status), col(SideEffect.attempts))
+                            .where(col(SideEffect.operation_key) == operation_key)).first()
         return row is not None and row.status == "in_flight" and row.attempts == claim
 
     def get(self, operation_key: str) -> SideEffect | None:
@@ -133,6 +135,6 @@ class SideEffectLedger:
 
     def _finish(self, operation_key: str, **values: Any) -> None:
         with Session(self._engine) as s, s.begin():
-            s.execute(update(SideEffect).where(SideEffect.operation_key == operation_key,
-                                               SideEffect.status == "in_flight")
+            s.execute(update(SideEffect).where(col(SideEffect.operation_key) == operation_key,
+                                               col(SideEffect.status) == "in_flight")
                       .values(updated_at=utcnow(), **values))

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from typing import Any, cast, overload
 
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import CursorResult, Result
 from sqlmodel import Session
 
 
@@ -17,6 +19,10 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
+@overload
+def as_utc(value: datetime) -> datetime: ...
+@overload
+def as_utc(value: None) -> None: ...
 def as_utc(value: datetime | None) -> datetime | None:
     """SQLite hands timestamps back naive; they were written as UTC."""
     if value is None or value.tzinfo is not None:
@@ -28,3 +34,8 @@ def dialect_insert(session: Session, model):
     """``INSERT`` supporting ``on_conflict_*`` for the session's dialect (SQLite or PostgreSQL)."""
     name = session.get_bind().dialect.name
     return (postgresql.insert if name == "postgresql" else sqlite.insert)(model)
+
+
+def rowcount(result: Result[Any]) -> int:
+    """Rows an UPDATE or DELETE matched (``Session.execute`` types its result as a plain ``Result``)."""
+    return cast(CursorResult[Any], result).rowcount  # a DML statement's result is a CursorResult

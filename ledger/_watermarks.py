@@ -20,7 +20,7 @@ from datetime import datetime
 from sqlalchemy import JSON, Column, DateTime, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Field, Session, SQLModel
+from sqlmodel import Field, Session, SQLModel, col
 
 from ledger._sql import as_utc, utcnow
 
@@ -67,8 +67,8 @@ class WatermarkStore:
         for attempt in range(3):
             try:
                 with Session(self._engine, expire_on_commit=False) as s, s.begin():
-                    row = s.execute(select(ScanWatermark).where(ScanWatermark.scan_id == scan_id,
-                                                                ScanWatermark.repo == repo)
+                    row = s.execute(select(ScanWatermark).where(col(ScanWatermark.scan_id) == scan_id,
+                                                                col(ScanWatermark.repo) == repo)
                                     .with_for_update()).scalar_one_or_none()
                     now = utcnow()
                     if row is None:

@@ -17,12 +17,12 @@ from typing import Any, Callable, Collection
 
 from sqlalchemy import select, update
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from ledger._cancels import find_request
 from ledger._dead_letters import DeadLetters
 from ledger._models import Receipt, WorkItem, WorkVersion
-from ledger._sql import utcnow
+from ledger._sql import rowcount, utcnow
 from workflows.cancellation import FROM_TEMPORAL, confirmed, unconfirmed
 from workflows.contracts import NEEDS_A_PERSON, RunStatus
 
@@ -63,24 +63,24 @@ class WorkStore:
         with Session(self._engine) as s, s.begin():
             if status == RunStatus.CANCELLED:
                 result = _confirm_cancel(s, work_key, result)
-            where = [WorkVersion.work_key == work_key, WorkVersion.input_version == input_version,
-                     WorkVersion.generation == generation]
+            where = [col(WorkVersion.work_key) == work_key, col(WorkVersion.input_version) == input_version,
+                     col(WorkVersion.generation) == generation]
             if only_from is not None:
-                where.append(WorkVersion.status.in_(list(only_from)))
-            done = s.execute(update(WorkVersion).where(*where)
-                             .values(status=status, result=result, run_id=run_id, updated_at=now)).rowcount
+                where.append(col(WorkVersion.status).in_(list(only_from)))
+            done = rowcount(s.execute(update(WorkVersion).where(*where)
+                                      .values(status=status, result=result, run_id=run_id, updated_at=now)))
             if only_from is not None and done == 0:
                 return False
             if receipt_id is not None:
                 values: dict[str, Any] = {"operation_keys": operation_keys or [], "external_ids": external_ids or []}
                 if status in NOTED_ON_RECEIPT:
-                    values["message"] = Receipt.message + f"; run {result.get('reason', status)}"
-                s.execute(update(Receipt).where(Receipt.id == receipt_id).values(**values))
-            s.execute(update(WorkItem).where(WorkItem.work_key == work_key, WorkItem.generation == generation)
+                    values["message"] = col(Receipt.message) + f"; run {result.get('reason', status)}"
+                s.execute(update(Receipt).where(col(Receipt.id) == receipt_id).values(**values))
+            s.execute(update(WorkItem).where(col(WorkItem.work_key) == work_key, col(WorkItem.generation) == generation)
                       .values(status=status, updated_at=now))
             if status in NEEDS_A_PERSON:
-                workflow_id = s.execute(select(WorkVersion.workflow_id).where(
-                    WorkVersion.work_key == work_key, WorkVersion.input_version == input_version)).scalar()
+                workflow_id = s.execute(select(col(WorkVersion.workflow_id)).where(
+                    col(WorkVersion.work_key) == work_key, col(WorkVersion.input_version) == input_version)).scalar()
                 owner = self._owner_for(result.get("tenant") or "", result.get("source") or "")
                 identity = {"work_key": work_key, "input_version": input_version, "generation": generation,
                             "run_id": run_id}
@@ -100,12 +100,12 @@ class WorkStore:
     def open_versions(self, statuses: Collection[str], older_than_seconds: float, limit: int) -> list[OpenVersion]:
         """Versions in ``statuses`` last written longer ago than the grace period, oldest first."""
         cutoff = utcnow() - timedelta(seconds=older_than_seconds)
-        query = (select(WorkVersion.work_key, WorkVersion.input_version, WorkVersion.generation, WorkVersion.status,
-                        WorkVersion.workflow_id, WorkVersion.run_id, WorkVersion.receipt_id, Receipt.tenant,
-                        Receipt.source)
-                 .join(Receipt, Receipt.id == WorkVersion.receipt_id, isouter=True)
-                 .where(WorkVersion.status.in_(list(statuses)), WorkVersion.updated_at < cutoff)
-                 .order_by(WorkVersion.updated_at).limit(limit))
+        query = (select(col(WorkVersion.work_key), col(WorkVersion.input_version), col(WorkVersion.generation),
+                        col(WorkVersion.status), col(WorkVersion.workflow_id), col(WorkVersion.run_id),
+                        col(WorkVersion.receipt_id), col(Receipt.tenant), col(Receipt.source))
+                 .join(Receipt, col(Receipt.id) == col(WorkVersion.receipt_id), isouter=True)
+                 .where(col(WorkVersion.status).in_(list(statuses)), col(WorkVersion.updated_at) < cutoff)
+                 .order_by(col(WorkVersion.updated_at)).limit(limit))
         with self._engine.connect() as conn:
             return [OpenVersion(*row[:7], row.tenant or "", row.source or "") for row in conn.execute(query)]
 

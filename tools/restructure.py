@@ -6,36 +6,24 @@ moves what is still at its old place and rewrites what still names an old module
     python tools/restructure.py --check    # exit 1 when a move or a rewrite is still pending
     python tools/restructure.py --dry-run  # print what it would do, change nothing
 
-What it rewrites (old module -> new module, from ``MOVES`` below):
-
-Modules outside ``sluicegate/`` may be listed too (``intake.temporal_admitter`` is a Temporal
-adapter, not intake logic).
-
-- Python imports (libcst): ``import old``, ``from old import x``, ``from parent import leaf``
-  (split into one statement per moved module, keeping the local name), relative imports that
-  resolve to a moved module, and attribute chains of a plain ``import old``.
-- Python strings and comments (docstrings, ``python -m`` argument lists, monkeypatch targets):
-  ``old`` dotted names and ``old/path.py`` file paths. Arguments of ``getLogger``/``get_tracer``/
-  ``get_meter`` are left alone (a logger name is not a module path; renaming it changes output).
-- Every other tracked text file (Makefile, docs, pyproject, YAML): the same dotted names and paths.
-  Recorded Temporal histories (``tests/workflows/histories``) are never touched.
+What it rewrites (old module -> new module, from ``MOVES`` below): imports, strings and comments in
+Python files, dotted names and paths in every other tracked text file; how is in
+``tools/restructure_refs.py``. Recorded Temporal histories (``tests/workflows/histories``) are never
+touched. Modules outside ``sluicegate/`` may be listed too (``intake.temporal_admitter`` is a
+Temporal adapter, not intake logic).
 
 A module a branch adds under ``sluicegate/`` that is not in ``MOVES`` stays where it is; only its
-references to moved modules are rewritten. A name ``old.x`` is left alone when ``old.x`` is itself a
-module after the move (``sluicegate.config`` was a module and is now the package holding
-``sluicegate.config.settings``), which is what makes a second run a no-op.
+references to moved modules are rewritten. A second run is a no-op.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 import subprocess
 import sys
 from pathlib import Path
 
-import libcst as cst
-from libcst.helpers import get_full_name_for_node
+from restructure_refs import References, module_of
 
 # ---------------------------------------------------------------------------------------------
 # The move table: old module -> new module. Data only; extend it and re-run.
@@ -124,232 +112,13 @@ PACKAGES: dict[str, str] = {
     "sluicegate.cli": "``starter.py``'s sub-commands. Top layer: nothing below imports it.",
 }
 
-# Never rewritten: recorded histories (activity names must stay byte-identical) and this script.
-SKIP_PREFIXES = ("tests/workflows/histories/", "tools/restructure.py", ".git/")
-# Calls whose first argument is a telemetry name, not a module path (a metric renamed by the move
-# would silently break the alert rules that query it).
-NAME_CALLS = {"getLogger", "get_tracer", "get_meter", "getChild", "create_counter", "create_histogram",
-              "create_gauge", "create_up_down_counter", "create_observable_gauge", "create_observable_counter",
-              "create_observable_up_down_counter", "start_as_current_span", "start_span"}
-
+# Never rewritten: recorded histories (activity names must stay byte-identical) and this tool.
+SKIP_PREFIXES = ("tests/workflows/histories/", "tools/restructure.py", "tools/restructure_refs.py", ".git/")
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def mod_path(module: str) -> Path:
     return ROOT.joinpath(*module.split(".")).with_suffix(".py")
-
-
-def new_modules() -> set[str]:
-    """Every module name that exists after the moves (targets and the packages they live in)."""
-    names = set(MOVES.values())
-    for new in MOVES.values():
-        parts = new.split(".")
-        names.update(".".join(parts[:i]) for i in range(2, len(parts)))
-    return names
-
-
-NEW_MODULES = new_modules()
-
-
-# ------------------------------------------------------------------ text references
-def _text_pattern() -> re.Pattern[str]:
-    olds = sorted(MOVES, key=len, reverse=True)
-    dotted = "|".join(re.escape(o) for o in olds)
-    paths = "|".join(re.escape(o.replace(".", "/")) for o in olds)
-    # group 1: dotted name (+ optional ".next"), group 3: file path ending in .py
-    return re.compile(rf"(?<![\w./])(?:({dotted})(\.\w+)?|({paths})\.py)(?![\w/])")
-
-
-TEXT_RE = _text_pattern()
-
-
-def rewrite_text(text: str) -> str:
-    def sub(m: re.Match[str]) -> str:
-        if m.group(3):
-            return MOVES[m.group(3).replace("/", ".")].replace(".", "/") + ".py"
-        old, rest = m.group(1), m.group(2) or ""
-        if old in NEW_MODULES and (not rest or f"{old}{rest}" in NEW_MODULES):
-            return m.group(0)  # the package the old module became, or one of its modules
-        return MOVES[old] + rest
-
-    return FROM_PACKAGE_RE.sub(from_package, TEXT_RE.sub(sub, text))
-
-
-# ``from sluicegate.config import load_settings`` in a doc or a ``python -c`` string: the old module
-# is now a package, so a name that is not one of its modules comes from the module it became.
-FROM_PACKAGE_RE = re.compile(r"(?<![\w.])from (%s) import (\w+)" % "|".join(
-    re.escape(o) for o in sorted(MOVES, key=len, reverse=True) if o in NEW_MODULES))
-
-
-def from_package(m: re.Match[str]) -> str:
-    old, name = m.group(1), m.group(2)
-    if f"{old}.{name}" in NEW_MODULES:
-        return m.group(0)
-    return f"from {MOVES[old]} import {name}"
-
-
-# ------------------------------------------------------------------ Python imports
-def module_of(rel: str) -> str:
-    parts = list(Path(rel).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def _dotted(name: str) -> cst.Attribute | cst.Name:
-    node: cst.Attribute | cst.Name | None = None
-    for part in name.split("."):
-        node = cst.Name(part) if node is None else cst.Attribute(node, cst.Name(part))
-    assert node is not None
-    return node
-
-
-class Rewriter(cst.CSTTransformer):
-    def __init__(self, rel: str) -> None:
-        self.package = module_of(rel) if rel.endswith("__init__.py") else module_of(rel).rpartition(".")[0]
-        reverse = {v: k for k, v in MOVES.items()}
-        me = module_of(rel)
-        self.moved_file = me in reverse
-        if self.moved_file:  # its relative imports were written for the old place: made absolute
-            self.package = reverse[me].rpartition(".")[0]
-        self.plain_imports: set[str] = set()
-        self._name_call_depth = 0
-
-    # -- helpers
-    def _absolute(self, node: cst.ImportFrom) -> str | None:
-        base = get_full_name_for_node(node.module) if node.module is not None else ""
-        if not node.relative:
-            return base
-        pkg = self.package.split(".") if self.package else []
-        up = len(node.relative) - 1
-        if up > len(pkg):
-            return None
-        anchor = pkg[: len(pkg) - up]
-        return ".".join([*anchor, base] if base else anchor)
-
-    def _from(self, module: str, names: list[cst.ImportAlias]) -> cst.ImportFrom:
-        names = [n.with_changes(comma=cst.MaybeSentinel.DEFAULT) for n in names]
-        return cst.ImportFrom(module=_dotted(module), names=names)
-
-    def _split(self, node: cst.ImportFrom) -> list[cst.ImportFrom] | None:
-        module = self._absolute(node)
-        if module is None:
-            return None
-        if isinstance(node.names, cst.ImportStar):
-            return [node.with_changes(module=_dotted(MOVES[module]), relative=[])] if module in MOVES else None
-        if module in MOVES:
-            if module in NEW_MODULES:  # now a package: its submodules stay, the old module's names move
-                subs = [a for a in node.names if f"{module}.{a.evaluated_name}" in NEW_MODULES]
-                names = [a for a in node.names if a not in subs]
-                if not names:
-                    return None
-                out = [self._from(MOVES[module], names)]
-                return [self._from(module, subs), *out] if subs else out
-            return [node.with_changes(module=_dotted(MOVES[module]), relative=[])]
-        moved = [a for a in node.names if f"{module}.{a.evaluated_name}" in MOVES]
-        relative_moved = bool(node.relative) and self.moved_file
-        if not moved and not relative_moved:
-            return None
-        kept = [a for a in node.names if a not in moved]
-        out: list[cst.ImportFrom] = []
-        if kept:
-            out.append(node.with_changes(names=[*kept[:-1], kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)]))
-            if relative_moved:
-                out[-1] = out[-1].with_changes(module=_dotted(module), relative=[])
-        for alias in moved:
-            parent, _, leaf = MOVES[f"{module}.{alias.evaluated_name}"].rpartition(".")
-            local = alias.evaluated_alias or alias.evaluated_name
-            new_alias = cst.ImportAlias(name=cst.Name(leaf),
-                                        asname=None if local == leaf else cst.AsName(name=cst.Name(local)))
-            out.append(self._from(parent, [new_alias]))
-        return out
-
-    # -- imports
-    def leave_SimpleStatementLine(self, original, updated):  # noqa: ANN001, ANN201
-        if len(updated.body) != 1 or not isinstance(updated.body[0], cst.ImportFrom):
-            return updated
-        parts = self._split(updated.body[0])
-        if parts is None:
-            return updated
-        if len(parts) == 1:
-            return updated.with_changes(body=parts)
-        lines = [updated.with_changes(body=[parts[0]])]
-        lines += [cst.SimpleStatementLine(body=[p]) for p in parts[1:]]
-        return cst.FlattenSentinel(lines)
-
-    def leave_ImportFrom(self, original, updated):  # noqa: ANN001, ANN201
-        # an import sharing its line with other statements (a; b): rewrite the module only
-        module = self._absolute(updated)
-        if module in MOVES and module not in NEW_MODULES:
-            return updated.with_changes(module=_dotted(MOVES[module]), relative=[])
-        if updated.relative and self.moved_file and module:
-            return updated.with_changes(module=_dotted(module), relative=[])
-        return updated
-
-    def leave_Import(self, original, updated):  # noqa: ANN001, ANN201
-        names = []
-        for alias in updated.names:
-            name = get_full_name_for_node(alias.name)
-            if name in MOVES:
-                if alias.asname is None:
-                    self.plain_imports.add(name)
-                alias = alias.with_changes(name=_dotted(MOVES[name]))
-            names.append(alias)
-        return updated.with_changes(names=names)
-
-    def leave_Attribute(self, original, updated):  # noqa: ANN001, ANN201
-        name = get_full_name_for_node(updated)
-        if name in self.plain_imports:
-            return _dotted(MOVES[name])
-        return updated
-
-    # -- strings and comments
-    def visit_Call(self, node: cst.Call) -> None:
-        func = get_full_name_for_node(node.func) or ""
-        if func.rpartition(".")[2] in NAME_CALLS:
-            self._name_call_depth += 1
-
-    def leave_Call(self, original, updated):  # noqa: ANN001, ANN201
-        func = get_full_name_for_node(original.func) or ""
-        if func.rpartition(".")[2] in NAME_CALLS:
-            self._name_call_depth -= 1
-        return updated
-
-    def leave_SimpleString(self, original, updated):  # noqa: ANN001, ANN201
-        if self._name_call_depth:
-            return updated
-        return updated.with_changes(value=rewrite_text(updated.value))
-
-    def leave_FormattedStringText(self, original, updated):  # noqa: ANN001, ANN201
-        if self._name_call_depth:
-            return updated
-        return updated.with_changes(value=rewrite_text(updated.value))
-
-    def leave_Comment(self, original, updated):  # noqa: ANN001, ANN201
-        return updated.with_changes(value=rewrite_text(updated.value))
-
-
-_PARENTS = sorted({o.rpartition(".")[0] for o in MOVES})
-_LEAVES = sorted({o.rpartition(".")[2] for o in MOVES})
-_FROM_PARENT_RE = re.compile(r"\bfrom\s+(?:\.[\w.]*|%s)\s+import\b" % "|".join(re.escape(p) for p in _PARENTS))
-_LEAF_RE = re.compile(r"\b(?:%s)\b" % "|".join(re.escape(leaf) for leaf in _LEAVES))
-
-
-def may_reference(source: str) -> bool:
-    """Cheap pre-filter: only files naming an old module (dotted or path) or importing a leaf
-    from its parent package (``from sluicegate import x``, relative imports) are parsed."""
-    return bool(TEXT_RE.search(source) or (_FROM_PARENT_RE.search(source) and _LEAF_RE.search(source)))
-
-
-def rewrite_python(rel: str, source: str) -> str:
-    if not may_reference(source) and module_of(rel) not in set(MOVES.values()):
-        return source
-    tree = cst.parse_module(source)
-    rewriter = Rewriter(rel)
-    new = tree.visit(rewriter)
-    if rewriter.plain_imports:  # second pass: attribute chains seen before the import statement
-        new = new.visit(rewriter)
-    return new.code
 
 
 # ------------------------------------------------------------------ files and moves
@@ -386,6 +155,9 @@ def git(*args: str) -> None:
     subprocess.run(["git", *args], cwd=ROOT, check=True)
 
 
+REFS = References(MOVES)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     mode = parser.add_mutually_exclusive_group()
@@ -413,7 +185,7 @@ def main() -> int:
             text = path.read_text(encoding="utf-8")
         except (UnicodeDecodeError, OSError):
             continue
-        new = rewrite_python(rel, text) if rel.endswith(".py") else rewrite_text(text)
+        new = REFS.rewrite_python(rel, text) if rel.endswith(".py") else REFS.rewrite_text(text)
         if new != text:
             pending.append(f"rewrite {rel}")
             if write:

@@ -121,6 +121,7 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
                                                              f"body exceeds {api.max_body_bytes} bytes", 413))
             if (unknown := source_rule(src is not None)) is not None:  # answered like a bad signature
                 return refuse(request, name, unknown, source, answer=NOT_AUTHENTICATED)
+            assert src is not None  # source_rule refused an unknown source
             span.set_attribute("sluicegate.source_kind", src.kind)
             try:  # a bearer-token kind authenticates from its headers, before any body byte is read
                 verified = authenticate(src, headers, b"") if src.kind in HEADER_AUTH_KINDS else None

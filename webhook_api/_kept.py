@@ -46,7 +46,7 @@ def schema_header(src) -> str | None:
 def with_fields(response: JSONResponse, **fields) -> JSONResponse:
     """``response`` with more fields in its JSON body (same status and headers)."""
     headers = {k: v for k, v in response.headers.items() if k.lower() not in ("content-length", "content-type")}
-    return JSONResponse(json.loads(response.body) | fields, status_code=response.status_code, headers=headers)
+    return JSONResponse(json.loads(bytes(response.body)) | fields, status_code=response.status_code, headers=headers)
 
 
 async def reject_or_keep(state, err: InvalidDelivery, *, source: str, tenant: str, headers: Mapping[str, str],

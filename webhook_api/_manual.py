@@ -74,6 +74,7 @@ def operator_gate(request: Request, settings: Settings, source: str, max_body: i
     actor = authenticated_actor(request.headers.get("authorization"), settings.actors)
     if (anonymous := actor_rule(actor)) is not None:
         return refuse(request, source, anonymous)
+    assert actor is not None  # actor_rule refused a missing actor
     return actor
 
 
@@ -117,6 +118,7 @@ async def submit_manual(state, settings: Settings, actor: str, trigger: ManualTr
     if (refused := tenant_rule(choice, request_id, EVENT_TYPE)) is not None:
         return await _reject(state.store, actor, received_at, refused, None)
     tenant = choice.tenant
+    assert tenant is not None  # tenant_rule refused a choice without a tenant
     if (refused := force_rule(trigger.force, choice.role, actor, tenant, request_id, EVENT_TYPE)) is not None:
         return await _reject(state.store, actor, received_at, refused, tenant)
     tasks: dict[str, TaskSpec] = getattr(state, "tasks", None) or dict(registry.TASKS)  # tasks.enabled

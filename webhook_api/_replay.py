@@ -47,7 +47,6 @@ from sluicegate.config.settings import Settings
 from webhook_api._body import BodyTooSlow, read_limited
 from webhook_api._kept import with_fields
 from webhook_api._manual import operator_gate
-from webhook_api._refusals import refuse
 from webhook_api._rejects import reject_with_receipt
 from webhook_api._responses import decision_response, invalid_response
 from webhook_api._sources import github_mappers, normalize

@@ -48,7 +48,10 @@ def normalize(name: str, src: SourceConfig, verified: VerifiedDelivery, headers:
     elif src.kind == "standard-webhooks":
         parsed = normalize_standard_webhook(verified, headers, body, mapping=src.mapping, **common)
     else:
-        parsed = normalize_cloudevent(verified, headers, body, mapping=src.mapping, **common)
+        assert src.mapping is not None, "settings give every generic source a mapping (sluicegate.config.source)"
+        kind = normalize_standard_webhook if src.kind == "standard-webhooks" else normalize_cloudevent
+        parsed = kind(verified, headers, body, source=name, tenant=src.tenant, mapping=src.mapping,
+                      received_at=received_at)
     return replace(parsed, max_age_seconds=src.max_age_seconds)
 
 

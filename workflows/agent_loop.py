@@ -52,10 +52,11 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.review_task import assistant_message, tool_message
     from workflows.loop_plan import LoopPlan, plan_for
-    from workflows.steps import MODEL_ACTIVITY, call_model, call_tool
+    from workflows.names import MODEL_ACTIVITY, RECORD_OUTCOME_ACTIVITY
+    from workflows.steps import call_model, call_tool
     from workflows.cancellation import CancelAttribution, attribute
     from workflows.order_end import (
-        RECORD_OUTCOME_ACTIVITY, cancelled_before_start, mark_cancelled, record_outcome,
+        cancelled_before_start, mark_cancelled, record_outcome,
         release_capacity, uncancellable,
     )
     from workflows.claims import ClaimVerdict
@@ -250,8 +251,9 @@ class AgentLoopWorkflow:
                 self._check_cancel()
                 kind = failure_type(err)
                 count_failure(err, order.runtime.model_max_attempts, outcome)
-                outcome.status = {FailureType.KILLED: RunStatus.KILLED,
-                                  FailureType.DAY_BUDGET_EXCEEDED: RunStatus.BUDGET_EXHAUSTED}.get(kind, RunStatus.FAILED)
+                ends: dict[str, RunStatus] = {FailureType.KILLED: RunStatus.KILLED,
+                                              FailureType.DAY_BUDGET_EXCEEDED: RunStatus.BUDGET_EXHAUSTED}
+                outcome.status = ends.get(kind, RunStatus.FAILED)
                 outcome.reason = f"model-error: {kind}"
                 break
             outcome.retries += response.attempt - 1
@@ -291,7 +293,7 @@ class AgentLoopWorkflow:
         recorded). A cancel already requested, or one arriving during the claim, propagates (the order
         is then recorded ``cancelled``, never claimed)."""
         self._check_cancel()
-        seen = [*self._pending, *self._finished]
+        seen: list[WorkOrder | RunOutcome] = [*self._pending, *self._finished]
         if patched(ADMISSION_PATCH):  # only orders proven admitted may make this one look stale
             seen = [*(o for o in self._pending if (o.generation, o.receipt_id) in self._proven),
                     *(o for o in self._finished if o.status != REFUSED)]

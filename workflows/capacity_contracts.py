@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from workflows.names import DISPATCH_WORKFLOW, REAP_WORKFLOW  # noqa: F401  (re-exported)
+from workflows.names import (  # noqa: F401  (re-exported)
+    DISPATCH_WORKFLOW as DISPATCH_WORKFLOW, REAP_WORKFLOW as REAP_WORKFLOW,
+)
 
 
 @dataclass

@@ -10,8 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from workflows.kinds import NEEDS_A_PERSON, RunStatus  # noqa: F401  (re-exported)
-from workflows.names import AGENT_WORKFLOW, KILL_SIGNAL, PROGRESS_QUERY, WORK_ORDER_SIGNAL  # noqa: F401  (re-exported)
+from workflows.kinds import NEEDS_A_PERSON as NEEDS_A_PERSON, RunStatus as RunStatus  # noqa: F401  (re-exported)
+from workflows.names import (  # noqa: F401  (re-exported)
+    AGENT_WORKFLOW as AGENT_WORKFLOW, KILL_SIGNAL as KILL_SIGNAL, PROGRESS_QUERY as PROGRESS_QUERY,
+    WORK_ORDER_SIGNAL as WORK_ORDER_SIGNAL,
+)
 
 
 @dataclass

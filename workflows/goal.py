@@ -16,6 +16,7 @@ Deterministic: timers via ``workflow.sleep``, the clock via ``workflow.now()``.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -30,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
         GOAL_BOUND_ACTIVITY, GOAL_OBSERVE_ACTIVITY, GOAL_PROGRESS_QUERY, GOAL_WORKFLOW, INTAKE_SUBMIT_ACTIVITY,
     )
     from workflows.scan_contracts import GOAL_BOUND_REACHED, IntakeRequest, ReceiptRef, ReceiptRequest
+    from workflows.typed_activity import execute_typed
 
 
 @workflow.defn(name=GOAL_WORKFLOW)
@@ -39,7 +41,7 @@ class GoalWorkflow:
         self._last = ""
 
     @workflow.query(name=GOAL_PROGRESS_QUERY)
-    def progress(self) -> dict:
+    def progress(self) -> dict[str, Any]:
         return {"polls": self._polls, "last_observation": self._last}
 
     @workflow.run
@@ -84,7 +86,7 @@ class GoalWorkflow:
 
     async def _observe(self, req: GoalRequest) -> Observation:
         try:
-            return await workflow.execute_activity(
+            return await execute_typed(
                 GOAL_OBSERVE_ACTIVITY, ObserveRequest(req.owner, req.repo, req.number, req.condition, req.tenant),
                 result_type=Observation, start_to_close_timeout=timedelta(seconds=req.activity_timeout_seconds),
                 retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10),
@@ -93,7 +95,7 @@ class GoalWorkflow:
             return Observation(exists=False, detail=f"observation failed: {err.cause or err}")
 
     async def _intake(self, req: GoalRequest, obs: Observation) -> IntakeDecision:
-        return await workflow.execute_activity(
+        return await execute_typed(
             INTAKE_SUBMIT_ACTIVITY,
             IntakeRequest(trigger_kind="goal", source=req.source,
                           delivery_id=delivery_id_for(workflow.info().run_id, req.target_id, obs.head_sha),

@@ -24,6 +24,7 @@ with workflow.unsafe.imports_passed_through():
         DISPATCH_WORKFLOW, REAP_WORKFLOW, DispatchRequest, DispatchResult, ReapRequest,
     )
     from workflows.stranded import RECONCILE_ACTIVITY, RECONCILE_WORKFLOW, ReconcileRequest, ReconcileResult
+    from workflows.typed_activity import execute_typed
     from workflows.names import (
         DISPATCH_ACTIVITY, OUTBOX_RELAY_WORKFLOW, PRUNE_DELIVERIES_ACTIVITY, PRUNE_DELIVERIES_WORKFLOW,
         PRUNE_RETENTION_ACTIVITY, REAP_ACTIVITY, RELAY_OUTBOX_ACTIVITY, SETTLE_STALE_ACTIVITY, SETTLE_STALE_WORKFLOW,
@@ -39,7 +40,7 @@ PRUNE_RETENTION_PATCH = "prune-retention"
 class OutboxRelayWorkflow:
     @workflow.run
     async def run(self, req: RelayRequest) -> RelayResult:
-        return await workflow.execute_activity(
+        return await execute_typed(
             RELAY_OUTBOX_ACTIVITY, req, result_type=RelayResult,
             start_to_close_timeout=timedelta(minutes=5), retry_policy=RETRY)
 
@@ -49,7 +50,7 @@ class PruneDeliveriesWorkflow:
     @workflow.run
     async def run(self, req: PruneRequest) -> int:
         """Rows removed: delivery ids, plus (patched) every table's and artifact's pruned by retention."""
-        removed = await workflow.execute_activity(
+        removed = await execute_typed(
             PRUNE_DELIVERIES_ACTIVITY, req, result_type=int,
             start_to_close_timeout=timedelta(minutes=10), retry_policy=RETRY)
         if workflow.patched(PRUNE_RETENTION_PATCH):
@@ -67,7 +68,7 @@ class SettleStaleReservationsWorkflow:
 
     @workflow.run
     async def run(self, req: StaleReservationsRequest) -> StaleReservationsResult:
-        return await workflow.execute_activity(
+        return await execute_typed(
             SETTLE_STALE_ACTIVITY, req, result_type=StaleReservationsResult,
             start_to_close_timeout=timedelta(minutes=5), retry_policy=RETRY)
 
@@ -78,7 +79,7 @@ class DispatchDeferredWorkflow:
 
     @workflow.run
     async def run(self, req: DispatchRequest) -> DispatchResult:
-        return await workflow.execute_activity(
+        return await execute_typed(
             DISPATCH_ACTIVITY, req, result_type=DispatchResult,
             start_to_close_timeout=timedelta(minutes=10), retry_policy=RETRY)
 
@@ -89,7 +90,7 @@ class ReapCapacityWorkflow:
 
     @workflow.run
     async def run(self, req: ReapRequest) -> DispatchResult:
-        return await workflow.execute_activity(
+        return await execute_typed(
             REAP_ACTIVITY, req, result_type=DispatchResult,
             start_to_close_timeout=timedelta(minutes=10), heartbeat_timeout=timedelta(minutes=2), retry_policy=RETRY)
 
@@ -100,6 +101,6 @@ class ReconcileRunsWorkflow:
 
     @workflow.run
     async def run(self, req: ReconcileRequest) -> ReconcileResult:
-        return await workflow.execute_activity(
+        return await execute_typed(
             RECONCILE_ACTIVITY, req, result_type=ReconcileResult,
             start_to_close_timeout=timedelta(minutes=10), heartbeat_timeout=timedelta(minutes=2), retry_policy=RETRY)

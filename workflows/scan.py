@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -122,7 +123,7 @@ class ScanWorkflow:
         return failure
 
     @staticmethod
-    def _options(req: ScanRequest) -> dict:
+    def _options(req: ScanRequest) -> dict[str, Any]:
         return {"start_to_close_timeout": timedelta(seconds=req.activity_timeout_seconds),
                 "retry_policy": RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
                                             maximum_interval=timedelta(seconds=30),

@@ -12,8 +12,11 @@ from dataclasses import dataclass, field
 from intake.decision import IntakeDecision, Reason
 
 from workflows.names import (  # noqa: F401  (re-exported)
-    GOAL_BOUND_ACTIVITY, GOAL_OBSERVE_ACTIVITY, GOAL_PROGRESS_QUERY, GOAL_WORKFLOW, INTAKE_SUBMIT_ACTIVITY,
-    SCAN_ADVANCE_ACTIVITY, SCAN_LIST_ACTIVITY, SCAN_NO_WORK_ACTIVITY, SCAN_WORKFLOW,
+    GOAL_BOUND_ACTIVITY as GOAL_BOUND_ACTIVITY, GOAL_OBSERVE_ACTIVITY as GOAL_OBSERVE_ACTIVITY,
+    GOAL_PROGRESS_QUERY as GOAL_PROGRESS_QUERY, GOAL_WORKFLOW as GOAL_WORKFLOW,
+    INTAKE_SUBMIT_ACTIVITY as INTAKE_SUBMIT_ACTIVITY, SCAN_ADVANCE_ACTIVITY as SCAN_ADVANCE_ACTIVITY,
+    SCAN_LIST_ACTIVITY as SCAN_LIST_ACTIVITY, SCAN_NO_WORK_ACTIVITY as SCAN_NO_WORK_ACTIVITY,
+    SCAN_WORKFLOW as SCAN_WORKFLOW,
 )
 
 # Receipt reasons of these trigger families (outcome ``no-work``), as plain strings for payloads.
@@ -165,5 +168,7 @@ class ReceiptRef:
 
 # The goal family's payloads live in workflows/goal_contracts.py; re-exported for older imports.
 from workflows.goal_contracts import (  # noqa: E402,F401
-    GOAL_CONDITIONS, GOAL_SOURCE, GoalCondition, GoalRequest, GoalResult, Observation, ObserveRequest,
+    GOAL_CONDITIONS as GOAL_CONDITIONS, GOAL_SOURCE as GOAL_SOURCE, GoalCondition as GoalCondition,
+    GoalRequest as GoalRequest, GoalResult as GoalResult, Observation as Observation,
+    ObserveRequest as ObserveRequest,
 )

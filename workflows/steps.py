@@ -19,6 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.review_task import TOOLS
     from workflows.kinds import NON_RETRYABLE_MODEL_ERRORS
     from workflows.names import MODEL_ACTIVITY
+    from workflows.typed_activity import execute_typed
 
 
 async def call_model(order: WorkOrder, messages: list[dict[str, Any]], step: int, cancel_aware: bool,
@@ -26,7 +27,7 @@ async def call_model(order: WorkOrder, messages: list[dict[str, Any]], step: int
     """The order's ``step``-th model call (1-based): with the generation, its key in the model journal.
     ``tools``: what the model is offered (``review_task``; the order's patch decides which list)."""
     rt = order.runtime
-    return await workflow.execute_activity(
+    return await execute_typed(
         MODEL_ACTIVITY,
         ModelRequest(order.work_key, order.input_version, order.model, list(messages), tools, order.tenant,
                      generation=order.generation, step=step),
@@ -40,7 +41,7 @@ async def call_model(order: WorkOrder, messages: list[dict[str, Any]], step: int
 
 
 async def call_tool(activity_name: str, request: ToolRequest, rt: RuntimeOptions, cancel_aware: bool) -> ToolResult:
-    return await workflow.execute_activity(
+    return await execute_typed(
         activity_name, request, result_type=ToolResult,
         start_to_close_timeout=timedelta(seconds=rt.tool_start_to_close_seconds),
         heartbeat_timeout=timedelta(seconds=rt.tool_heartbeat_seconds),

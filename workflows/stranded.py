@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from workflows.cancellation import FROM_TEMPORAL
 from workflows.contracts import RunStatus
 
-from workflows.names import RECONCILE_ACTIVITY, RECONCILE_WORKFLOW  # noqa: F401  (re-exported)
+from workflows.names import (  # noqa: F401  (re-exported)
+    RECONCILE_ACTIVITY as RECONCILE_ACTIVITY, RECONCILE_WORKFLOW as RECONCILE_WORKFLOW,
+)
 OPEN_STATUSES = ("admitted",)
 """Versions a run owns. ``accepted`` ones belong to the outbox relay (it admits them, however
 old): the reconciler never touches them. ``running`` exists only as a search attribute."""

@@ -17,12 +17,15 @@ import asyncio
 import logging
 from datetime import datetime
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
 from intake.capacity.fairness import DEFAULT_AGING_SECONDS, QueuedItem, as_aware, fair_order
-from intake.capacity.plan import Block
+from intake.capacity.plan import Block, CapacityPlanner
 from intake.decision import Outcome
 from sluicegate.errors import SluicegateError
+
+if TYPE_CHECKING:  # the service raises Requeue from this module
+    from intake.service import IntakeService
 
 log = logging.getLogger("sluicegate.dispatch")
 TENANT_BLOCKS = {str(Block.TENANT), str(Block.QUOTA)}
@@ -37,8 +40,9 @@ class Queued(Protocol):
     work_key: str
     blocked_on: str
     blocked_key: str | None
-    payload: dict
+    payload: dict[str, Any]
     attempts: int
+    receipt_id: str
 
 
 class QueuePort(Protocol):
@@ -63,7 +67,7 @@ class RoomCheck:
     ledger stays the authority: this only avoids re-deciding items bound to be refused.
     """
 
-    def __init__(self, counters: Mapping[str, int], planner) -> None:
+    def __init__(self, counters: Mapping[str, int], planner: CapacityPlanner) -> None:
         self._counters = dict(counters)
         self._planner = planner
 
@@ -105,7 +109,7 @@ class DispatchReport:
     stopped_on: str | None = None
 
 
-async def dispatch_once(queue: QueuePort, service, active_by_tenant: Mapping[str, int], *,
+async def dispatch_once(queue: QueuePort, service: IntakeService, active_by_tenant: Mapping[str, int], *,
                         dead_letters: DeadLetterPort | None = None, batch: int = 200, max_failures: int = 5,
                         retry_after: float = 30.0, room: RoomCheck | None = None,
                         aging_seconds: float | None = DEFAULT_AGING_SECONDS) -> DispatchReport:
@@ -117,7 +121,7 @@ async def dispatch_once(queue: QueuePort, service, active_by_tenant: Mapping[str
     order = fair_order([QueuedItem(i.id, i.tenant, i.priority, as_aware(i.enqueued_at)) for i in items.values()],
                        active_by_tenant, now=now, aging_seconds=aging_seconds)
     tenants_full: set[str] = set()
-    keys_full: set[str] = set()
+    keys_full: set[str | None] = set()
     for q in order:
         item = items[q.id]
         if item.tenant in tenants_full or (item.blocked_key and item.blocked_key in keys_full):
@@ -156,13 +160,13 @@ async def dispatch_once(queue: QueuePort, service, active_by_tenant: Mapping[str
             report.dropped.append(item.work_key)
         else:
             report.deferred += 1
-            now = await asyncio.to_thread(queue.get, item.id)
-            blocked_on = now.blocked_on if now is not None else str(Block.GLOBAL)
+            row = await asyncio.to_thread(queue.get, item.id)
+            blocked_on = row.blocked_on if row is not None else str(Block.GLOBAL)
             if blocked_on in GLOBAL_BLOCKS:
                 report.stopped_on = blocked_on
                 break
             if blocked_on in TENANT_BLOCKS:
                 tenants_full.add(item.tenant)
-            elif now is not None and now.blocked_key:
-                keys_full.add(now.blocked_key)
+            elif row is not None and row.blocked_key:
+                keys_full.add(row.blocked_key)
     return report

@@ -54,8 +54,8 @@ class CapacityGate:
         if opened:
             worst = max(opened, key=lambda v: v.retry_after_seconds)
             breaker = (Block.BREAKER, worst.retry_after_seconds + 1.0,  # jittered where the defer is written
-                       f"the {worst.provider} breaker is open after repeated failures "
-                       f"(last: {worst.last_error or 'unknown'})")
+                       (f"the {worst.provider} breaker is open after repeated failures "
+                        f"(last: {worst.last_error or 'unknown'})"))
         limit = ramped_limit(self.planner.global_limit(), views)
         request = self.planner.plan(candidate, envelope.source, envelope.trigger_kind, global_limit=limit)
         return CapacityContext(request, to_payload(envelope, candidate), breaker, resume_item, resume_receipt,

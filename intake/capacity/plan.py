@@ -78,7 +78,7 @@ class CapacityLimits:
     tenants: dict[str, TenantLimits] = field(default_factory=dict)
     concurrency_key: str | None = "repo:{owner}/{repo}"
     concurrency_limit: int | None = None
-    source_keys: dict[str, tuple[str, int | None]] = field(default_factory=dict)
+    source_keys: dict[str, tuple[str | None, int | None]] = field(default_factory=dict)
     """Per source name: (key template, limit) overriding the default."""
     priority_by_trigger: dict[str, int] = field(default_factory=dict)
     source_priority: dict[str, int] = field(default_factory=dict)

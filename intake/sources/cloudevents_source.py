@@ -41,6 +41,7 @@ from cloudevents.core.exceptions import (BaseCloudEventException, CloudEventVali
                                          CustomExtensionAttributeError, InvalidAttributeTypeError,
                                          InvalidAttributeValueError, MissingRequiredAttributeError)
 from cloudevents.core.formats.json import JSONFormat
+from cloudevents.core.base import BaseCloudEvent
 from cloudevents.core.v1.event import CloudEvent
 
 from intake.decision import Reason
@@ -142,7 +143,7 @@ def _authorized(headers: Mapping[str, str], secrets: list[str]) -> bool:
     return matched
 
 
-def _read_event(headers: Mapping[str, str], body: bytes, structured: bool, delivery_id: str) -> CloudEvent:
+def _read_event(headers: Mapping[str, str], body: bytes, structured: bool, delivery_id: str) -> BaseCloudEvent:
     message = HTTPMessage(headers=dict(headers), body=body)
     try:
         if structured:
@@ -170,7 +171,7 @@ def _what_failed(exc: Exception) -> str:
     return "attribute(s) " + "; ".join(parts)
 
 
-def _normalize(event: CloudEvent, headers: Mapping[str, str], has_time: bool, source: str, tenant: str,
+def _normalize(event: BaseCloudEvent, headers: Mapping[str, str], has_time: bool, source: str, tenant: str,
                mapping: PayloadMapping, received_at: datetime, delivery_id: str, digest: str) -> ParsedDelivery:
     event_type = identity_text(event.get_type(), MAX_EVENT_TYPE)
     if event_type is None:
@@ -182,7 +183,7 @@ def _normalize(event: CloudEvent, headers: Mapping[str, str], has_time: bool, so
     if subject is not None and identity_text(subject, MAX_SUBJECT) is None:
         raise InvalidDelivery(Reason.BAD_INPUT, f"CloudEvent subject must be 1-{MAX_SUBJECT} printable characters",
                               422, delivery_id, event_type)
-    time = utc(event.get_time()) if has_time else None
+    time = utc(moment) if has_time and (moment := event.get_time()) is not None else None
     if has_time and time is None:
         raise InvalidDelivery(Reason.BAD_INPUT, "CloudEvent time is outside years 1-9999 UTC", 422, delivery_id,
                               event_type)

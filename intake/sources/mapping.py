@@ -72,7 +72,7 @@ class PayloadMapping(BaseModel):
         return value
 
 
-def resolve_candidate(document: Any, mapping: PayloadMapping, tenant: str, delivery_id: str,
+def resolve_candidate(document: Any, mapping: PayloadMapping, tenant: str, delivery_id: str | None,
                       event_type: str) -> WorkCandidate:
     """The work candidate named by ``document``; ``bad-input`` 422 naming every bad path."""
     values = {name: resolve(document, getattr(mapping, name)) for name in ("owner", "repo", "number", "version")}

@@ -114,6 +114,8 @@ def _read(rules: SchemaVersions, headers: Mapping[str, str], document: Any) -> A
     if rules.header is not None:
         value = headers.get(rules.header)
         return value.strip() if value is not None and value.strip() else _MISSING
+    if rules.field is None:  # the model validator requires exactly one of header and field
+        return _MISSING
     value = resolve(document, rules.field)
     return _MISSING if is_missing(value) or value is None else value
 

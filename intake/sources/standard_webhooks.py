@@ -27,6 +27,7 @@ Failure modes written against:
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Mapping
 
 from standardwebhooks import Webhook, WebhookVerificationError
@@ -80,6 +81,8 @@ def normalize_standard_webhook(verified: VerifiedDelivery, headers: Mapping[str,
                                received_at: datetime) -> ParsedDelivery:
     """A verified delivery → envelope + candidate; failures carry the delivery id (a receipt)."""
     delivery_id = verified.delivery_id
+    if delivery_id is None:  # verify_standard_webhook never returns one without it
+        raise InvalidDelivery(Reason.BAD_INPUT, "missing webhook-id header", 400)
     if media_type(headers) != "application/json":
         raise InvalidDelivery(Reason.BAD_INPUT, "content type must be application/json", 415, delivery_id)
     data = decode_json(body, delivery_id, None)
@@ -90,12 +93,12 @@ def normalize_standard_webhook(verified: VerifiedDelivery, headers: Mapping[str,
         raise InvalidDelivery(Reason.BAD_INPUT, f"payload has no event type at {mapping.type} "
                               f"(a string of 1-{MAX_EVENT_TYPE} characters)", 422, delivery_id)
     time = _event_time(data, mapping, headers, delivery_id, event_type)
-    base = dict(id=delivery_id, source=source, type=event_type, time=time, received_at=received_at,
-                trigger_kind=TriggerKind.EVENT, tenant=tenant, body_digest=content_digest(body))
+    envelope = partial(Envelope, id=delivery_id, source=source, type=event_type, time=time, received_at=received_at,
+                       trigger_kind=TriggerKind.EVENT, tenant=tenant, body_digest=content_digest(body))
     if event_type not in mapping.actionable_types:
-        return ParsedDelivery(Envelope(subject=None, **base), None)
+        return ParsedDelivery(envelope(subject=None), None)
     candidate = resolve_candidate(data, mapping, tenant, delivery_id, event_type)
-    return ParsedDelivery(Envelope(subject=candidate.target.target_id, **base), candidate)
+    return ParsedDelivery(envelope(subject=candidate.target.target_id), candidate)
 
 
 def _verify(headers: Mapping[str, str], body: bytes, secrets: list[str], delivery_id: str) -> None:
@@ -120,7 +123,7 @@ def _verify(headers: Mapping[str, str], body: bytes, secrets: list[str], deliver
                           delivery_id)
 
 
-def _event_time(data: dict[str, Any], mapping: PayloadMapping, headers: Mapping[str, str], delivery_id: str,
+def _event_time(data: dict[str, Any], mapping: PayloadMapping, headers: Mapping[str, str], delivery_id: str | None,
                 event_type: str) -> datetime:
     raw = resolve(data, mapping.time) if mapping.time else None
     parsed = None

@@ -13,6 +13,8 @@ target_metadata = SQLModel.metadata
 
 def run_migrations_online() -> None:
     url = context.config.get_main_option("sqlalchemy.url")
+    if url is None:
+        raise RuntimeError("sqlalchemy.url is not set (ledger._migrate sets it)")
     engine = make_engine(url)
     with engine.connect() as connection:
         context.configure(connection=connection, target_metadata=target_metadata, render_as_batch=True)

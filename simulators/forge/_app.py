@@ -98,19 +98,19 @@ def create_forge_app(
         state = ForgeState(fixtures_dir)
     if app is not None:
         state.apps.configure(app, seed=True)
-    app = FastAPI(title="Forge simulator (GitHub REST subset)", docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.forge = state
+    api = FastAPI(title="Forge simulator (GitHub REST subset)", docs_url=None, redoc_url=None, openapi_url=None)
+    api.state.forge = state
 
-    @app.exception_handler(_Fail)
+    @api.exception_handler(_Fail)
     async def _on_fail(_: Request, exc: _Fail) -> Response:
         return JSONResponse(exc.body, status_code=exc.status)
 
-    @app.exception_handler(StarletteHTTPException)
+    @api.exception_handler(StarletteHTTPException)
     async def _on_http(_: Request, exc: StarletteHTTPException) -> Response:
         message = "Not Found" if exc.status_code == 404 else str(exc.detail)
         return JSONResponse(error_body(exc.status_code, message), status_code=exc.status_code)
 
-    @app.get("/repos/{owner}/{repo}/pulls")
+    @api.get("/repos/{owner}/{repo}/pulls")
     async def list_pulls(owner: str, repo: str, request: Request) -> Response:
         state_filter = _choice(request, "state", ("open", "closed", "all"), "open")
         sort = _choice(request, "sort", ("created", "updated"), "created")
@@ -127,7 +127,7 @@ def create_forge_app(
         base = _base(request)
         return JSONResponse([pull_json(p, base) for p in chunk], headers=headers)
 
-    @app.get("/repos/{owner}/{repo}/pulls/{number}")
+    @api.get("/repos/{owner}/{repo}/pulls/{number}")
     async def get_pull(owner: str, repo: str, number: str, request: Request) -> Response:
         pull = state.get_pull(owner, repo, _number(number))
         if pull is None:
@@ -144,7 +144,7 @@ def create_forge_app(
         state.record_pull_read("json")
         return JSONResponse(body, headers={"ETag": etag})
 
-    @app.get("/repos/{owner}/{repo}/issues/{number}/comments")
+    @api.get("/repos/{owner}/{repo}/issues/{number}/comments")
     async def list_comments(owner: str, repo: str, number: str, request: Request) -> Response:
         comments = state.list_comments(owner, repo, _number(number))
         if comments is None:
@@ -160,7 +160,7 @@ def create_forge_app(
         base = _base(request)
         return JSONResponse([comment_json(c, base) for c in chunk], headers=headers)
 
-    @app.get("/repos/{owner}/{repo}/issues/{number}")
+    @api.get("/repos/{owner}/{repo}/issues/{number}")
     async def get_issue(owner: str, repo: str, number: str, request: Request) -> Response:
         view = state.get_issue(owner, repo, _number(number))
         if view is None:
@@ -173,7 +173,7 @@ def create_forge_app(
         state.record_issue_read("json")
         return JSONResponse(body, headers={"ETag": etag})
 
-    @app.get("/repos/{owner}/{repo}/issues/{number}/labels")
+    @api.get("/repos/{owner}/{repo}/issues/{number}/labels")
     async def list_labels(owner: str, repo: str, number: str, request: Request) -> Response:
         view = state.get_issue(owner, repo, _number(number))
         if view is None:
@@ -182,7 +182,7 @@ def create_forge_app(
         base = _base(request)
         return JSONResponse([label_json(label, view.owner, view.repo, base) for label in chunk], headers=headers)
 
-    @app.post("/repos/{owner}/{repo}/issues/{number}/labels")
+    @api.post("/repos/{owner}/{repo}/issues/{number}/labels")
     async def add_labels(owner: str, repo: str, number: str, request: Request) -> Response:
         issue_number = _number(number)
         if not state.has_issue(owner, repo, issue_number):
@@ -203,7 +203,7 @@ def create_forge_app(
         base = _base(request)
         return JSONResponse([label_json(label, view.owner, view.repo, base) for label in view.labels])
 
-    @app.post("/repos/{owner}/{repo}/issues/{number}/comments")
+    @api.post("/repos/{owner}/{repo}/issues/{number}/comments")
     async def create_comment(owner: str, repo: str, number: str, request: Request) -> Response:
         pull_number = _number(number)
         if not state.has_issue(owner, repo, pull_number):
@@ -226,7 +226,7 @@ def create_forge_app(
         rendered = comment_json(comment, _base(request))
         return JSONResponse(rendered, status_code=201, headers={"Location": rendered["url"]})
 
-    @app.post("/app/installations/{installation_id}/access_tokens")
+    @api.post("/app/installations/{installation_id}/access_tokens")
     async def create_installation_token(installation_id: str, request: Request) -> Response:
         try:
             payload = json.loads(await request.body() or b"null")
@@ -238,6 +238,6 @@ def create_forge_app(
             raise _Fail(status, answer)
         return JSONResponse(answer, status_code=status)
 
-    app.include_router(build_control_router(state))
-    install_gate(app, state, token)
-    return app
+    api.include_router(build_control_router(state))
+    install_gate(api, state, token)
+    return api

@@ -13,7 +13,7 @@ from rich.console import Console
 import ledger
 from ledger import ReceiptFilter, explain, list_receipts
 from sluicegate.config.settings import load_settings
-from sluicegate.operations.actions import (UNKILL_DISPATCH_FAILED, dispatch_now, kill_target, running_agents_query,
+from sluicegate.operations.actions import (UNKILL_DISPATCH_FAILED, KillScope, dispatch_now, kill_target, running_agents_query,
                                          signal_kill)
 from sluicegate.cli.json_output import JSON_OPTION, print_json
 from sluicegate.operations.views import kills_table, print_chain, receipts_table
@@ -140,9 +140,10 @@ def relay_now(grace_seconds: Optional[float] = typer.Option(None, help="default:
         raise typer.Exit(1)
 
 
-def _scope(work_key: Optional[str], tenant: Optional[str], everything: bool) -> tuple[str, str]:
-    chosen = [(s, t) for s, t in (("work_key", work_key), ("tenant", tenant), ("all", "*" if everything else None))
-              if t]
+def _scope(work_key: Optional[str], tenant: Optional[str], everything: bool) -> tuple[KillScope, str]:
+    options: tuple[tuple[KillScope, str | None], ...] = (("work_key", work_key), ("tenant", tenant),
+                                                     ("all", "*" if everything else None))
+    chosen = [(s, t) for s, t in options if t]
     if len(chosen) != 1:
         raise typer.BadParameter("give exactly one of --work-key, --tenant, --all")
     scope, target = chosen[0]

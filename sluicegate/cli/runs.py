@@ -68,7 +68,7 @@ async def _send_cancel(client: Client, workflow_id: str, reason: str) -> tuple[s
     return "sent", desc.run_id, None
 
 
-async def _closed_status(client: Client, workflow_id: str, run_id: str, timeout: float) -> str:
+async def _closed_status(client: Client, workflow_id: str, run_id: str | None, timeout: float) -> str:
     handle = client.get_workflow_handle(workflow_id, run_id=run_id)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -30,7 +30,7 @@ class ForgeAppConfig(_Section):
     installations: dict[str, Annotated[int, Field(gt=0)]] = Field(default_factory=dict)
     """Tenant -> installation id."""
     permissions: dict[str, Literal["read", "write"]] = Field(
-        default_factory=lambda: {"pull_requests": "read", "issues": "write", "contents": "read"})
+        default_factory=lambda: dict[str, Literal["read", "write"]](pull_requests="read", issues="write", contents="read"))
     refresh_margin_seconds: float = Field(default=300, ge=0)
     """A cached installation token with less lifetime left than this is replaced."""
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal, Mapping
+from typing import Annotated, Any, Mapping
 
 import yaml
 from pydantic import Field, ValidationError, model_validator
@@ -359,7 +359,7 @@ def apply_env_overrides(tree: dict[str, Any], env: Mapping[str, str]) -> dict[st
 
 def yaml_problem(exc: yaml.YAMLError) -> str:
     """What PyYAML says is wrong and where (line, column), never the source snippet it quotes."""
-    def at(text: object, mark: object) -> str:
+    def at(text: object, mark: yaml.Mark | None) -> str:
         return f"{text} (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else str(text)
 
     parts = [at(text, getattr(exc, f"{kind}_mark", None)) for kind in ("context", "problem")

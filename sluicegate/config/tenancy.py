@@ -72,7 +72,8 @@ def check_tenancy(settings: "Settings") -> None:
         if sched.tenant not in tenants:
             problems.append(f"schedules.{sid}.tenant: {sched.tenant!r} is not a tenant of any source")
             continue
-        outside = [r for r in sched.repos if not repository_in_scope(*r.split("/", 1), rules.tenant_globs(sched.tenant))]
+        outside = [r for r in sched.repos
+                   if not repository_in_scope(*r.partition("/")[::2], rules.tenant_globs(sched.tenant))]
         if outside:
             problems.append(f"schedules.{sid}.repos: {', '.join(outside)} not in tenant {sched.tenant!r}'s scope "
                             f"({', '.join(rules.tenant_globs(sched.tenant))})")

@@ -54,8 +54,8 @@ class ManagedProcess:
     def wait_until(self, ready: Callable[[], bool], timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if not self.alive():
-                raise StackError(f"{self.name} exited with {self.proc.returncode} during start-up; "
+            if self.proc is None or not self.alive():
+                raise StackError(f"{self.name} exited with {self.proc and self.proc.returncode} during start-up; "
                                  f"see {self.log_path}:\n{self.tail()}")
             if ready():
                 return
@@ -70,12 +70,12 @@ class ManagedProcess:
 
     def kill(self) -> None:
         """SIGKILL the whole process group at once (crash drills)."""
-        if self.alive():
+        if self.proc is not None and self.alive():
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
 
     def stop(self, grace: float = 10.0) -> None:
-        if not self.alive():
+        if self.proc is None or not self.alive():
             return
         try:
             os.killpg(self.proc.pid, signal.SIGTERM)

@@ -13,6 +13,7 @@ import asyncio
 import os
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -115,7 +116,7 @@ class DevStack:
             proc = self._process(name, argv)
             proc.start()
             url = f"http://{addr.host}:{addr.port}/_sim/stats"
-            proc.wait_until(lambda url=url: _http_ok(url), 30)
+            proc.wait_until(partial(_http_ok, url), 30)
         if self.encrypted:
             codec = self._process("codec-server", [py, "-m", "sluicegate.temporal.codec_server"])
             codec.start()

@@ -34,14 +34,14 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Mapping
 
 import httpx2
 from gidgethub.apps import get_jwt
 from gidgethub.httpx import GitHubAPI
 
-from sluicegate.forge.client import USER_AGENT, ForgeCredentials, ForgeError, StaticToken, call_forge
+from sluicegate.forge.client import USER_AGENT, ForgeError, StaticToken, call_forge
 
 __all__ = ["DEFAULT_PERMISSIONS", "InstallationTokens", "StaticToken"]
 
@@ -142,7 +142,7 @@ class InstallationTokens:
         if minted is None:
             raise ForgeError(f"malformed answer minting an {what}: no token/expires_at", None, False)
         log.info("minted an %s, permissions %s, expires %s", what, self._permissions,
-                 datetime.fromtimestamp(minted.expires_at).isoformat(timespec="seconds"))
+                 datetime.fromtimestamp(minted.expires_at, UTC).isoformat(timespec="seconds"))
         return minted
 
     def _forget_expired(self) -> None:

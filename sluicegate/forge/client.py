@@ -151,7 +151,7 @@ class ForgeClient:
         may_renew = True
         while True:
             try:
-                item = await call_forge(lambda: iterator.__anext__())
+                item = await call_forge(iterator.__anext__)
             except StopAsyncIteration:
                 return
             except ForgeError as exc:

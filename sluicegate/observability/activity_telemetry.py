@@ -48,7 +48,7 @@ class HeartbeatClock:
 
     def stalest(self) -> dict[str, float]:
         """Activity type → seconds since the stalest of its in-flight attempts last beat."""
-        now, worst = self._now(), {}
+        now, worst = self._now(), dict[str, float]()
         for activity_type, last in list(self._last.values()):
             worst[activity_type] = max(worst.get(activity_type, 0.0), now - last)
         return worst

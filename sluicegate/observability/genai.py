@@ -26,6 +26,7 @@ from opentelemetry.semconv._incubating.metrics import gen_ai_metrics as gm
 from opentelemetry.semconv.attributes import error_attributes
 from opentelemetry.semconv.schemas import Schemas
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
 
 OPERATION = ga.GenAiOperationNameValues.CHAT.value
 PROVIDER = "openai"
@@ -63,8 +64,8 @@ def request_attributes(model: str, tenant: str) -> dict[str, str]:
             "sluicegate.tenant": tenant or "-"}
 
 
-def response_attributes(report: ModelCallReport) -> dict[str, object]:
-    attrs: dict[str, object] = {}
+def response_attributes(report: ModelCallReport) -> dict[str, AttributeValue]:
+    attrs: dict[str, AttributeValue] = {}
     if report.response_id:
         attrs[ga.GEN_AI_RESPONSE_ID] = report.response_id
     if report.response_model:

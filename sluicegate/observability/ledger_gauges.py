@@ -24,13 +24,13 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from intake.capacity.breaker import BreakerPolicy, breaker_gate
 from ledger import BreakerBoard, DeadLetter, DeferredItem, Receipt, WorkVersion
@@ -54,13 +54,13 @@ def _age(now: datetime, then: datetime | None) -> float:
 def read_ledger(engine: Engine, policy: BreakerPolicy, now: datetime | None = None) -> LedgerReading:
     now = now or utcnow()
     with Session(engine) as s:
-        oldest = s.execute(select(DeferredItem.tenant, func.min(DeferredItem.enqueued_at))
-                           .where(DeferredItem.status == "waiting").group_by(DeferredItem.tenant)).all()
-        letters = s.execute(select(DeadLetter.tenant, func.count()).where(DeadLetter.status == "open")
-                            .group_by(DeadLetter.tenant)).all()
+        oldest = s.execute(select(col(DeferredItem.tenant), func.min(DeferredItem.enqueued_at))
+                           .where(col(DeferredItem.status) == "waiting").group_by(col(DeferredItem.tenant))).all()
+        letters = s.execute(select(col(DeadLetter.tenant), func.count()).where(col(DeadLetter.status) == "open")
+                            .group_by(col(DeadLetter.tenant))).all()
         pending = s.execute(select(func.min(Receipt.created_at))
-                            .join(WorkVersion, WorkVersion.receipt_id == Receipt.id)
-                            .where(WorkVersion.status == "accepted")).scalar()
+                            .join(WorkVersion, col(WorkVersion.receipt_id) == col(Receipt.id))
+                            .where(col(WorkVersion.status) == "accepted")).scalar()
     breakers = {b.provider: int(breaker_gate(b, now, policy).state == "open")
                 for b in BreakerBoard(engine, policy).states()}
     return LedgerReading({t or "-": _age(now, at) for t, at in oldest}, {t or "-": n for t, n in letters},
@@ -98,7 +98,7 @@ def observe_ledger(cache: CachedReading) -> None:
     """Register the ledger gauges on the global meter (worker only)."""
     meter = metrics.get_meter("sluicegate")
 
-    def gauge(name: str, unit: str, description: str, pick: Callable[[LedgerReading], dict[str, float]],
+    def gauge(name: str, unit: str, description: str, pick: Callable[[LedgerReading], Mapping[str, float]],
               label: str) -> None:
         def cb(_: CallbackOptions) -> Iterable[Observation]:
             reading = cache.get()

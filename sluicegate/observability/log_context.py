@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from contextlib import contextmanager
 from contextvars import ContextVar
+from types import MappingProxyType
 from typing import Iterator, Mapping
 
 from opentelemetry import trace
@@ -17,7 +18,7 @@ from opentelemetry import trace
 from intake.identity import parse_work_key
 
 FIELDS = ("work_key", "workflow_id", "run_id", "tenant", "trace_id")
-_context: ContextVar[Mapping[str, str]] = ContextVar("sluicegate_log_context", default={})
+_context: ContextVar[Mapping[str, str]] = ContextVar("sluicegate_log_context", default=MappingProxyType({}))
 
 
 @contextmanager
@@ -55,11 +56,11 @@ class LogContextFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         temporal = getattr(record, "temporal_workflow", None) or getattr(record, "temporal_activity", None) or {}
         ctx = _context.get()
-        record.work_key = getattr(record, "work_key", None) or ctx.get("work_key")
+        record.work_key = work_key = getattr(record, "work_key", None) or ctx.get("work_key")
         record.workflow_id = (temporal.get("workflow_id") or getattr(record, "workflow_id", None)
                               or ctx.get("workflow_id"))
         record.run_id = (temporal.get("run_id") or temporal.get("workflow_run_id") or getattr(record, "run_id", None)
                          or ctx.get("run_id"))
-        record.tenant = getattr(record, "tenant", None) or ctx.get("tenant") or tenant_of(record.work_key)
+        record.tenant = getattr(record, "tenant", None) or ctx.get("tenant") or tenant_of(work_key)
         record.trace_id = getattr(record, "trace_id", None) or ctx.get("trace_id") or _trace_id()
         return True

@@ -20,7 +20,8 @@ from intake.identity import workflow_id_for
 from intake.ports import Admission
 from sluicegate.config.settings import Settings
 from workflows import search_attributes as sa
-from workflows.run_memo import display_title, memo_at_start, summary_for
+from intake.hygiene import display_title
+from workflows.run_memo import memo_at_start, summary_for
 from workflows.contracts import (
     AGENT_WORKFLOW, WORK_ORDER_SIGNAL, AgentLoopStart, Price, RuntimeOptions, TaskBudget, WorkOrder,
 )
@@ -28,6 +29,8 @@ from workflows.contracts import (
 
 def work_order_for(admission: Admission, settings: Settings, search_attributes: bool = True) -> WorkOrder:
     d, env, cand = admission.decision, admission.envelope, admission.candidate
+    if d.input_version is None or d.generation is None:  # an accepted decision carries both
+        raise ValueError(f"decision {d.receipt_id} has no input version or generation to admit")
     price = settings.model.prices.get(settings.model.name)
     if price is None:
         raise ValueError(f"no price configured for model {settings.model.name!r} (model.prices)")

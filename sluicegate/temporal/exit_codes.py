@@ -104,7 +104,7 @@ def _ledger_failure(exc: BaseException) -> Known | None:
 
 def _has_request(exc: BaseException) -> bool:
     try:
-        exc.request  # type: ignore[attr-defined]  # httpx raises RuntimeError when unset
+        _ = exc.request  # type: ignore[attr-defined]  # httpx raises RuntimeError when unset
     except RuntimeError:
         return False
     return True

@@ -177,7 +177,7 @@ async def test_a_cancelled_attempt_is_charged_at_the_estimate(harness, sims):
     while _calls(sims, req) == 0:
         await asyncio.sleep(0.02)
     env.cancel()
-    with pytest.raises(BaseException):
+    with pytest.raises(asyncio.CancelledError):
         await call
     [r] = harness.reservations(req)
     assert (r.status, r.spent_usd) == (ReservationStatus.ESTIMATED, r.amount_usd) and "Cancelled" in r.note

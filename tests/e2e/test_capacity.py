@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import timedelta
+from itertools import pairwise
 
 import httpx
 import pytest
@@ -73,7 +74,7 @@ def test_concurrency_key_limit_one_runs_three_pull_requests_one_at_a_time(stack_
         assert len(accepted) == 1
         intervals.append((as_utc(accepted[0].created_at), as_utc(v.updated_at), v.work_key))
     intervals.sort()
-    for (_, end, a), (start, _, b) in zip(intervals, intervals[1:]):
+    for (_, end, a), (start, _, b) in pairwise(intervals):
         assert start >= end - timedelta(milliseconds=50), f"{b} started before {a} ended"
     for work_key in ("acme/github:acme/api#45:review", "acme/github:acme/api#46:review"):
         outcomes = [(r.outcome, r.reason) for r in _receipts(engine, work_key)]

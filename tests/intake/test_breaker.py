@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 
 from intake.capacity import BreakerPolicy, BreakerState, breaker_gate, ramped_limit, record_failure
 
@@ -40,6 +41,6 @@ def test_ramps_after_open_then_closes_and_a_failure_while_ramping_reopens():
 
 def test_ramp_limit_grows_monotonically_from_one_to_the_limit():
     state = BreakerState("model", 3, T0, T0)
-    limits = [ramped_limit(20, [breaker_gate(state, T0 + timedelta(seconds=30 + s), POLICY)]) for s in range(0, 61)]
+    limits = [ramped_limit(20, [breaker_gate(state, T0 + timedelta(seconds=30 + s), POLICY)]) for s in range(61)]
     assert limits[0] == 1 and limits[-1] == 20
-    assert all(a <= b for a, b in zip(limits, limits[1:]))
+    assert all(a <= b for a, b in pairwise(limits))

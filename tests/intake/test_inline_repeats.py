@@ -69,8 +69,9 @@ async def test_a_locked_sqlite_ledger_sends_the_check_to_a_thread_and_the_loop_k
         other_ran.set()
 
     lookup = asyncio.create_task(look_up(store, probe))  # scheduled first: an inline wait would block `other`
-    asyncio.create_task(other())
+    other_task = asyncio.create_task(other())
     await other_ran.wait()
+    await other_task
     assert not lookup.done()  # the check is waiting for the lock in a worker thread, not on the loop
     writer.close()  # releases the lock (and rolls the table back)
     repeat = await lookup

@@ -9,18 +9,15 @@ from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import update
-from sqlmodel import Session, select
+from sqlmodel import Session
 
 import ledger
-from intake.capacity import CapacityRequest
 from intake.decision import Outcome, Reason
 from intake.envelope import TriggerKind
-from intake.ports import CapacityContext
 from intake.receipts import ReceiptDraft
-from ledger import Receipt, SqlIntakeStore
+from ledger import SqlIntakeStore
 from ledger._models import WorkVersion
 from tests.ledger.test_one_waiting import _until_blocked
-from webhook_api._responses import decision_response
 
 
 def _key() -> tuple[str, str]:

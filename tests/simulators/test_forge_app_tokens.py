@@ -131,8 +131,8 @@ def _jwt(key: str, **claims: Any) -> str:
 @pytest.mark.parametrize("case, message", [
     ("wrong key", "A JSON web token could not be decoded"),
     ("garbage", "A JSON web token could not be decoded"),
-    ("expired", "'Expiration time' claim ('exp') must be a numeric value representing the future time at which "
-                "the assertion expires"),
+    ("expired", ("'Expiration time' claim ('exp') must be a numeric value representing the future time at which "
+                 "the assertion expires")),
     ("too long", "'Expiration time' claim ('exp') is too far in the future"),
     ("other app", "'Issuer' claim ('iss') must be the app's id"),
     ("no iat", "A JSON web token could not be decoded"),
