@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Callable
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from intake import hygiene
 from intake.identity import is_tenant_name

@@ -92,8 +92,8 @@ def _same_origin(origin: Origin | None, other: Origin | None) -> bool:
     return origin is not None and origin == other
 
 
-_Key = tuple[str | None, str]
-"""(tenant, target id): what a read is shared by."""
+_Key = tuple[str | None, str, str]
+"""(tenant, task, target id): what a read is shared by (a PR read and an issue read never share)."""
 
 
 @dataclass

@@ -41,12 +41,9 @@ def normalize(name: str, src: SourceConfig, verified: VerifiedDelivery, headers:
               received_at: datetime, mappers: Mapping[str, GithubMapper] | None = None) -> ParsedDelivery:
     """Parse a verified delivery for source ``name``; raises ``InvalidDelivery`` (a receipt).
     ``mappers``: GitHub event -> the enabled task's trigger mapping (default: every registered task's)."""
-    common = dict(source=name, tenant=src.tenant, received_at=received_at)
     if src.kind == "github":
         parsed = normalize_github(verified, headers, body, source=name, tenant=src.tenant, received_at=received_at,
                                   mappers=mappers if mappers is not None else github_mappers(None))
-    elif src.kind == "standard-webhooks":
-        parsed = normalize_standard_webhook(verified, headers, body, mapping=src.mapping, **common)
     else:
         assert src.mapping is not None, "settings give every generic source a mapping (sluicegate.config.source)"
         kind = normalize_standard_webhook if src.kind == "standard-webhooks" else normalize_cloudevent

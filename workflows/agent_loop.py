@@ -55,10 +55,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.names import MODEL_ACTIVITY, RECORD_OUTCOME_ACTIVITY
     from workflows.steps import call_model, call_tool
     from workflows.cancellation import CancelAttribution, attribute
-    from workflows.order_end import (
-        cancelled_before_start, mark_cancelled, record_outcome,
-        release_capacity, uncancellable,
-    )
+    from workflows.order_end import cancelled_before_start, mark_cancelled, record_outcome, release_capacity, uncancellable
     from workflows.claims import ClaimVerdict
     from workflows.run_memo import MEMO_PATCH, memo_for
     from workflows.order_claim import ADMISSION_PATCH, CLAIM_ORDER_PATCH, REFUSED, claim_order, unrun_outcome

@@ -47,9 +47,10 @@ async def claim_order(order: WorkOrder, seen: Iterable[WorkOrder | RunOutcome], 
     retry = RetryPolicy(maximum_interval=timedelta(seconds=60)) if require else \
         RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(seconds=10))
     try:
-        return await ledger_activity(
+        claim: Claim = await ledger_activity(
             CLAIM_ORDER_ACTIVITY, req, result_type=Claim, start_to_close_timeout=timedelta(seconds=30),
             retry_policy=retry, cancellation_type=cancellation_type(cancel_aware))
+        return claim
     except ActivityError as err:
         if cancel_aware and workflow.cancellation_reason() is not None:
             raise

@@ -86,10 +86,11 @@ async def recheck_policy(order: WorkOrder, cancel_aware: bool) -> PolicyCheck:
         retry = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
                             maximum_interval=timedelta(seconds=60), maximum_attempts=RECHECK_ATTEMPTS)
     try:
-        return await ledger_activity(
+        check: PolicyCheck = await ledger_activity(
             RECHECK_POLICY_ACTIVITY, request, result_type=PolicyCheck,
             start_to_close_timeout=timedelta(seconds=30), cancellation_type=cancellation_type(cancel_aware),
             retry_policy=retry)
+        return check
     except ActivityError as err:
         if cancel_aware and workflow.cancellation_reason() is not None:
             raise
