@@ -8,6 +8,8 @@ re-read of the source tells. This module is the pure comparison; the read itself
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Callable
 
 from intake.decision import Reason
 from intake.envelope import WorkCandidate
@@ -41,4 +43,29 @@ def assess_freshness(event_version: str | None, snapshot: TargetSnapshot) -> Rea
         return Reason.TARGET_CLOSED
     if event_version is not None and event_version != snapshot.current_version:
         return Reason.STALE_VERSION
+    return None
+
+
+def assess_instant_freshness(event_version: str | None, snapshot: TargetSnapshot,
+                             instant: Callable[[str], datetime]) -> Reason | None:
+    """The freshness rule for a version that is a moment (an issue's ``updated_at``): ``None`` when
+    fresh, else the reason. Versions are compared as instants (``instant`` parses one, ``ValueError``
+    for anything else), never as strings, so two spellings of one moment are one version. Older than
+    the source's → ``stale-version``; *newer* than the source's → ``source-unavailable`` (defer: the
+    API lags the event, and a reject would lose the work); unreadable → ``stale-version`` (never
+    current). ``event_version=None`` means "current"."""
+    if not snapshot.exists:
+        return Reason.TARGET_NOT_FOUND
+    if not snapshot.open:
+        return Reason.TARGET_CLOSED
+    if event_version is None or event_version == snapshot.current_version:
+        return None
+    try:
+        event, current = instant(event_version), instant(snapshot.current_version or "")
+    except ValueError:
+        return Reason.STALE_VERSION
+    if event < current:
+        return Reason.STALE_VERSION
+    if event > current:
+        return Reason.SOURCE_UNAVAILABLE
     return None

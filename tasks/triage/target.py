@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 
 from intake.decision import Reason
 from intake.envelope import PullRequestRef, WorkCandidate
-from intake.freshness import TargetSnapshot
+from intake.freshness import TargetSnapshot, assess_instant_freshness
 from intake.hygiene import display_title
 from intake.identity import work_key_for
 from intake.ports import SourceUnavailable
@@ -64,22 +64,8 @@ def triage_candidate(tenant: str, ref: PullRequestRef, input_version: str | None
 
 
 def triage_freshness(event_version: str | None, snapshot: TargetSnapshot) -> Reason | None:
-    """``None`` when fresh, else the reason (module docstring); ``event_version=None`` means "current"."""
-    if not snapshot.exists:
-        return Reason.TARGET_NOT_FOUND
-    if not snapshot.open:
-        return Reason.TARGET_CLOSED
-    if event_version is None or event_version == snapshot.current_version:
-        return None
-    try:
-        event, current = parse_version(event_version), parse_version(snapshot.current_version or "")
-    except ValueError:
-        return Reason.STALE_VERSION  # the source's version is unreadable or ours is no timestamp: never current
-    if event < current:
-        return Reason.STALE_VERSION
-    if event > current:
-        return Reason.SOURCE_UNAVAILABLE
-    return None
+    """Intake's rule for a version that is a moment, with ``updated_at`` parsed as this task parses it."""
+    return assess_instant_freshness(event_version, snapshot, parse_version)
 
 
 class IssueReader:
