@@ -16,10 +16,12 @@ is part of the key, so a pull request's and an issue's read of one number never 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
+from urllib.parse import urlsplit
 
 from cachetools import LRUCache
 
@@ -54,9 +56,14 @@ def issue_fields(issue: Any) -> Any:
     return kept
 
 
+_ISSUE_PATH = re.compile(r"/issues/[0-9]+/?$")
+
+
 def _fields_for(url: str, data: Any) -> Any:
     """The kept fields of a conditional read's answer: an issue's for ``.../issues/<n>``, else a pull's."""
-    return issue_fields(data) if "/issues/" in url else pull_fields(data)
+    # The path's *end* decides: ``/issues/<n>`` is an issue read, ``/pulls/<n>`` a pull's, whatever the
+    # owner, the repository (one named ``issues`` is common) or an enterprise base path holds.
+    return issue_fields(data) if _ISSUE_PATH.search(urlsplit(url).path) else pull_fields(data)
 
 
 @contextmanager
