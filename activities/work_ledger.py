@@ -43,10 +43,17 @@ class WorkLedgerActivities:
 
     @activity.defn(name=RECORD_OUTCOME_ACTIVITY)
     async def record_run_outcome(self, outcome: RunOutcome) -> bool:
+        key, run_id = with_tenant(outcome.work_key, outcome.tenant), activity.info().workflow_run_id
+        if await asyncio.to_thread(self._store.already_recorded, work_key=key, input_version=outcome.input_version,
+                                   generation=outcome.generation, status=outcome.status, run_id=run_id):
+            activity.logger.info("outcome for %s@%s gen %s already recorded (a repeated ledger write)",
+                                 outcome.work_key, outcome.input_version, outcome.generation,
+                                 extra={"work_key": outcome.work_key})
+            return True
         recorded = await asyncio.to_thread(
-            self._store.record_outcome, work_key=with_tenant(outcome.work_key, outcome.tenant),
+            self._store.record_outcome, work_key=key,
             input_version=outcome.input_version,
-            generation=outcome.generation, status=outcome.status, run_id=activity.info().workflow_run_id,
+            generation=outcome.generation, status=outcome.status, run_id=run_id,
             result=asdict(outcome), receipt_id=outcome.receipt_id, operation_keys=outcome.operation_keys,
             external_ids=outcome.external_ids)
         if recorded:

@@ -87,6 +87,18 @@ class WorkStore:
                 DeadLetters(self._engine).record(s, {**result, **identity}, owner, workflow_id)
         return done == 1
 
+    def already_recorded(self, *, work_key: str, input_version: str, generation: int, status: str,
+                         run_id: str | None) -> bool:
+        """Does the version row already hold this run's end (same generation, status and run)? A ledger
+        write made as a local activity (patch ``lean-loop-steps``) can run again — its marker is lost
+        when the workflow task that carried it fails, or a cancel re-records the order — and a second
+        write must not append the receipt's note or count the run again."""
+        with Session(self._engine) as s:
+            row = s.execute(select(col(WorkVersion.generation), col(WorkVersion.status), col(WorkVersion.run_id))
+                            .where(col(WorkVersion.work_key) == work_key,
+                                   col(WorkVersion.input_version) == input_version)).first()
+        return row is not None and tuple(row) == (generation, status, run_id)
+
     def standing(self, work_key: str, input_version: str, with_receipt: bool = False) -> tuple:
         """The work item and the version row as the ledger holds them now (read-only): what an
         order checks before it runs (``sluicegate.ledger.claim_order``); ``with_receipt``: also

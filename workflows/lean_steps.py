@@ -15,7 +15,12 @@ Workflow code (deterministic). Under the patch, for runs that start on code that
   :data:`LOCAL_RETRY_THRESHOLD` become durable timers (a long ledger outage does not hold a workflow
   task open). A worker crash before the workflow task completes runs them again on the next worker:
   at least once, as before (all four are idempotent: the claim is a read, the re-check's refusal
-  receipt has a fixed id, the outcome and the release are keyed by work key and generation).
+  receipt has a fixed id, the release is keyed by work key and generation, and an outcome the version
+  row already holds — same generation, status and run — is not written again:
+  ``sluicegate.ledger.record_run_outcome`` checks first, so a repeat neither appends the receipt's
+  note nor counts the run twice). Repeats do happen: a signal arriving during the run's last workflow
+  task makes the server reject its completion and the markers with it, and a cancel raised during
+  the outcome write records the order again from the wind-down.
 * **A write is never cut off by a cancel** (:func:`finish_then_cancel`): a local activity would be
   cancelled at once (a regular one without heartbeats could not see the cancel), so the outcome
   record and the release are awaited to their end and the cancel is raised after, as before.

@@ -86,3 +86,20 @@ async def test_the_claim_activity_refuses_what_intake_did_not_admit(engine):
                            (req(repo="other"), "unadmitted:identity-mismatch"),
                            (req(owner="ACME-not"), "unadmitted:identity-mismatch")]:
         assert (await claim(activities.claim_order, forged)).reason == reason
+
+
+async def test_an_outcome_recorded_twice_notes_the_receipt_once(engine):
+    """A local ledger write can run again (a lost marker, a cancel re-recording the order): the second
+    write of the same run's end appends no second note to the receipt and writes nothing."""
+    from ledger._queries import explain
+    from workflows.contracts import RunOutcome, RunStatus
+    key = f"acme/github:acme/api#{uuid.uuid4().int % 10**6}:review"
+    decided = SqlIntakeStore(engine).decide(_draft(key, "v1", uuid.uuid4().hex))
+    activities = WorkLedgerActivities(WorkStore(engine))
+    run = ActivityEnvironment().run
+    outcome = RunOutcome(key, "v1", decided.generation, RunStatus.SUPERSEDED, "superseded by v2 (generation 9)",
+                         receipt_id=decided.receipt_id, tenant="acme", source="github")
+    assert await run(activities.record_run_outcome, outcome) is True
+    assert await run(activities.record_run_outcome, outcome) is True
+    [receipt] = explain(engine, key).receipts
+    assert receipt.message.count("; run superseded by v2") == 1, receipt.message
