@@ -72,6 +72,10 @@ class WorkCandidate:
     draft: bool = False
     title: str = field(default="", compare=False)
     """Display only (the Temporal UI's summary and memo): never part of a decision or a key."""
+    content_digest: str = ""
+    """The target's content as the event saw it (a task whose version is a moment: triage's
+    ``sha256`` of the issue's title and body, ``sluicegate.forge.issue_digest``), never the text;
+    ``""`` = unknown (a manual trigger, a review): the task's freshness rule then compares versions only."""
 
     @property
     def task(self) -> str:

@@ -84,8 +84,9 @@ class Admitter(Protocol):
         ...
 
 
-FreshnessRule = Callable[[str | None, TargetSnapshot], Reason | None]
-"""A task's freshness rule: (the event's version, the source's snapshot) -> a reject/defer reason or None."""
+FreshnessRule = Callable[[str | None, TargetSnapshot, str], Reason | None]
+"""A task's freshness rule: (the event's version, the source's snapshot, the event's content digest
+— ``WorkCandidate.content_digest``, ``""`` when unknown) -> a reject/defer reason or None."""
 TaskPolicyRule = Callable[[WorkCandidate, TargetSnapshot], str | None]
 """A task's own admission rule (beyond :class:`intake.policy.Policy`): ``None`` permits, else ``policy:<rule>``."""
 

@@ -184,7 +184,8 @@ class IntakeService:
             return await asyncio.to_thread(self._store.decide, unknown, ctx)  # disabled since it was queued
         rules = self._rules(candidate)
         snapshot = await fresh_snapshot(rules.reader, envelope, candidate, self._unread.deadline_seconds)
-        stale = None if isinstance(snapshot, Unread) else rules.freshness(candidate.input_version, snapshot)
+        stale = None if isinstance(snapshot, Unread) else rules.freshness(
+            candidate.input_version, snapshot, candidate.content_digest)
         if stale == Reason.SOURCE_UNAVAILABLE:  # the source lags behind the event: wait, never reject
             snapshot = Unread(Reason.SOURCE_UNAVAILABLE, LAG_RETRY_SECONDS,
                               f"{candidate.target.target_id}: the source does not show version "

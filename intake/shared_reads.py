@@ -179,7 +179,7 @@ class SharedReads:
     def rejecting_snapshot(self, envelope: Envelope, candidate: WorkCandidate) -> TargetSnapshot | None:
         """A kept snapshot that answers this delivery (module docstring) and rejects it; else None."""
         kept = self._usable(envelope, candidate)
-        if kept is None or self._freshness(candidate.input_version, kept) in (None, Reason.SOURCE_UNAVAILABLE):
+        if kept is None or self._verdict(candidate, kept) in (None, Reason.SOURCE_UNAVAILABLE):
             return None  # a "fresh" snapshot never admits, a lagging one never rejects: read instead
         self.snapshot_rejects += 1
         return kept
@@ -187,7 +187,10 @@ class SharedReads:
     def saw_fresh(self, envelope: Envelope, candidate: WorkCandidate) -> bool:
         """Does a kept snapshot that answers this delivery say its version is fresh (being admitted)?"""
         kept = self._usable(envelope, candidate)
-        return kept is not None and self._freshness(candidate.input_version, kept) is None
+        return kept is not None and self._verdict(candidate, kept) is None
+
+    def _verdict(self, candidate: WorkCandidate, kept: TargetSnapshot) -> Reason | None:
+        return self._freshness(candidate.input_version, kept, candidate.content_digest)
 
     def since(self, envelope: Envelope, candidate: WorkCandidate) -> TargetReader:
         """This reader as seen by one delivery (its receipt time and its origin)."""

@@ -146,7 +146,7 @@ class TaskSpec:
     reader: Callable[[ForgeClient], TargetReader]
     """Target reader factory: the authoritative read intake's freshness check makes."""
     freshness: FreshnessRule
-    """(event version, snapshot) -> ``stale-version`` / ``target-closed`` / ``target-not-found``,
+    """(event version, snapshot, the candidate's content digest — ``""`` unknown) -> ``stale-version`` / ``target-closed`` / ``target-not-found``,
     ``source-unavailable`` (the source lags: deferred, never rejected) or None."""
     loop: LoopSpec
     policy: TaskPolicyRule | None = None

@@ -1,6 +1,7 @@
 """What the deferred queue stores to decide an item again later: its envelope and candidate.
 
-The payload is written by intake itself, never by a sender. ``override`` is its own key (the
+The payload is written by intake itself, never by a sender. A candidate's ``content_digest`` (a
+digest, never the text) is kept so a re-decision judges freshness as the first decision did. ``override`` is its own key (the
 envelope's typed field, set only by an authenticated admin's manual trigger); payloads queued
 before that key existed kept a manual trigger's override under ``data`` — it is honoured only
 for a manual trigger with an actor, the one path that could have written it.
@@ -19,6 +20,13 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
+def _digest(value: Any) -> str:
+    """A stored content digest (sha256 hex), or ``""`` (unknown) for anything else."""
+    if isinstance(value, str) and len(value) == 64 and all(ch in "0123456789abcdef" for ch in value):
+        return value
+    return ""
+
+
 def to_payload(envelope: Envelope, candidate: WorkCandidate) -> dict[str, Any]:
     return {
         "envelope": {"id": envelope.id, "source": envelope.source, "type": envelope.type,
@@ -29,7 +37,7 @@ def to_payload(envelope: Envelope, candidate: WorkCandidate) -> dict[str, Any]:
         "candidate": {"work_key": candidate.work_key, "owner": candidate.target.owner,
                       "repo": candidate.target.repo, "number": candidate.target.number,
                       "input_version": candidate.input_version, "tenant": candidate.tenant,
-                      "draft": candidate.draft},
+                      "draft": candidate.draft, "content_digest": candidate.content_digest},
     }
 
 
@@ -52,7 +60,8 @@ def from_payload(payload: dict[str, Any]) -> tuple[Envelope, WorkCandidate]:
     if not task or task == REVIEW_TASK:
         candidate = review_candidate(c["tenant"], ref, c.get("input_version"), bool(c.get("draft")))
     else:
-        candidate = WorkCandidate(work_key_for(c["tenant"], ref, task), ref, c.get("input_version"), c["tenant"])
+        candidate = WorkCandidate(work_key_for(c["tenant"], ref, task), ref, c.get("input_version"), c["tenant"],
+                                  content_digest=_digest(c.get("content_digest")))
     return envelope, candidate
 
 

@@ -25,11 +25,14 @@ from urllib.parse import urlsplit
 
 from cachetools import LRUCache
 
+from sluicegate.forge.issue_digest import DIGEST_FIELD, issue_content_digest
+
 PULL_FIELDS = ("number", "state", "draft", "merged", "updated_at", "title")
 """Top-level fields of a pull request kept (plus ``head.sha``); everything else (body, links, users) is dropped."""
 
 ISSUE_FIELDS = ("number", "state", "updated_at", "title")
-"""Top-level fields of an issue kept for freshness (plus ``pull_request`` as ``True`` when present)."""
+"""Top-level fields of an issue kept for freshness (plus ``pull_request`` as ``True`` when present, and
+the ``content_digest`` of title and body in place of the body: ``sluicegate.forge.issue_digest``)."""
 
 _SCOPE: ContextVar[str] = ContextVar("sluicegate_forge_cache_scope", default="")
 
@@ -53,6 +56,9 @@ def issue_fields(issue: Any) -> Any:
     kept = {k: issue[k] for k in ISSUE_FIELDS if k in issue}
     if issue.get("pull_request"):
         kept["pull_request"] = True
+    # The forge's answer has a body (null when empty); a kept entry (a 304) has only its digest.
+    kept[DIGEST_FIELD] = (issue_content_digest(issue.get("title"), issue.get("body")) if "body" in issue
+                          else str(issue.get(DIGEST_FIELD) or ""))
     return kept
 
 

@@ -3,8 +3,8 @@ an allow-list and post one comment saying why.
 
 Trigger: GitHub ``issues`` opened / edited / reopened (:mod:`tasks.triage.trigger`). Work key
 ``<tenant>/github:<owner>/<repo>#<n>:triage`` at the issue's ``updated_at`` (:mod:`tasks.triage.target`).
-Freshness: ``GET /repos/{o}/{r}/issues/{n}``; stale when older, deferred when newer (API lag), closed
-or a pull request refused. Tools (:mod:`tasks.triage.tools`): ``get_issue``, ``add_labels`` (∩
+Freshness: ``GET /repos/{o}/{r}/issues/{n}``; stale when older *and* the content (title, body digest)
+changed, deferred when newer (API lag), closed or a pull request refused. Tools (:mod:`tasks.triage.tools`): ``get_issue``, ``add_labels`` (∩
 ``tasks.triage.labels``), ``post_triage_comment`` (exactly once). Not served by scans or goals.
 """
 

@@ -9,8 +9,12 @@ Freshness compares instants, not strings:
 * the issue is missing, or is a pull request (GitHub's issues endpoint answers pull requests too:
   ``pull_request`` present) -> ``target-not-found``: a pull request is the review task's target;
 * closed -> ``target-closed``;
-* the event's ``updated_at`` is older than the issue's now -> ``stale-version`` (a newer edit, or our
-  own labels or comment, has moved it on);
+* the event's ``updated_at`` is older than the issue's now: ``updated_at`` also moves on a comment, a
+  label or an assignee (a welcome bot's comment, our own labels), so it is ``stale-version`` only if
+  the issue's *content* changed: the digest of (title, body) the event carried
+  (``WorkCandidate.content_digest``) differs from the digest of the issue as the API answers it now
+  (``TargetSnapshot.content_digest``). Same content -> fresh, admitted at the event's version. A
+  candidate without a digest (a manual trigger) -> ``stale-version``, as before;
 * newer than what the API answers -> ``source-unavailable``: the API lags behind the event, which must
   not be lost; intake defers it (queued, re-decided with backoff) instead of rejecting it.
 
@@ -29,9 +33,9 @@ from intake.hygiene import display_title
 from intake.identity import work_key_for
 from intake.ports import SourceUnavailable
 from sluicegate.forge.client import ForgeClient, ForgeError
+from sluicegate.forge.issue_digest import DIGEST_FIELD
 
 TRIAGE_TASK = "triage"
-_CANONICAL = "%Y-%m-%dT%H:%M:%SZ"
 
 
 def triage_work_key(tenant: str, ref: PullRequestRef, forge: str = "github") -> str:
@@ -41,31 +45,42 @@ def triage_work_key(tenant: str, ref: PullRequestRef, forge: str = "github") -> 
 
 def parse_version(value: str) -> datetime:
     """An ``updated_at`` (ISO 8601, with an offset or ``Z``) as an aware UTC instant, whole seconds;
-    ``ValueError`` for anything else (a naive time is not one)."""
+    ``ValueError`` for anything else (a naive time is not one, nor a moment outside years 1-9999 in UTC)."""
     if not isinstance(value, str) or len(value) > 40:
         raise ValueError("not an updated_at timestamp")
-    moment = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+    return _utc(datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value))
+
+
+def _utc(moment: datetime) -> datetime:
     if moment.tzinfo is None:
         raise ValueError("updated_at needs a time zone (Z or an offset)")
-    return moment.astimezone(UTC).replace(microsecond=0)
+    try:
+        return moment.astimezone(UTC).replace(microsecond=0)
+    except OverflowError:
+        raise ValueError("updated_at is outside years 1-9999 in UTC") from None
 
 
 def canonical_version(value: str | datetime) -> str:
-    """The canonical form of an ``updated_at``: ``YYYY-MM-DDTHH:MM:SSZ``."""
-    moment = parse_version(value) if isinstance(value, str) else value.astimezone(UTC).replace(microsecond=0)
-    return moment.strftime(_CANONICAL)
+    """The canonical form of an ``updated_at``: ``YYYY-MM-DDTHH:MM:SSZ``, the year always four digits
+    (``parse_version`` reads it back to the same instant); ``ValueError`` like :func:`parse_version`."""
+    moment = parse_version(value) if isinstance(value, str) else _utc(value)
+    return (f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
+            f"T{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}Z")
 
 
-def triage_candidate(tenant: str, ref: PullRequestRef, input_version: str | None, title: str = "") -> WorkCandidate:
-    """The candidate for triaging issue ``ref``; the version canonical (``ValueError`` if it is none)."""
+def triage_candidate(tenant: str, ref: PullRequestRef, input_version: str | None, title: str = "",
+                     content_digest: str = "") -> WorkCandidate:
+    """The candidate for triaging issue ``ref``; the version canonical (``ValueError`` if it is none);
+    ``content_digest``: the event's issue content (``sluicegate.forge.issue_digest``), ``""`` unknown."""
     version = canonical_version(input_version) if input_version is not None else None
     return WorkCandidate(work_key=triage_work_key(tenant, ref), target=ref, input_version=version, tenant=tenant,
-                         title=title)
+                         title=title, content_digest=content_digest)
 
 
-def triage_freshness(event_version: str | None, snapshot: TargetSnapshot) -> Reason | None:
-    """Intake's rule for a version that is a moment, with ``updated_at`` parsed as this task parses it."""
-    return assess_instant_freshness(event_version, snapshot, parse_version)
+def triage_freshness(event_version: str | None, snapshot: TargetSnapshot, content_digest: str = "") -> Reason | None:
+    """Intake's rule for a version that is a moment, with ``updated_at`` parsed as this task parses it;
+    older but the same content (``content_digest``) is fresh (module docstring)."""
+    return assess_instant_freshness(event_version, snapshot, parse_version, content_digest)
 
 
 class IssueReader:
@@ -87,5 +102,7 @@ class IssueReader:
             version: str | None = canonical_version(str(issue.get("updated_at") or ""))
         except ValueError:
             version = None
+        digest = issue.get(DIGEST_FIELD)
         return TargetSnapshot(exists=True, open=issue.get("state") == "open", current_version=version,
-                              title=display_title(issue.get("title")))
+                              title=display_title(issue.get("title")),
+                              content_digest=digest if isinstance(digest, str) else "")

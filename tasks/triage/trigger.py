@@ -3,8 +3,10 @@
 Runs only on a delivery whose HMAC already verified (``intake.github.verify_github``), on a body the
 API bounded; the payload is validated with pydantic like ``PullRequestEvent`` (extra fields
 ignored, identities through ``intake.hygiene``). The issue's title is kept for display only
-(``display_title``); its body is never read here: it is untrusted text that reaches the model only
-through the ``get_issue`` tool, bounded, and never a key or a decision.
+(``display_title``); its body is never kept here: it is untrusted text that reaches the model only
+through the ``get_issue`` tool, bounded, and never a key or a decision. Title and body are only
+hashed (``sluicegate.forge.issue_digest``, bounded) into the candidate's ``content_digest``, which
+freshness compares with the issue's digest now (``tasks.triage.target``).
 
 Actions: ``opened``, ``edited``, ``reopened`` ask for triage; every other ``issues`` action (closed,
 labeled, assigned, ...) is valid and asks for no work (``not-actionable``). ``labeled`` and comment
@@ -25,6 +27,7 @@ from intake.github import GithubEvent
 from intake.hygiene import MAX_NUMBER, display_title, repository
 from intake.sources import ParsedDelivery
 from intake.sources._common import utc
+from sluicegate.forge.issue_digest import issue_content_digest
 from tasks.triage.target import canonical_version, triage_candidate
 
 TRIAGE_ACTIONS = frozenset({"opened", "edited", "reopened"})
@@ -49,7 +52,9 @@ class _Issue(_Lenient):
     state: str = Field(max_length=32)
     updated_at: datetime
     title: Any = None
-    """Display only (``display_title``)."""
+    """Display only (``display_title``), and hashed with ``body`` (the content digest)."""
+    body: Any = None
+    """Only hashed (the content digest); never kept, logged or decided on."""
 
 
 class IssuesEvent(_Lenient):
@@ -75,5 +80,8 @@ def map_issues(data: Any, event: GithubEvent) -> ParsedDelivery:
     envelope = event.envelope(f"issues.{parsed.action}", ref.target_id, updated_at)
     if parsed.action not in TRIAGE_ACTIONS:
         return ParsedDelivery(envelope, None)
-    candidate = triage_candidate(event.tenant, ref, canonical_version(updated_at), display_title(parsed.issue.title))
+    issue = parsed.issue
+    known = {"title", "body"} <= issue.model_fields_set  # a payload without them: content unknown
+    digest = issue_content_digest(issue.title, issue.body) if known else ""
+    candidate = triage_candidate(event.tenant, ref, canonical_version(updated_at), display_title(issue.title), digest)
     return ParsedDelivery(envelope, candidate)

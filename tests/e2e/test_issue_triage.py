@@ -1,6 +1,6 @@
 """Issue triage end to end: octokit's ``issues`` payloads, signed, through the webhook API, the worker
 and both simulators. Opened -> one run that labels the issue from the allow-list and comments once;
-the redelivery -> duplicate; an edit older than the issue -> stale; a pull request's number sent as an
+the redelivery -> duplicate; an edit older than the issue, whose content the issue no longer has -> stale; a pull request's number sent as an
 issue -> refused (never triaged); a closed issue -> target-closed.
 """
 
@@ -89,7 +89,9 @@ def test_issue_triage_through_the_whole_stack(stack_factory) -> None:
 
     older = (datetime.fromisoformat(version.replace("Z", "+00:00")) - timedelta(seconds=30)).strftime(
         "%Y-%m-%dT%H:%M:%SZ")
-    _, stale = t.send(_octokit("edited", REPO, 1, older))
+    # An edit older than the issue now, naming content the issue no longer has (edited since): stale.
+    # (Older with the issue's content as it is now would be fresh at its own version: docs/tasks.md.)
+    _, stale = t.send(_octokit("edited", REPO, 1, older, body="the text before the last edit"))
     assert (stale["outcome"], stale["reason"]) == ("reject", "stale-version")
 
     pull = httpx.get(f"{t.forge}/_sim/issues/acme/api/42", timeout=10).json()
