@@ -19,6 +19,7 @@ The review task's tools are not hosted here (``activities/forge_tools.py``, ``ar
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any, Awaitable, Callable, Iterable
 
 from temporalio import activity
@@ -83,8 +84,9 @@ class HostedKit:
 
 
 def _call(req: ToolRequest) -> ToolCall:
-    return ToolCall(req.work_key, req.tenant, req.owner, req.repo, req.number, req.input_version, req.generation,
-                    req.arguments, req.effect_discriminator)
+    """``tasks.spec.ToolCall`` mirrors the workflow's ``ToolRequest`` (tasks may not import workflows): copied
+    by field name, so a field renamed on one side fails here rather than landing in the wrong slot."""
+    return ToolCall(**{f.name: getattr(req, f.name) for f in fields(ToolCall)})
 
 
 class TaskTools:

@@ -9,6 +9,8 @@ error mapper (``sluicegate.forge.errors``) derived: a rate limit's own delay, a 
 
 from __future__ import annotations
 
+from typing import Any, Awaitable
+
 from intake.envelope import PullRequestRef
 from intake.freshness import TargetSnapshot
 from intake.hygiene import display_title
@@ -16,17 +18,25 @@ from intake.ports import SourceUnavailable
 from sluicegate.forge.client import ForgeClient, ForgeError
 
 
+async def authoritative_read(read: Awaitable[Any]) -> Any | None:
+    """The forge's answer to a freshness read; ``None`` for a 404 (the target does not exist); any
+    other forge error raises :class:`SourceUnavailable` (every task's reader maps errors this way)."""
+    try:
+        return await read
+    except ForgeError as exc:
+        if exc.not_found:
+            return None
+        raise SourceUnavailable(str(exc), exc.retry_after, permanent=not exc.retryable) from None
+
+
 class ForgeTargetReader:
     def __init__(self, forge: ForgeClient) -> None:
         self._forge = forge
 
     async def read(self, ref: PullRequestRef, tenant: str | None = None) -> TargetSnapshot:
-        try:
-            pull = await self._forge.get_pull(ref.owner, ref.repo, ref.number, tenant=tenant)
-        except ForgeError as exc:
-            if exc.not_found:
-                return TargetSnapshot(exists=False)
-            raise SourceUnavailable(str(exc), exc.retry_after, permanent=not exc.retryable) from None
+        pull = await authoritative_read(self._forge.get_pull(ref.owner, ref.repo, ref.number, tenant=tenant))
+        if pull is None:
+            return TargetSnapshot(exists=False)
         return TargetSnapshot(exists=True, open=pull.get("state") == "open",
                               current_version=(pull.get("head") or {}).get("sha"),
                               draft=bool(pull.get("draft")), title=display_title(pull.get("title")))

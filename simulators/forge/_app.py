@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
@@ -76,6 +76,16 @@ def _paged(request: Request, items: list[Any]) -> tuple[list[Any], dict[str, str
     chunk, rels = paginate(items, request.query_params.get("per_page"), request.query_params.get("page"))
     link = link_header(request.url, rels)
     return chunk, ({"Link": link} if link else {})
+
+
+def _conditional(request: Request, body: Any, record: Callable[[str], None]) -> Response:
+    """A JSON answer with its weak ``ETag``; 304 when ``If-None-Match`` names it (``record``: the read's kind)."""
+    etag = entity_tag(body)
+    if etag_matches(request.headers.get("if-none-match"), etag):
+        record("not_modified")
+        return Response(status_code=304, headers={"ETag": etag})
+    record("json")
+    return JSONResponse(body, headers={"ETag": etag})
 
 
 def _choice(request: Request, name: str, allowed: tuple[str, ...], default: str) -> str:
@@ -136,13 +146,7 @@ def create_forge_app(
         if any(media in accept for media in _DIFF_TYPES):
             state.record_pull_read("diff")
             return PlainTextResponse(pull.diff, media_type="text/plain")
-        body = pull_json(pull, _base(request))
-        etag = entity_tag(body)
-        if etag_matches(request.headers.get("if-none-match"), etag):
-            state.record_pull_read("not_modified")
-            return Response(status_code=304, headers={"ETag": etag})
-        state.record_pull_read("json")
-        return JSONResponse(body, headers={"ETag": etag})
+        return _conditional(request, pull_json(pull, _base(request)), state.record_pull_read)
 
     @api.get("/repos/{owner}/{repo}/issues/{number}/comments")
     async def list_comments(owner: str, repo: str, number: str, request: Request) -> Response:
@@ -165,13 +169,7 @@ def create_forge_app(
         view = state.get_issue(owner, repo, _number(number))
         if view is None:
             raise _not_found()
-        body = issue_json(view, _base(request))
-        etag = entity_tag(body)
-        if etag_matches(request.headers.get("if-none-match"), etag):
-            state.record_issue_read("not_modified")
-            return Response(status_code=304, headers={"ETag": etag})
-        state.record_issue_read("json")
-        return JSONResponse(body, headers={"ETag": etag})
+        return _conditional(request, issue_json(view, _base(request)), state.record_issue_read)
 
     @api.get("/repos/{owner}/{repo}/issues/{number}/labels")
     async def list_labels(owner: str, repo: str, number: str, request: Request) -> Response:

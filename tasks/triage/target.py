@@ -31,8 +31,8 @@ from intake.envelope import PullRequestRef, WorkCandidate
 from intake.freshness import TargetSnapshot, assess_instant_freshness
 from intake.hygiene import display_title
 from intake.identity import work_key_for
-from intake.ports import SourceUnavailable
-from sluicegate.forge.client import ForgeClient, ForgeError
+from intake.forge_reader import authoritative_read
+from sluicegate.forge.client import ForgeClient
 from sluicegate.forge.issue_digest import DIGEST_FIELD
 
 TRIAGE_TASK = "triage"
@@ -90,13 +90,8 @@ class IssueReader:
         self._forge = forge
 
     async def read(self, ref: PullRequestRef, tenant: str | None = None) -> TargetSnapshot:
-        try:
-            issue = await self._forge.get_issue(ref.owner, ref.repo, ref.number, tenant=tenant)
-        except ForgeError as exc:
-            if exc.not_found:
-                return TargetSnapshot(exists=False)
-            raise SourceUnavailable(str(exc), exc.retry_after, permanent=not exc.retryable) from None
-        if not isinstance(issue, dict) or issue.get("pull_request"):
+        issue = await authoritative_read(self._forge.get_issue(ref.owner, ref.repo, ref.number, tenant=tenant))
+        if not isinstance(issue, dict) or issue.get("pull_request"):  # None: a 404
             return TargetSnapshot(exists=False)  # a pull request: the review task's target, never triaged
         try:
             version: str | None = canonical_version(str(issue.get("updated_at") or ""))
