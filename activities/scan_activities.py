@@ -110,7 +110,10 @@ class ScanActivities:
         if not req.decided:
             wm = await asyncio.to_thread(self._watermarks.get, req.scan_id, req.repo)
             return _state(req.scan_id, req.repo, wm)
-        stamped = [(parse_time(c.updated_at), c) for c in req.decided]
+        stamped = [(t, c) for c in req.decided if (t := parse_time(c.updated_at)) is not None]
+        if not stamped:  # no candidate carried a time: nothing can move the watermark
+            wm = await asyncio.to_thread(self._watermarks.get, req.scan_id, req.repo)
+            return _state(req.scan_id, req.repo, wm)
         newest = max(t for t, _ in stamped)
         keys = [c.boundary_key for t, c in stamped if t == newest]
         wm = await asyncio.to_thread(self._watermarks.advance, req.scan_id, req.repo, newest, keys)

@@ -87,7 +87,7 @@ def _app_spec(app_id: str | None, key_file: str | None, installations_given: lis
     given = [app_id, key_file, installations_given or None]
     if not any(given):
         return None
-    if not all(given):
+    if not (app_id and key_file and installations_given):
         raise ValueError("GitHub App mode needs --app-id, --app-public-key-file and --app-installation")
     installations = {}
     for item in installations_given:

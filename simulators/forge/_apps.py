@@ -103,9 +103,10 @@ def _needed(method: str, rest: str, is_pull: Callable[[int], bool]) -> tuple[tup
     return ("contents",), level
 
 
-def _check_lifetime(seconds: Any) -> None:
+def _check_lifetime(seconds: object) -> float:
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 1 <= seconds <= 3600:
         raise ValueError("token lifetime must be a number of seconds between 1 and 3600")
+    return float(seconds)
 
 
 def _check_spec(spec: GitHubAppSpec) -> None:
@@ -159,11 +160,11 @@ class GitHubApps:
         with self._lock:
             return self._spec is not None
 
-    def set_token_lifetime(self, seconds: float) -> None:
+    def set_token_lifetime(self, seconds: object) -> None:
         """Lifetime of tokens issued from now on (tokens already issued keep theirs)."""
-        _check_lifetime(seconds)
+        lifetime = _check_lifetime(seconds)
         with self._lock:
-            self._lifetime = float(seconds)
+            self._lifetime = lifetime
 
     def revoke_all(self) -> int:
         with self._lock:
@@ -201,7 +202,7 @@ class GitHubApps:
                          dict(permissions), float(math.ceil(self._clock() + lifetime)))
         with self._lock:
             self._tokens[token] = issued
-        answer = {"token": token, "expires_at": _format(issued.expires_at), "permissions": issued.permissions,
+        answer: dict[str, Any] = {"token": token, "expires_at": _format(issued.expires_at), "permissions": issued.permissions,
                   "repository_selection": "selected" if repos else "all"}
         if repos:
             answer["repositories"] = [{"name": r, "full_name": f"{account}/{r}"} for r in repos]

@@ -39,13 +39,14 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterable, Awaitable, Callable, Mapping
 from http import HTTPStatus
-from typing import Any
+from typing import Any, cast
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.routing import Match
+from starlette.types import Scope
 
 from simulators._faults import FaultSpecError, check_number, check_route, check_status, route_matches
 from simulators.forge._identity import identify
@@ -92,7 +93,7 @@ def parse_fault(spec: Any) -> dict[str, Any]:
     return fault
 
 
-def _route_template(app: FastAPI, scope: Mapping[str, Any]) -> str:
+def _route_template(app: FastAPI, scope: Scope) -> str:
     partial = None
     for route in app.router.routes:
         match, _ = route.matches(scope)
@@ -162,16 +163,21 @@ async def _answer(request: Request, call_next: Callable[[Request], Awaitable[Res
         await asyncio.sleep(fault["hang_seconds"])
     if fault["status"] is None:
         return response
-    async for _ in response.body_iterator:  # drain the discarded response
+    async for _ in _body(response):  # drain the discarded response
         pass
     return _fault_response(fault)
+
+
+def _body(response: Response) -> AsyncIterable[str | bytes | memoryview]:
+    """The body of a response from ``call_next`` (Starlette's streaming subclass, typed as ``Response``)."""
+    return cast(StreamingResponse, response).body_iterator
 
 
 def _stalling(response: Response, after: int, seconds: float) -> Response:
     """``response`` sent as it is, except that its body stops after ``after`` bytes for ``seconds``."""
     async def chunks():
         sent, stalled = 0, False
-        async for chunk in response.body_iterator:
+        async for chunk in _body(response):
             chunk = chunk.encode() if isinstance(chunk, str) else bytes(chunk)
             if not stalled and sent + len(chunk) >= after:
                 head, chunk = chunk[:after - sent], chunk[after - sent:]

@@ -37,7 +37,8 @@ class Users:
         self._lock = threading.Lock()
         self._by_token: dict[str, str] = {}
 
-    def add(self, token: str, login: str) -> None:
+    def add(self, token: object, login: object) -> None:
+        """``token`` and ``login`` come straight from a control request's JSON: checked here."""
         if not isinstance(token, str) or not token.strip() or not isinstance(login, str) or not login.strip():
             raise ValueError("a user needs a non-empty 'token' and 'login'")
         with self._lock:

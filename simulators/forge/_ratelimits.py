@@ -106,6 +106,8 @@ class RateLimits:
         exhaust = check_number(spec, "exhaust_for_seconds", None)
         if not window:
             raise FaultSpecError("'window_seconds' must be positive")
+        if limit is None:  # {"limit": null} would compare None with a count on the next request
+            raise FaultSpecError("'limit' must be a non-negative integer")
         with self._lock:
             self._limit, self._window, self._primary_status, self._writes_per_minute = limit, window, status, writes
             if exhaust is not None:

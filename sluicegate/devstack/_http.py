@@ -22,9 +22,15 @@ class StackHttp:
         self.forge = f"http://{s.simulators.forge.host}:{s.simulators.forge.port}"
         self.model = f"http://{s.simulators.model.host}:{s.simulators.model.port}"
 
+    def _forge_token(self) -> str:
+        token = self.settings.forge.token
+        if token is None:  # an App-mode stack mints installation tokens; these helpers read as a static user
+            raise RuntimeError("the dev stack's forge has no static token (forge.token); StackHttp needs one")
+        return token.get_secret_value()
+
     def head(self, repo: str, number: int) -> str:
         r = httpx.get(f"{self.forge}/repos/{repo}/pulls/{number}",
-                      headers={"Authorization": f"Bearer {self.settings.forge.token.get_secret_value()}"}, timeout=10)
+                      headers={"Authorization": f"Bearer {self._forge_token()}"}, timeout=10)
         return r.raise_for_status().json()["head"]["sha"]
 
     def send_opened(self, repo: str, number: int, sha: str | None = None, action: str = "opened",

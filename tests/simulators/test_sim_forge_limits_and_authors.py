@@ -115,7 +115,7 @@ def test_writes_per_minute_is_a_secondary_limit_per_credential(http: httpx.Clien
     assert http.post(COMMENTS, json={"body": "o"}, headers=_as("ghp_other")).status_code == 201
 
 
-@pytest.mark.parametrize("spec", [{"status": 500}, {"limit": -1}, {"window_seconds": 0}, {"bogus": 1}, []])
+@pytest.mark.parametrize("spec", [{"status": 500}, {"limit": -1}, {"limit": None}, {"window_seconds": 0}, {"bogus": 1}, []])
 def test_bad_rate_limit_settings_are_400(http: httpx.Client, spec: object) -> None:
     assert http.post("/_sim/rate_limits", json=spec).status_code == 400
 
