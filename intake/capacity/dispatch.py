@@ -17,7 +17,7 @@ import asyncio
 import logging
 from datetime import datetime
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence, TypeVar
 
 from intake.capacity.fairness import DEFAULT_AGING_SECONDS, QueuedItem, as_aware, fair_order
 from intake.capacity.plan import Block, CapacityPlanner
@@ -45,18 +45,27 @@ class Queued(Protocol):
     receipt_id: str
 
 
-class QueuePort(Protocol):
-    def due(self, limit: int = 500) -> Sequence[Queued]: ...
+Q = TypeVar("Q", bound=Queued)
+Q_co = TypeVar("Q_co", bound=Queued, covariant=True)
+Q_contra = TypeVar("Q_contra", bound=Queued, contravariant=True)
+
+
+class QueuePort(Protocol[Q_co]):
+    """The deferred queue, over its own item type (the ledger's ``DeferredItem``)."""
+
+    def due(self, limit: int = 500) -> Sequence[Q_co]: ...
     def now(self) -> datetime:
         """The clock ``enqueued_at`` was written with (the database's), for aging."""
         ...
-    def get(self, item_id: str) -> Queued | None: ...
+    def get(self, item_id: str) -> Q_co | None: ...
     def note_failure(self, item_id: str, error: str, max_failures: int, retry_after: float) -> bool: ...
     def requeue(self, item_id: str, block: Block, retry_after: float, error: str) -> None: ...
 
 
-class DeadLetterPort(Protocol):
-    def poison(self, item: Queued, error: str) -> None: ...
+class DeadLetterPort(Protocol[Q_contra]):
+    """Where an item that keeps failing goes: it takes the queue's own item type."""
+
+    def poison(self, item: Q_contra, error: str) -> None: ...
 
 
 class RoomCheck:
@@ -109,8 +118,8 @@ class DispatchReport:
     stopped_on: str | None = None
 
 
-async def dispatch_once(queue: QueuePort, service: IntakeService, active_by_tenant: Mapping[str, int], *,
-                        dead_letters: DeadLetterPort | None = None, batch: int = 200, max_failures: int = 5,
+async def dispatch_once(queue: QueuePort[Q], service: IntakeService, active_by_tenant: Mapping[str, int], *,
+                        dead_letters: DeadLetterPort[Q] | None = None, batch: int = 200, max_failures: int = 5,
                         retry_after: float = 30.0, room: RoomCheck | None = None,
                         aging_seconds: float | None = DEFAULT_AGING_SECONDS) -> DispatchReport:
     from intake.kill_gate import HeldByKill
