@@ -197,7 +197,10 @@ def _measurement(side: str, rows: list[dict], base: list[dict] | None) -> Measur
     if base:  # Sluicegate over each peer, each the median of per-round figures
         for peer, prow in base:
             ratios[f"throughput_vs_{peer}"] = figures["deliveries_per_s"] / _median(prow, "deliveries_per_s")
+            ratios[f"throughput_vs_{peer}_target_min"] = 1.0  # issue 11 item 5: faster than both peers
             ratios[f"p95_vs_{peer}"] = figures["p95_ms"] / _median(prow, "p95_ms")
+        ratios["forge_requests_per_unique_version"] = figures["forge_requests_per_unique_version"]
+        ratios["forge_requests_per_unique_version_target_max"] = 1.1  # issue 11 item 3
     checks = [(f"{figures['runs_started']} runs started for {figures['unique_versions']} unique versions "
                f"({figures['deliveries']} deliveries); model calls seen {figures['model_calls_seen']}")]
     return Measurement(f"duplicate storm: {side}", CAPACITY, figures, ratios, not problems,

@@ -61,3 +61,21 @@ def test_every_bench_quick_run_verifies_and_prints_one_json_document(tmp_path):
             assert m["error"] is None, (name, m["name"], m["error"])
             if require_pg:
                 assert m["skipped"] is None, f"{name}/{m['name']} skipped under SLUICEGATE_REQUIRE_POSTGRES=1"
+
+    # bench.summary's table (issue 11's proof) is built from these documents: every ratio a bench
+    # gives a target for is a row, and its verdict is the bench's value against that target.
+    from bench.summary import rows
+
+    docs = {name: json.loads(outputs[name]) for name in BENCHES}
+    table = {(r.bench, r.measurement, r.ratio): r for r in rows(docs)}
+    targeted = 0
+    for name, doc in docs.items():
+        for m in doc["measurements"]:
+            for key, target in (m["ratios"] or {}).items():
+                base, sep, side = key.rpartition("_target_")
+                if not sep or not isinstance(m["ratios"].get(base), (int, float)):
+                    continue
+                row = table[(name, m["name"], base)]
+                assert row.met == (m["ratios"][base] >= target if side == "min" else m["ratios"][base] <= target)
+                targeted += 1
+    assert targeted >= 4, f"only {targeted} ratios with a target in the quick runs"
