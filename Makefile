@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv lock demo up test quick-pass test-dev-server bench bench-quick bench-peers bench-scale clean drills drill-cancel drill-temporal-restart drill-duplicate-storm \
+.PHONY: venv lock demo up test quick-pass test-dev-server bench bench-quick bench-peers bench-summary bench-scale clean drills drill-cancel drill-temporal-restart drill-duplicate-storm \
         drill-worker-crash drill-postgres-restart drill-forge-outage console-screenshots
 
 # The venv is the lock: every package pinned with hashes (runtime + the `dev` and `bench` extras; `dev`
@@ -68,6 +68,9 @@ bench: venv  ## the full intake bench: intake vs. bare baselines (exit 1 only wh
 
 bench-peers: venv  ## one duplicate storm to Sluicegate, naive Temporal and DBOS side by side (docs/performance.md)
 	@$(PY) -m bench.peers_bench $(BENCH_ARGS)
+
+bench-summary: venv  ## issue 11's proof: the intake, loop and peers benches in one run, one table of ratios vs targets
+	@$(PY) -m bench.summary $(BENCH_ARGS)
 
 bench-scale: venv  ## scale-out curve on a private PostgreSQL database: 1, 2, 4 API processes, 1-2 workers, 10,000 deliveries per step
 	@$(PY) -m bench.scale_bench $(BENCH_ARGS)
