@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import case, insert, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
@@ -316,19 +316,24 @@ class SqlIntakeStore:
         return generation
 
     def mark_admitted(self, decision: IntakeDecision, workflow_id: str, run_id: str | None) -> IntakeDecision:
+        """Record the started run. Rows are locked in the order the run's own end takes them
+        (``WorkStore.record_outcome``: version, receipt, work item): in the opposite order a run that
+        ended at once deadlocked with this, and PostgreSQL's victim was this transaction — a decided,
+        admitted delivery answered 503. The run's status, if it already recorded its end, is kept."""
         now = utcnow()
         with Session(self._engine) as s, s.begin():
-            s.execute(update(Receipt).where(Receipt.id == decision.receipt_id)
-                      .values(workflow_id=workflow_id, run_id=run_id))
             s.execute(update(WorkVersion)
                       .where(WorkVersion.work_key == decision.work_key,
                              WorkVersion.input_version == decision.input_version,
                              WorkVersion.generation == decision.generation,
                              WorkVersion.status == "accepted")
                       .values(status="admitted", workflow_id=workflow_id, run_id=run_id, updated_at=now))
+            s.execute(update(Receipt).where(Receipt.id == decision.receipt_id)
+                      .values(workflow_id=workflow_id, run_id=run_id))
             s.execute(update(WorkItem)
                       .where(WorkItem.work_key == decision.work_key, WorkItem.generation == decision.generation)
-                      .values(status="admitted", workflow_id=workflow_id, updated_at=now))
+                      .values(status=case((WorkItem.status == "accepted", "admitted"), else_=WorkItem.status),
+                              workflow_id=workflow_id, updated_at=now))
         return replace(decision, workflow_id=workflow_id, run_id=run_id)
 
     def pending_admissions(self, older_than_seconds: float, limit: int = 100) -> list[PendingAdmission]:

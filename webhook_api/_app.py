@@ -97,7 +97,10 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
         return unvalidated_response()  # pydantic's errors carry the input: never answer them
 
     async def _ledger_down(request: Request, exc: Exception) -> JSONResponse:
-        log.error("ledger unavailable, answering 503: %s", type(exc).__name__)  # the error may quote SQL/params
+        # The error's text may quote SQL/params: log its class, the driver's class and SQLSTATE only.
+        orig = getattr(exc, "orig", None)
+        log.error("ledger unavailable, answering 503: %s (%s, sqlstate %s)", type(exc).__name__,
+                  type(orig).__name__ if orig is not None else "-", getattr(orig, "sqlstate", None))
         return ledger_down_response()
 
     for error in LEDGER_DOWN:

@@ -1,0 +1,99 @@
+"""PostgreSQL row-lock order between the API marking a version admitted and its run recording its end.
+
+``SqlIntakeStore.mark_admitted`` (API process, right after the workflow started) and
+``WorkStore.record_outcome`` (worker, when the run ends) update the same three rows. Taken in
+opposite orders they deadlock, PostgreSQL aborts one, and when the aborted one is the API's, the
+delivery — decided, committed and admitted — was answered ``503 ledger-unavailable``: seen in a
+2-API scale run. Both now lock the version row first, then the receipt, then the work item.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import event, text
+from sqlmodel import Session
+
+import ledger
+from intake.decision import Outcome, Reason
+from intake.envelope import TriggerKind
+from intake.receipts import ReceiptDraft
+from ledger import Receipt, SqlIntakeStore, WorkItem, WorkStore, WorkVersion
+from workflows.contracts import RunStatus
+
+pytestmark = pytest.mark.postgres
+
+
+def _draft(key: str, version: str) -> ReceiptDraft:
+    return ReceiptDraft(outcome=Outcome.ACCEPT, reason=Reason.ADMITTED, message="admitting",
+                        trigger_kind=TriggerKind.EVENT, source="github", received_at=datetime.now(UTC),
+                        delivery_id=uuid.uuid4().hex, work_key=key, target_id="acme/api#1", input_version=version,
+                        tenant="acme")
+
+
+def _waiting_on_a_lock(engine) -> int:
+    with engine.connect() as conn:
+        return conn.execute(text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                 "AND wait_event_type = 'Lock'")).scalar_one()
+
+
+def test_marking_admitted_while_the_run_records_its_end_does_not_deadlock(postgres_url):
+    engine = ledger.make_engine(postgres_url)
+    try:
+        key, version = f"acme/github:acme/api#{uuid.uuid4().int % 10**8}:review", uuid.uuid4().hex
+        store = SqlIntakeStore(engine)
+        decision = store.decide(_draft(key, version))
+        assert decision.outcome == Outcome.ACCEPT
+        run_thread: list[int] = []
+        paused, resume = threading.Event(), threading.Event()
+
+        @event.listens_for(engine, "before_cursor_execute")
+        def _pause_the_run(conn, cursor, statement, params, context, executemany):
+            # The run's transaction has updated its version row; hold it there until the API's
+            # mark_admitted is waiting on a lock, then let it go on to the receipt.
+            if run_thread and threading.get_ident() == run_thread[0] and statement.lstrip().startswith(
+                    "UPDATE receipts"):
+                paused.set()
+                resume.wait(10)
+
+        errors: dict[str, BaseException] = {}
+
+        def run_ends() -> None:
+            run_thread.append(threading.get_ident())
+            try:
+                WorkStore(engine).record_outcome(
+                    work_key=key, input_version=version, generation=decision.generation, status=RunStatus.DONE,
+                    run_id="run-1", result={"reason": "done"}, receipt_id=decision.receipt_id)
+            except BaseException as exc:  # noqa: BLE001 - asserted below
+                errors["run"] = exc
+
+        def api_marks_admitted() -> None:
+            try:
+                store.mark_admitted(decision, f"agent/{key}", "run-1")
+            except BaseException as exc:  # noqa: BLE001 - asserted below
+                errors["api"] = exc
+
+        run = threading.Thread(target=run_ends)
+        run.start()
+        assert paused.wait(10), "the run never reached its receipt update"
+        api = threading.Thread(target=api_marks_admitted)
+        api.start()
+        deadline = time.monotonic() + 10
+        while _waiting_on_a_lock(engine) == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert _waiting_on_a_lock(engine) == 1, "mark_admitted never waited on the run's row lock"
+        resume.set()
+        run.join(15)
+        api.join(15)
+        assert not run.is_alive() and not api.is_alive()
+        assert errors == {}, {k: f"{type(v).__name__}: {v}" for k, v in errors.items()}
+        with Session(engine) as s:
+            assert s.get(WorkVersion, (key, version)).status == RunStatus.DONE
+            assert s.get(WorkItem, key).status == RunStatus.DONE  # the run's end is not overwritten
+            assert s.get(Receipt, decision.receipt_id).workflow_id == f"agent/{key}"
+    finally:
+        engine.dispose()
