@@ -21,7 +21,7 @@ import httpx
 from sqlmodel import Session, select
 
 from bench._common import head_sha
-from bench._harness import stage
+from bench._harness import every, stage
 from intake.decision import Outcome
 from ledger import Receipt
 from ledger._sql import as_utc
@@ -266,42 +266,31 @@ async def drive(a, items: list[Delivery], engine, forge_url: str, cfg: CapacityC
             except Exception as exc:  # noqa: BLE001 - reported, and fails the bench
                 res.failures.append(f"submit {d.work_key}: {type(exc).__name__}: {exc}")
 
-    async def ticker(stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            await dispatcher.run_pass("scheduled")
-            try:
-                await asyncio.wait_for(stop.wait(), a.tick)
-            except TimeoutError:
-                pass
-
     sampler.start()
-    stop = asyncio.Event()
     started = time.perf_counter()
-    tick = asyncio.create_task(ticker(stop))
     try:
-        stage(f"capacity: submitting {len(items)} deliveries")
-        await asyncio.gather(*(submitter() for _ in range(a.concurrency)))
-        res.burst_seconds = time.perf_counter() - started
-        _log(f"  burst submitted in {res.burst_seconds:.1f}s: {dict(res.answers)}")
-        next_log = time.perf_counter() + 10
-        while True:
-            counts = await asyncio.to_thread(queue.counts)
-            waiting = sum(n for (_, status), n in counts.items() if status == "waiting")
-            if not waiting and not runs.busy:
-                break
-            stage(f"capacity: draining, {len(runs.started)}/{len(items)} admitted, {waiting} waiting")
-            if time.perf_counter() - started > a.timeout:
-                res.failures.append(f"not drained after {a.timeout:.0f}s: {waiting} waiting")
-                break
-            if time.perf_counter() >= next_log:
-                _log(f"  {time.perf_counter() - started:5.0f}s: {len(runs.started)} admitted, {waiting} waiting, "
-                     f"{runs.in_flight['global']} running, {sum(dispatcher.passes.values())} passes")
-                next_log += 10
-            await asyncio.sleep(0.25)
-        res.drain_seconds = time.perf_counter() - started
+        async with every(a.tick, lambda: dispatcher.run_pass("scheduled")):
+            stage(f"capacity: submitting {len(items)} deliveries")
+            await asyncio.gather(*(submitter() for _ in range(a.concurrency)))
+            res.burst_seconds = time.perf_counter() - started
+            _log(f"  burst submitted in {res.burst_seconds:.1f}s: {dict(res.answers)}")
+            next_log = time.perf_counter() + 10
+            while True:
+                counts = await asyncio.to_thread(queue.counts)
+                waiting = sum(n for (_, status), n in counts.items() if status == "waiting")
+                if not waiting and not runs.busy:
+                    break
+                stage(f"capacity: draining, {len(runs.started)}/{len(items)} admitted, {waiting} waiting")
+                if time.perf_counter() - started > a.timeout:
+                    res.failures.append(f"not drained after {a.timeout:.0f}s: {waiting} waiting")
+                    break
+                if time.perf_counter() >= next_log:
+                    _log(f"  {time.perf_counter() - started:5.0f}s: {len(runs.started)} admitted, {waiting} waiting, "
+                         f"{runs.in_flight['global']} running, {sum(dispatcher.passes.values())} passes")
+                    next_log += 10
+                await asyncio.sleep(0.25)
+            res.drain_seconds = time.perf_counter() - started
     finally:
-        stop.set()
-        await tick
         sampler.stop()
         await forge.aclose()
     res.failures += dispatcher.errors + runs.errors

@@ -10,6 +10,8 @@ While a bench runs on a terminal, one spinner (``sluicegate.observability.progre
 measurement in progress and the time elapsed; each bench names its stages with :func:`stage`. With
 ``--json``, or when stdout is not a terminal, there is no spinner and :func:`stage` does nothing.
 
+:func:`every` runs a periodic coroutine (a scheduled dispatch pass) for the length of a block.
+
 Exit status 0 when every measurement that ran verified (whatever the ratios: speed is
 reported, never asserted); 1 when one errored or failed its verification.
 """
@@ -17,13 +19,14 @@ reported, never asserted); 1 when one errored or failed its verification.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import json
 import math
 import sys
 import traceback
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 from sluicegate.observability.progress import SILENT, Status, spinner
 
@@ -107,6 +110,27 @@ def _no_password(v: Any) -> Any:
         userinfo, host = rest.rsplit("@", 1)
         return f"{scheme}://{userinfo.split(':', 1)[0]}{':***' if ':' in userinfo else ''}@{host}"
     return v
+
+
+@contextlib.asynccontextmanager
+async def every(seconds: float, work: Callable[[], Awaitable[object]]) -> AsyncIterator[None]:
+    """Await ``work()`` at once and then every ``seconds`` while the block runs; on leaving it, the
+    call in progress finishes and no other starts (a scheduled dispatch pass, as the dispatcher's
+    ``dispatch_interval_seconds`` timer runs it)."""
+    stop = asyncio.Event()
+
+    async def loop() -> None:
+        while not stop.is_set():
+            await work()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), seconds)
+
+    task = asyncio.create_task(loop())
+    try:
+        yield
+    finally:
+        stop.set()
+        await task
 
 
 _status: Status = SILENT

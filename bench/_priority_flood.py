@@ -24,6 +24,7 @@ from bench._capacity import (
     FORGE_TOKEN, Delivery, Dispatcher, SimulatedRuns, admission_waits,
 )
 from bench._common import head_sha, percentile
+from bench._harness import every
 from intake.capacity import CapacityPlanner
 from intake.capacity.gate import CapacityGate
 from intake.envelope import Envelope, PullRequestRef, TriggerKind
@@ -85,15 +86,6 @@ async def run_flood(a, items: list[FloodDelivery], engine, forge_url: str, cfg: 
     dispatcher.service = service
     out = FloodRun(label, aging_seconds)
     started = time.perf_counter()
-    stop = asyncio.Event()
-
-    async def ticker() -> None:
-        while not stop.is_set():
-            await dispatcher.run_pass("scheduled")
-            try:
-                await asyncio.wait_for(stop.wait(), a.tick)
-            except TimeoutError:
-                pass
 
     async def send(d: FloodDelivery) -> None:
         now = datetime.now(UTC)
@@ -104,23 +96,21 @@ async def run_flood(a, items: list[FloodDelivery], engine, forge_url: str, cfg: 
         except Exception as exc:  # noqa: BLE001 - reported, and fails the bench
             out.errors.append(f"submit {d.work_key}: {type(exc).__name__}: {exc}")
 
-    tick = asyncio.create_task(ticker())
     sends: list[asyncio.Task] = []
     try:
-        for d in items:
-            await asyncio.sleep(max(0.0, d.at - (time.perf_counter() - started)))
-            sends.append(asyncio.create_task(send(d)))
-        await asyncio.gather(*sends)
-        while time.perf_counter() - started < a.timeout:
-            counts = await asyncio.to_thread(queue.counts)
-            out.waiting_left = sum(n for (_, status), n in counts.items() if status == "waiting")
-            if not out.waiting_left and not runs.busy:
-                break
-            await asyncio.sleep(0.25)
-        out.seconds = time.perf_counter() - started
+        async with every(a.tick, lambda: dispatcher.run_pass("scheduled")):
+            for d in items:
+                await asyncio.sleep(max(0.0, d.at - (time.perf_counter() - started)))
+                sends.append(asyncio.create_task(send(d)))
+            await asyncio.gather(*sends)
+            while time.perf_counter() - started < a.timeout:
+                counts = await asyncio.to_thread(queue.counts)
+                out.waiting_left = sum(n for (_, status), n in counts.items() if status == "waiting")
+                if not out.waiting_left and not runs.busy:
+                    break
+                await asyncio.sleep(0.25)
+            out.seconds = time.perf_counter() - started
     finally:
-        stop.set()
-        await tick
         await forge.aclose()
     priority_of = {d.work_key: planner.priority("github", d.kind) for d in items}
     waits, _ = admission_waits(engine)

@@ -3,10 +3,11 @@ status that says whether every measurement verified (never whether it was fast).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 
-from bench._harness import BenchReport, Measurement, config_of, finish, parser
+from bench._harness import BenchReport, Measurement, config_of, every, finish, parser
 
 
 def _args(*argv: str):
@@ -65,3 +66,39 @@ def test_without_json_only_the_human_report_and_the_verdict_are_printed(capsys):
     assert finish(a, lambda: _report(a, Measurement("m", "n/a", verified=True)), "test_bench") == 0
     out = capsys.readouterr().out
     assert out.splitlines() == ["human line for m", "test_bench: verification PASSED for every measurement"]
+
+
+def test_every_runs_at_once_then_on_its_interval_and_stops_with_the_block():
+    calls: list[float] = []
+
+    async def work() -> None:
+        calls.append(asyncio.get_running_loop().time())
+
+    async def scenario() -> tuple[int, int]:
+        async with every(0.05, work):
+            await asyncio.sleep(0)  # the first call runs as soon as the block yields
+            first = len(calls)
+            await asyncio.sleep(0.28)
+        inside = len(calls)
+        await asyncio.sleep(0.15)
+        return first, inside
+
+    first, inside = asyncio.run(scenario())
+    assert first == 1
+    assert inside >= 3  # at once, then every 0.05 s for 0.28 s (a slow machine may fit fewer than 6)
+    assert len(calls) == inside  # none after the block ended
+
+
+def test_every_waits_for_the_call_in_progress_when_the_block_ends():
+    finished: list[bool] = []
+
+    async def slow() -> None:
+        await asyncio.sleep(0.1)
+        finished.append(True)
+
+    async def scenario() -> None:
+        async with every(10, slow):
+            await asyncio.sleep(0.01)
+
+    asyncio.run(scenario())
+    assert finished == [True]
