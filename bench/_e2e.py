@@ -52,7 +52,7 @@ def start_stack(run_dir: Path) -> DevStack:
     return DevStack(env, headless=True, with_worker=False, log_dir=run_dir / "logs").start()
 
 
-def _cpu(pid: int) -> float:
+def process_cpu(pid: int) -> float:
     """User + system CPU seconds of one process (all its threads)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -70,7 +70,7 @@ class CpuMeter:
         self.samples: dict[str, list[dict[str, float]]] = {"intake": [], "baseline": []}
 
     def snapshot(self) -> dict[str, float]:
-        return {name: _cpu(pid) for name, pid in self.pids.items()}
+        return {name: process_cpu(pid) for name, pid in self.pids.items()}
 
     def record(self, side: str, before: dict[str, float], ops: int) -> None:
         after = self.snapshot()

@@ -28,7 +28,7 @@ from temporalio.worker import Worker
 import ledger
 from bench._bare_workflow import BARE_WORKFLOW, BareLoopWorkflow, BareResult, BareStart, bare_model, bare_tool
 from bench._common import BenchError, SideRound, head_sha, median, now, percentile, signed_pull_request
-from bench._e2e import _cpu
+from bench._e2e import process_cpu
 from demo.outcome import TERMINAL, wait_for_runs
 from simulators import ServerThread
 from simulators.forge import create_forge_app
@@ -178,9 +178,9 @@ async def measure_overhead(stack: DevStack, tmp: Path, rounds: int, orders: int,
                 for r in range(rounds):
                     order = ["loop", "bare"] if r % 2 == 0 else ["bare", "loop"]
                     for side in order:
-                        before = {k: _cpu(p) for k, p in pids.items()}
+                        before = {k: process_cpu(p) for k, p in pids.items()}
                         sr = await _drive(orders, concurrency, sides[side])
-                        after = {k: _cpu(p) for k, p in pids.items()}
+                        after = {k: process_cpu(p) for k, p in pids.items()}
                         for k in pids:
                             result.cpu[side].setdefault(k, []).append((after[k] - before[k]) * 1000 / sr.ops)
                         getattr(result, side).append(sr)

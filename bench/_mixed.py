@@ -26,7 +26,7 @@ from sqlmodel import Session, select
 
 import ledger
 from bench._common import delivery_headers, now, percentile, pull_request_payload
-from bench._e2e import _cpu
+from bench._e2e import process_cpu
 from bench._stream import Item, Pull, Stream
 from intake.identity import workflow_id_for
 from ledger import Receipt, WorkVersion
@@ -127,7 +127,7 @@ class CpuClock:
         self.pids["bench"] = os.getpid()
 
     def snapshot(self) -> dict[str, float]:
-        return {n: _cpu(pid) for n, pid in self.pids.items()}
+        return {n: process_cpu(pid) for n, pid in self.pids.items()}
 
     def since(self, before: dict[str, float]) -> dict[str, float]:
         after = self.snapshot()
