@@ -4,7 +4,7 @@ delivery with an error, fails the measurement (and so the bench's exit status)."
 from __future__ import annotations
 
 from bench._harness import BenchReport
-from bench.peers_bench import _measurement
+from bench._peers import measurement
 
 
 def _round(**over) -> dict:
@@ -15,23 +15,23 @@ def _round(**over) -> dict:
 
 
 def test_one_run_per_unique_version_verifies():
-    assert _measurement("naive", [_round()], None).verified is True
+    assert measurement("naive", [_round()], None).verified is True
 
 
 def test_a_second_run_for_a_version_fails_the_bench():
     report = BenchReport("peers_bench", {})
-    report.add(_measurement("naive", [_round(runs_started=11)], None))
+    report.add(measurement("naive", [_round(runs_started=11)], None))
     assert report.ok is False
     assert any("11 runs started for 10 unique versions" in c for c in report.measurements[0].checks)
 
 
 def test_an_error_answer_or_a_missing_run_fails():
-    assert _measurement("sluicegate", [_round(not_2xx=1)], None).verified is False
-    assert _measurement("sluicegate", [_round(temporal_workflows=9)], None).verified is False
-    assert _measurement("dbos", [_round(agent_steps_run=12)], None).verified is False
+    assert measurement("sluicegate", [_round(not_2xx=1)], None).verified is False
+    assert measurement("sluicegate", [_round(temporal_workflows=9)], None).verified is False
+    assert measurement("dbos", [_round(agent_steps_run=12)], None).verified is False
 
 
 def test_ratios_are_sluicegate_over_each_peer():
-    m = _measurement("sluicegate", [_round(deliveries_per_s=60.0, p95_ms=600.0)],
+    m = measurement("sluicegate", [_round(deliveries_per_s=60.0, p95_ms=600.0)],
                      [("dbos", [_round(deliveries_per_s=90.0, p95_ms=300.0)])])
     assert m.ratios == {"throughput_vs_dbos": 60.0 / 90.0, "p95_vs_dbos": 2.0}
