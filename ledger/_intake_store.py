@@ -10,7 +10,9 @@ Concurrency: two deliveries for one (work key, version) can race through freshne
 the same time. The delivery insert is ``ON CONFLICT DO NOTHING``; the work-version
 insert relies on its primary key, and the loser's transaction fails with an integrity
 error and is decided again, when it sees the winner's row and becomes
-``duplicate-work``. Generations are bumped with an atomic upsert, so every admission of
+``duplicate-work``. A transaction PostgreSQL aborted as a deadlock victim (or a serialization
+failure) is decided again the same way: it wrote nothing, and answering the verified delivery
+``503 ledger-unavailable`` would lose it (GitHub does not redeliver). Generations are bumped with an atomic upsert, so every admission of
 a work key gets a distinct, increasing fencing token. Re-admitting an ended version reads
 its row ``FOR UPDATE``: a second replica waits for the first's commit and sees it.
 
@@ -29,7 +31,7 @@ from datetime import timedelta
 
 from sqlalchemy import case, insert, select, update
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session
 
 from intake.admission_rules import duplicate_work, readmission_refusal, repeat_reason, stale_resume_reason
@@ -57,6 +59,13 @@ from workflows.contracts import RunStatus
 IN_FLIGHT_STATUSES = frozenset({"accepted", "admitted"})
 BLOCKING_STATUSES = IN_FLIGHT_STATUSES | {RunStatus.DONE, RunStatus.CANCELLED}
 _MAX_RACE_RETRIES = 3
+_RETRIED_SQLSTATES = frozenset({"40P01", "40001"})
+"""PostgreSQL's deadlock_detected and serialization_failure: the server rolled the whole transaction
+back, so nothing was written and deciding again is safe (never a lost connection: that is the 503)."""
+
+
+def _rolled_back_by_the_server(exc: OperationalError) -> bool:
+    return getattr(exc.orig, "sqlstate", None) in _RETRIED_SQLSTATES
 
 
 def _receipt_row(draft: ReceiptDraft, receipt_id: str, generation: int | None = None,
@@ -151,8 +160,9 @@ class SqlIntakeStore:
         for attempt in range(_MAX_RACE_RETRIES):
             try:
                 return self._decide_once(draft, capacity)
-            except IntegrityError:
-                if attempt == _MAX_RACE_RETRIES - 1:
+            except (IntegrityError, OperationalError) as exc:
+                if attempt == _MAX_RACE_RETRIES - 1 or (
+                        isinstance(exc, OperationalError) and not _rolled_back_by_the_server(exc)):
                     raise
         raise AssertionError("unreachable")
 

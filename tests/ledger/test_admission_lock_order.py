@@ -41,6 +41,17 @@ def _waiting_on_a_lock(engine) -> int:
                                  "AND wait_event_type = 'Lock'")).scalar_one()
 
 
+def _started_and_blocked(engine, target, failure: str) -> threading.Thread:
+    """``target`` started in a thread, once its transaction waits on a row lock (one waiter)."""
+    thread = threading.Thread(target=target)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while _waiting_on_a_lock(engine) == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _waiting_on_a_lock(engine) == 1, failure
+    return thread
+
+
 def test_marking_admitted_while_the_run_records_its_end_does_not_deadlock(postgres_url):
     engine = ledger.make_engine(postgres_url)
     try:
@@ -80,12 +91,7 @@ def test_marking_admitted_while_the_run_records_its_end_does_not_deadlock(postgr
         run = threading.Thread(target=run_ends)
         run.start()
         assert paused.wait(10), "the run never reached its receipt update"
-        api = threading.Thread(target=api_marks_admitted)
-        api.start()
-        deadline = time.monotonic() + 10
-        while _waiting_on_a_lock(engine) == 0 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert _waiting_on_a_lock(engine) == 1, "mark_admitted never waited on the run's row lock"
+        api = _started_and_blocked(engine, api_marks_admitted, "mark_admitted never waited on the run's row lock")
         resume.set()
         run.join(15)
         api.join(15)
@@ -96,4 +102,43 @@ def test_marking_admitted_while_the_run_records_its_end_does_not_deadlock(postgr
             assert s.get(WorkItem, key).status == RunStatus.DONE  # the run's end is not overwritten
             assert s.get(Receipt, decision.receipt_id).workflow_id == f"agent/{key}"
     finally:
+        engine.dispose()
+
+
+def test_an_accept_chosen_as_a_deadlock_victim_is_decided_again_not_answered_unavailable(postgres_url):
+    """A deadlock (or serialization failure) rolls the whole decide transaction back: nothing was
+    recorded, so the store decides again, as it does after losing a unique-key race, instead of
+    letting the API answer a verified delivery 503. Here another transaction holds the work item
+    while the accept waits on it, then claims the accept's delivery id: a cycle PostgreSQL breaks by
+    aborting the accept (it waited first)."""
+    engine = ledger.make_engine(postgres_url)
+    other = engine.connect()
+    try:
+        key = f"acme/github:acme/api#{uuid.uuid4().int % 10**8}:review"
+        store = SqlIntakeStore(engine)
+        assert store.decide(_draft(key, uuid.uuid4().hex)).outcome == Outcome.ACCEPT  # the work item exists
+        draft = _draft(key, uuid.uuid4().hex)
+        tx = other.begin()
+        other.execute(text("UPDATE work_items SET updated_at = now() WHERE work_key = :k"), {"k": key})
+        result: dict[str, object] = {}
+
+        def accept() -> None:
+            try:
+                result["decision"] = store.decide(draft)
+            except BaseException as exc:  # noqa: BLE001 - asserted below
+                result["error"] = exc
+
+        worker = _started_and_blocked(engine, accept, "the accept never waited on the work item")
+        other.execute(text("INSERT INTO deliveries (source, delivery_id, received_at, receipt_id) "
+                           "VALUES ('github', :d, now(), 'other') ON CONFLICT DO NOTHING"), {"d": draft.delivery_id})
+        tx.rollback()  # the other transaction gives everything back; the accept may now go through
+        worker.join(15)
+        assert not worker.is_alive()
+        assert "error" not in result, f"{type(result['error']).__name__}: {result['error']}"
+        decision = result["decision"]
+        assert decision.outcome == Outcome.ACCEPT, decision  # type: ignore[union-attr]
+        with Session(engine) as s:
+            assert s.get(WorkVersion, (key, draft.input_version)).status == "accepted"
+    finally:
+        other.close()
         engine.dispose()
