@@ -32,6 +32,8 @@ def test_an_error_answer_or_a_missing_run_fails():
 
 
 def test_ratios_are_sluicegate_over_each_peer():
-    m = measurement("sluicegate", [_round(deliveries_per_s=60.0, p95_ms=600.0)],
-                     [("dbos", [_round(deliveries_per_s=90.0, p95_ms=300.0)])])
-    assert m.ratios == {"throughput_vs_dbos": 60.0 / 90.0, "p95_vs_dbos": 2.0}
+    m = measurement("sluicegate", [_round(deliveries_per_s=60.0, p95_ms=600.0, forge_requests=11)],
+                    [("dbos", [_round(deliveries_per_s=90.0, p95_ms=300.0)])])
+    assert m.ratios == {"throughput_vs_dbos": 60.0 / 90.0, "throughput_vs_dbos_target_min": 1.0,
+                        "p95_vs_dbos": 2.0, "forge_requests_per_unique_version": 11 / 10,
+                        "forge_requests_per_unique_version_target_max": 1.1}
