@@ -2,7 +2,7 @@
 
 Hosted as activities by ``activities/task_tools.py``, which refuses every call while a kill covers the
 work (reads included) and checks egress before the handler runs. The target always comes from the
-work order (:class:`tasks.spec.ToolCall`), never from the model's arguments.
+work order (:class:`tasks.spec.TaskToolCall`), never from the model's arguments.
 
 * ``get_issue`` — the issue as JSON text; title and body are untrusted and bounded
   (:data:`MAX_TITLE_CHARS`, :data:`MAX_BODY_CHARS`), control characters other than newlines and tabs
@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tasks.spec import Effect, ToolAnswer, ToolCall, ToolKit
+from tasks.spec import Effect, TaskToolCall, ToolAnswer, ToolKit
 
 GET_ISSUE = "get_issue"
 ADD_LABELS = "add_labels"
@@ -50,7 +50,7 @@ def allowed_labels(kit: ToolKit) -> list[str]:
     return list(getattr(kit.options, "labels", None) or [])
 
 
-def _arguments(call: ToolCall) -> dict[str, Any] | None:
+def _arguments(call: TaskToolCall) -> dict[str, Any] | None:
     try:
         args = json.loads(call.arguments or "{}")
     except ValueError:
@@ -71,7 +71,7 @@ def choose_labels(asked: object, allowed: list[str]) -> tuple[list[str], list[st
     return applied, refused
 
 
-async def get_issue(kit: ToolKit, call: ToolCall) -> ToolAnswer:
+async def get_issue(kit: ToolKit, call: TaskToolCall) -> ToolAnswer:
     issue = await kit.forge.read_issue(call.owner, call.repo, call.number, tenant=call.tenant)
     labels = [str(label.get("name")) for label in issue.get("labels") or [] if isinstance(label, dict)]
     content = {"number": call.number, "title": _printable(issue.get("title"), MAX_TITLE_CHARS),
@@ -80,7 +80,7 @@ async def get_issue(kit: ToolKit, call: ToolCall) -> ToolAnswer:
     return ToolAnswer(json.dumps(content))
 
 
-async def add_labels(kit: ToolKit, call: ToolCall) -> ToolAnswer:
+async def add_labels(kit: ToolKit, call: TaskToolCall) -> ToolAnswer:
     args = _arguments(call)
     chosen = choose_labels(args.get("labels") if args is not None else None, allowed_labels(kit))
     if isinstance(chosen, str):
@@ -107,7 +107,7 @@ async def add_labels(kit: ToolKit, call: ToolCall) -> ToolAnswer:
                       reconciled=done.reconciled)
 
 
-async def post_triage_comment(kit: ToolKit, call: ToolCall) -> ToolAnswer:
+async def post_triage_comment(kit: ToolKit, call: TaskToolCall) -> ToolAnswer:
     args = _arguments(call)
     body = args.get("body") if args is not None else None
     if not isinstance(body, str) or not body.strip():
