@@ -14,6 +14,9 @@ work order (:class:`tasks.spec.TaskToolCall`), never from the model's arguments.
 * ``post_triage_comment`` — one comment per (work key, version), exactly once: the operation key
   derives from work key, operation and version (not the body), the body ends with the signed marker,
   and a lost attempt is reconciled by listing the issue's comments (like ``post_review_comment``).
+  The model's text is steered by the issue it read, so it is posted only through
+  :func:`tasks.triage.comment.sanitise_comment` (no mentions, slash commands, links, images, raw
+  HTML, HTML comments — so no forged marker —, bounded); the marker is appended after it.
 
 A malformed argument is answered with an ``error:`` message the model sees (the run goes on).
 """
@@ -24,6 +27,7 @@ import json
 from typing import Any
 
 from tasks.spec import Effect, TaskToolCall, ToolAnswer, ToolKit
+from tasks.triage.comment import sanitise_comment
 
 GET_ISSUE = "get_issue"
 ADD_LABELS = "add_labels"
@@ -31,7 +35,6 @@ POST_TRIAGE_COMMENT = "post_triage_comment"
 
 MAX_TITLE_CHARS = 256
 MAX_BODY_CHARS = 8_000
-MAX_COMMENT_CHARS = 10_000
 MAX_LABELS_ASKED = 20
 MAX_LABEL_CHARS = 50
 
@@ -109,10 +112,9 @@ async def add_labels(kit: ToolKit, call: TaskToolCall) -> ToolAnswer:
 
 async def post_triage_comment(kit: ToolKit, call: TaskToolCall) -> ToolAnswer:
     args = _arguments(call)
-    body = args.get("body") if args is not None else None
-    if not isinstance(body, str) or not body.strip():
+    text = sanitise_comment(args.get("body") if args is not None else None)
+    if not text:
         return ToolAnswer("error: post_triage_comment needs a non-empty 'body'")
-    text = body[:MAX_COMMENT_CHARS]
     progress = kit.progress()
 
     def effect(comment: dict[str, Any]) -> Effect:
