@@ -60,7 +60,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("sluicegate.intake")
 LAG_RETRY_SECONDS = 5.0
 """The source's own wait asked for when it lags behind an event (a task's freshness rule said
-``source-unavailable``: the event is newer than what the source answers); the backoff still applies."""
+``source-unavailable``: the event is newer than what the source answers); the backoff still applies,
+and the wait ends ``UnreadPolicy.max_lag_seconds`` after the receipt (``source-lag-limit``)."""
 __all__ = ["IntakeService", "Requeue"]
 
 
