@@ -142,6 +142,21 @@ def already_queued(draft: ReceiptDraft, queued_id: str | None, queued_version: s
     return None
 
 
+def newer_version_refusal(draft: ReceiptDraft, newer: str | None, status: str | None) -> ReceiptDraft | None:
+    """``stale-version`` for an accept of a task whose versions order as strings (triage's canonical
+    ``updated_at``) when a *newer* version of the same work key (``newer``, in ``status``: accepted,
+    admitted or done) was already taken — the ledger reads it under the accept's lock. Two trigger
+    events with the same content (``opened``, then ``reopened``) are two versions; the older one
+    delivered (or re-decided) after the newer was triaged would otherwise be one more run, although
+    the newer run read the issue as it was then, which already includes the older event's content.
+    An admin's override is never refused here."""
+    if newer is None or draft.override or not draft.ordered_versions:
+        return None
+    return draft.with_outcome(Outcome.REJECT, Reason.STALE_VERSION, (
+        f"{draft.work_key}@{draft.input_version} is older than {newer}, already {status}: "
+        "the newer run covers it"))
+
+
 def readmission_refusal(draft: ReceiptDraft, readmissions: int, limit: int) -> ReceiptDraft | None:
     """``readmission-limit`` once an ended version was admitted again ``limit`` times."""
     if readmissions < limit:

@@ -227,9 +227,10 @@ class IntakeService:
             return await asyncio.to_thread(self._store.decide, draft_for(
                 envelope, candidate, Outcome.REJECT, rule,
                 f"refused by {rule} under policy {self._policy.version}", input_version=version), ctx)
-        decision = await asyncio.to_thread(self._store.decide, draft_for(
-            envelope, candidate, Outcome.ACCEPT, Reason.ADMITTED,
-            f"admitting {candidate.work_key} at {version}", input_version=version), ctx)
+        accept = draft_for(envelope, candidate, Outcome.ACCEPT, Reason.ADMITTED,
+                           f"admitting {candidate.work_key} at {version}", input_version=version)
+        decision = await asyncio.to_thread(self._store.decide, replace(accept, ordered_versions=rules.ordered_versions),
+                                           ctx)
         if decision.outcome != Outcome.ACCEPT:
             return _held_if_killed(decision, resume_item)
         return await self._admit(Admission(decision, envelope, titled(candidate, snapshot)))

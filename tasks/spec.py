@@ -157,6 +157,10 @@ class TaskSpec:
     """The attribute of ``settings.tasks`` holding this task's options (``None``: it has none)."""
     scans: bool = False
     """Do scans and goals serve this task? Only ``review`` (``docs/tasks.md``)."""
+    ordered_versions: bool = False
+    """Do the task's versions order as strings, oldest first (triage's canonical ``updated_at``; not a
+    head sha)? Then an event older than a version of the same work already accepted, admitted or done
+    is ``stale-version`` (``intake.admission_rules.newer_version_refusal``): the newer run covers it."""
     description: str = field(default="", compare=False)
 
     def activities(self) -> dict[str, ToolSpec]:

@@ -45,7 +45,7 @@ def task_intake(settings: Settings, forge) -> dict[str, TaskIntake]:
     """Each enabled task's reader (its own shared reads: flights and snapshots never cross tasks) and rules."""
     seconds = settings.intake.freshness_snapshot_seconds
     return {spec.name: TaskIntake(SharedReads(spec.reader(forge), seconds, task=spec.name, freshness=spec.freshness),
-                                  spec.freshness, spec.policy)
+                                  spec.freshness, spec.policy, spec.ordered_versions)
             for spec in enabled_tasks(settings)}
 
 
