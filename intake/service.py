@@ -14,7 +14,7 @@ redelivery after the unkill is decided afresh); a re-decided deferred item stays
 (:class:`HeldByKill`, skipped by the pass). The ledger checks the kill again inside the accept's
 transaction (a kill committed during the read) and intake once more just before the run is started.
 Freshness has two distinct parts: the event's age against its
-source's bound (``too-old``), then the authoritative re-read (``stale-version``,
+source's bound (``too-old``) and its lead over its receipt against clock skew (``future-event``), then the authoritative re-read (``stale-version``,
 ``target-closed``), shared per target between concurrent intakes (``intake/shared_reads.py``). The freshness read happens outside any database transaction (it is
 network I/O). The delivery record, work dedupe, generation bump and receipt commit in
 one transaction (``IntakeStore.decide``) *before* the run is started, so a crash after
@@ -26,7 +26,9 @@ be read (an error, or no answer within the freshness deadline) does not lose it.
 delivery is claimed, a ``defer`` receipt written and the item queued in the deferred queue,
 all in one ledger transaction (``source-unavailable`` / ``freshness-deadline``); the
 dispatcher re-decides it with freshness, backing off exponentially while the source stays
-unreadable (``intake/unread.py``). A redelivery meanwhile is a duplicate.
+unreadable (``intake/unread.py``). A redelivery meanwhile is a duplicate. A source that *lags* behind an event (a task's
+freshness rule: its version is newer than the source shows) is waited for the same way, but only
+``UnreadPolicy.max_lag_seconds`` after the receipt: then ``source-lag-limit``.
 """
 
 from __future__ import annotations
