@@ -21,8 +21,8 @@ output, but what we post is Markdown source that GitHub renders; so no library f
 lines of ``re``. Every rule below holds whatever the surrounding Markdown is (inside a code span too,
 where the cost is a visible escape):
 
-1. control and format characters (bidi overrides, zero-width characters) are dropped, line ends
-   normalised; the input is cut to a bound before any pattern runs;
+1. control and format characters (bidi overrides, zero-width characters) and U+2028/U+2029 are
+   dropped, line ends normalised; the input is cut to a bound before any pattern runs;
 2. HTML comments are dropped whole (an unclosed one to the end); images become their alt text, links
    their text, reference definitions are dropped (readability; the guarantee is the next rules);
 3. every backslash is doubled, then every ``[`` escaped with one: without an unescaped ``[``
@@ -66,13 +66,16 @@ _WWW = re.compile(r"(?i)\bwww\.")
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
 _REFERENCE_NUMBER = re.compile(r"(?<!&)#(?=[0-9])")
 _LEADING_SLASH = re.compile(r"^([ \t>]*(?:(?:[-*+]|[0-9]{1,9}[.)])[ \t]+)?)/", re.M)
+_INVISIBLE = frozenset({"Cc", "Cf", "Zl", "Zp"})
 _HALF_ESCAPE = re.compile(r"(?:\\|&|&l|&lt)\Z")
 
 
 def _visible(text: str) -> str:
-    """Newlines and tabs kept; other control characters and every format character (Cc, Cf) dropped."""
+    """Newlines and tabs kept; other control characters, format characters and the Unicode line and
+    paragraph separators (Cc, Cf, Zl, Zp: ``str.splitlines`` starts a line at U+2028, so a bot splitting
+    that way would see a line start our slash rule did not) dropped."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return "".join(c for c in text if c in "\n\t" or unicodedata.category(c) not in ("Cc", "Cf"))
+    return "".join(c for c in text if c in "\n\t" or unicodedata.category(c) not in _INVISIBLE)
 
 
 def _bounded(text: str) -> str:

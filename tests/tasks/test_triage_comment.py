@@ -46,7 +46,7 @@ def _safe(text: str) -> None:
     assert not MENTION.search(text), text
     assert not LIVE_LINK.search(text), text
     assert not AUTOLINK.search(text), text
-    assert not re.search(r"(?m)^[ \t>]*(?:(?:[-*+]|\d+[.)])[ \t]+)?/", text), text
+    assert not any(re.match(r"[ \t>]*(?:(?:[-*+]|\d+[.)])[ \t]+)?/", line) for line in text.splitlines()), text
     assert len(text) <= MAX_COMMENT_CHARS and text.count("\n") < MAX_COMMENT_LINES + 1
 
 
@@ -65,6 +65,7 @@ HOSTILE = [
     "bidi \u202egnp.exe\u202c and zero\u200bwidth @\u200balice",
     "&lt;!-- entity comment --&gt; &#60;img src=x&#62;",
     "see #12 and acme/other#3",
+    "ok\u2028/approve\u2029/close\x85/hold\x0b/retest\r/lgtm",
     "line\n" * 500,
     "x" * 50_000,
     "<" * 20_000,
