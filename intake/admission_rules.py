@@ -24,7 +24,7 @@ from datetime import datetime
 
 from intake.capacity import Block, jittered
 from intake.decision import Outcome, Reason
-from intake.envelope import Envelope, WorkCandidate
+from intake.envelope import Envelope, TriggerKind, WorkCandidate
 from intake.receipts import ReceiptDraft, draft_for
 from intake.scope import ScopeRules
 from intake.sources.age import event_age_seconds, lead_seconds, too_far_ahead, too_old
@@ -69,8 +69,13 @@ def future_refusal(envelope: Envelope, candidate: WorkCandidate, max_skew_second
     Bounded against the *receipt* (our clock), never against the source's version: a real edit of
     a long-idle issue is days ahead of a lagging read, but no real event is minutes ahead of the
     moment it reached us. A triage event's time is the issue's ``updated_at`` (its version), so an
-    ``updated_at`` in year 9999 is refused here instead of deferred as API lag forever."""
-    if not too_far_ahead(envelope.time, envelope.received_at, max_skew_seconds):
+    ``updated_at`` in year 9999 is refused here instead of deferred as API lag forever.
+
+    Only for a sender's event (``TriggerKind.EVENT``: webhooks): a scan's or a goal's time is its own
+    workflow's clock (``workflow.now()``, which a time-skipping test server moves ahead of the wall
+    clock), a manual trigger carries none; neither comes from outside."""
+    if envelope.trigger_kind != TriggerKind.EVENT or not too_far_ahead(
+            envelope.time, envelope.received_at, max_skew_seconds):
         return None
     ahead = lead_seconds(envelope.time or envelope.received_at, envelope.received_at)
     return draft_for(envelope, candidate, Outcome.REJECT, Reason.FUTURE_EVENT,

@@ -45,7 +45,7 @@ class Reason(StrEnum):
     TOO_OLD = "too-old"
     """The event is older than the source's configured maximum age."""
     FUTURE_EVENT = "future-event"
-    """The event's time is later than its receipt by more than ``intake.max_clock_skew_seconds``
+    """A webhook event's time is later than its receipt by more than ``intake.max_clock_skew_seconds``
     (a skewed sender clock, or a forged moment): refused before any forge read, and when a queued
     item is re-decided."""
     SOURCE_LAG_LIMIT = "source-lag-limit"

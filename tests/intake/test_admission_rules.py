@@ -110,6 +110,10 @@ def test_year_9999_is_refused_and_no_moment_or_no_bound_never_is():
     assert future_refusal(*_issue_event(None), 300.0) is None  # no event time (ping, a manual trigger)
     past, cand = _issue_event(datetime(2020, 1, 1, tzinfo=UTC))  # old is the age rule's business, not this one's
     assert future_refusal(past, cand, 300.0) is None
+    from dataclasses import replace as _replace
+
+    for kind in (TriggerKind.GOAL, TriggerKind.SCHEDULE, TriggerKind.MANUAL):  # our own workflows' clocks: not bounded
+        assert future_refusal(_replace(env, trigger_kind=kind), cand, 300.0) is None
 
 
 @pytest.mark.parametrize("waited, refused", [(0, False), (900, False), (901, True)])
