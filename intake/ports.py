@@ -100,3 +100,5 @@ class TaskIntake:
     reader: TargetReader
     freshness: FreshnessRule = assess_freshness
     policy: TaskPolicyRule | None = None
+    ordered_versions: bool = False
+    """The task's versions order as strings (``tasks.spec.TaskSpec.ordered_versions``)."""

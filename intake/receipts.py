@@ -45,6 +45,9 @@ class ReceiptDraft:
     """The activity attempt deciding it (None: the ledger takes :data:`ACTIVITY_ATTEMPT`)."""
     body_digest: str | None = None
     """Not a receipt column: claimed in ``deliveries`` with the delivery id (replay detection)."""
+    ordered_versions: bool = False
+    """Not a receipt column: the task's versions order as strings, so the ledger refuses an accept
+    older than a version of the same work already taken (``admission_rules.newer_version_refusal``)."""
 
     def with_outcome(self, outcome: Outcome, reason: str, message: str) -> "ReceiptDraft":
         return replace(self, outcome=outcome, reason=reason, message=message)

@@ -22,6 +22,11 @@ the freshness read was in flight turns the accept into a ``killed`` reject. A ``
 never claims the delivery id or its body: the work was verified, and a redelivery after the
 unkill is decided afresh. A deferred item found killed stays queued, untouched; its ``killed``
 receipt is written once per item and kill (a deterministic id), however many passes see it.
+
+Ordered versions (triage): an accept older than a version of its work key already accepted,
+admitted or done is refused ``stale-version`` (``admission_rules.newer_version_refusal``), read in
+the accept's transaction. Best effort against a race: a newer version accepted by a concurrent
+transaction not yet committed is not seen, and both are admitted (as before this rule).
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session
 
-from intake.admission_rules import duplicate_work, readmission_refusal, repeat_reason, stale_resume_reason
+from intake.admission_rules import (duplicate_work, newer_version_refusal, readmission_refusal, repeat_reason,
+                                   stale_resume_reason)
 from intake.decision import IntakeDecision, Outcome, Reason
 from intake.envelope import TriggerKind
 from intake.kill_gate import held_receipt_id, is_killed, killed_instead
@@ -197,10 +203,13 @@ class SqlIntakeStore:
                 blocked = self._blocking_reason(s, draft, existing)
                 limited = readmission_refusal(draft, existing.readmissions, self._max_readmissions) \
                     if existing is not None else None
+                older = newer_version_refusal(draft, *self._newer_taken(s, draft))
                 if blocked is not None:
                     draft = duplicate_work(draft, blocked)
                 elif limited is not None:
                     draft = limited
+                elif older is not None:
+                    draft = older
                 else:
                     placed = apply_capacity(s, draft, capacity, receipt_id) if capacity is not None else None
                     if placed is not None and placed.requeued:
@@ -225,6 +234,18 @@ class SqlIntakeStore:
             row = _receipt_row(draft, receipt_id, generation, self._policy.version)
             s.execute(insert(_RECEIPTS), row)
         return _decision_from_row(row)
+
+    @staticmethod
+    def _newer_taken(s: Session, draft: ReceiptDraft) -> tuple[str | None, str | None]:
+        """The newest version of the draft's work key above its own that is accepted, admitted or done,
+        and its status; only for a task whose versions order as strings (``draft.ordered_versions``)."""
+        if not draft.ordered_versions or draft.override or not draft.input_version:
+            return None, None
+        row = s.execute(select(WorkVersion.input_version, WorkVersion.status).where(
+            WorkVersion.work_key == draft.work_key, WorkVersion.input_version > draft.input_version,
+            WorkVersion.status.in_([*IN_FLIGHT_STATUSES, str(RunStatus.DONE)]))
+            .order_by(WorkVersion.input_version.desc()).limit(1)).first()
+        return (row[0], row[1]) if row is not None else (None, None)
 
     @staticmethod
     def _resumed_item_changed(s: Session, item_id: str, expected_receipt: str | None) -> IntakeDecision | None:

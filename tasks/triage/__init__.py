@@ -70,5 +70,6 @@ SPEC = TaskSpec(
         first_message=first_message),
     effects=(tools.ADD_LABELS, tools.POST_TRIAGE_COMMENT),
     config_section="triage",
+    ordered_versions=True,
     description="Label an issue from the allow-list and post one comment saying why.",
 )
