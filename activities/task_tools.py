@@ -33,7 +33,7 @@ from activities.markers import CommentMarks
 from intake.identity import with_tenant
 from sluicegate.forge.client import ForgeClient, ForgeError
 from sluicegate.forge.progress_reads import ProgressSink
-from tasks.spec import Effect, EffectDone, TaskSpec, ToolCall, ToolSpec
+from tasks.spec import Effect, EffectDone, TaskSpec, TaskToolCall, ToolSpec
 from workflows.contracts import ToolRequest, ToolResult
 
 __all__ = ["HostedKit", "TaskTools"]
@@ -58,7 +58,7 @@ class HostedKit:
     def is_effect_of(self, comment: dict[str, Any], operation_key: str) -> bool:
         return self._marks.is_effect_of(comment, operation_key)
 
-    async def mutate(self, call: ToolCall, operation: str, perform: Callable[[str], Awaitable[Effect]],
+    async def mutate(self, call: TaskToolCall, operation: str, perform: Callable[[str], Awaitable[Effect]],
                      reconcile: Callable[[str], Awaitable[Effect | None]], detail: str = "") -> EffectDone:
         discriminator = f"{call.effect_discriminator}\x1f{detail}" if detail else call.effect_discriminator
         op_key = operation_key(call.work_key, operation, call.input_version, discriminator)
@@ -83,10 +83,10 @@ class HostedKit:
         return EffectDone(op_key, done.external_id, done.result, done.reconciled, done.replayed)
 
 
-def _call(req: ToolRequest) -> ToolCall:
-    """``tasks.spec.ToolCall`` mirrors the workflow's ``ToolRequest`` (tasks may not import workflows): copied
-    by field name, so a field renamed on one side fails here rather than landing in the wrong slot."""
-    return ToolCall(**{f.name: getattr(req, f.name) for f in fields(ToolCall)})
+def _call(req: ToolRequest) -> TaskToolCall:
+    """``tasks.spec.TaskToolCall`` mirrors the workflow's ``ToolRequest`` (tasks may not import workflows):
+    copied by field name, so a field renamed on one side fails here rather than landing in the wrong slot."""
+    return TaskToolCall(**{f.name: getattr(req, f.name) for f in fields(TaskToolCall)})
 
 
 class TaskTools:

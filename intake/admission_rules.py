@@ -1,7 +1,9 @@
 """Admission refusals as pure functions: the pipeline and the ledger only apply them.
 
 The gate rules (``IntakeService`` asks them before any forge read): an event that asks for no
-work, a repository outside the source's or tenant's scope, an event older than its source allows.
+work, a repository outside the source's or tenant's scope, an event older than its source allows or
+further ahead of its receipt than clock skew explains; after the read, a source that lags an event
+for longer than any real lag (``lag_refusal``).
 
 ``SqlIntakeStore.decide`` (``ledger/_intake_store.py``) and its capacity step
 (``ledger/_admission_capacity.py``) read rows under lock and then ask these functions what the
@@ -18,13 +20,14 @@ from __future__ import annotations
 import random
 from collections.abc import Collection
 from dataclasses import replace
+from datetime import datetime
 
 from intake.capacity import Block, jittered
 from intake.decision import Outcome, Reason
 from intake.envelope import Envelope, WorkCandidate
 from intake.receipts import ReceiptDraft, draft_for
 from intake.scope import ScopeRules
-from intake.sources.age import event_age_seconds, too_old
+from intake.sources.age import event_age_seconds, lead_seconds, too_far_ahead, too_old
 
 def not_actionable(envelope: Envelope) -> ReceiptDraft:
     """A valid event its parser found no work in (a label change, a ping): ``not-actionable``, no-work."""
@@ -57,6 +60,41 @@ def age_refusal(envelope: Envelope, candidate: WorkCandidate, max_age_seconds: f
     age = event_age_seconds(envelope.time or envelope.received_at, envelope.received_at)
     return draft_for(envelope, candidate, Outcome.REJECT, Reason.TOO_OLD,
                      f"event is {age:.0f}s old; the source allows {max_age_seconds:.0f}s")
+
+
+def future_refusal(envelope: Envelope, candidate: WorkCandidate, max_skew_seconds: float | None,
+                   ) -> ReceiptDraft | None:
+    """``future-event`` when the event's time is more than ``max_skew_seconds`` after its receipt.
+
+    Bounded against the *receipt* (our clock), never against the source's version: a real edit of
+    a long-idle issue is days ahead of a lagging read, but no real event is minutes ahead of the
+    moment it reached us. A triage event's time is the issue's ``updated_at`` (its version), so an
+    ``updated_at`` in year 9999 is refused here instead of deferred as API lag forever."""
+    if not too_far_ahead(envelope.time, envelope.received_at, max_skew_seconds):
+        return None
+    ahead = lead_seconds(envelope.time or envelope.received_at, envelope.received_at)
+    return draft_for(envelope, candidate, Outcome.REJECT, Reason.FUTURE_EVENT,
+                     f"event time is {ahead:.0f}s after its receipt; at most {max_skew_seconds:.0f}s of clock "
+                     "skew is allowed (intake.max_clock_skew_seconds)")
+
+
+def lag_refusal(envelope: Envelope, candidate: WorkCandidate, now: datetime, max_lag_seconds: float | None,
+                ) -> ReceiptDraft | None:
+    """``source-lag-limit`` for an event the source still lags behind (the task's freshness rule said
+    ``source-unavailable``) more than ``max_lag_seconds`` after the event was received (``now``: the
+    deciding process's clock). A real API lag lasts seconds; a version the source has not shown for
+    that long was never a real one (a forged moment within the skew bound), and re-reading it would
+    never end. Measured from the receipt, not by counting re-decisions: a deferred item's ``attempts``
+    also count capacity re-decisions, which say nothing about the source."""
+    if max_lag_seconds is None:
+        return None
+    waited = event_age_seconds(envelope.received_at, now)
+    if waited <= max_lag_seconds:
+        return None
+    return draft_for(envelope, candidate, Outcome.REJECT, Reason.SOURCE_LAG_LIMIT,
+                     f"{candidate.target.target_id}: the source still does not show version {candidate.input_version} "
+                     f"{waited:.0f}s after the event was received; the limit is {max_lag_seconds:.0f}s "
+                     "(intake.max_source_lag_seconds)")
 
 
 CAPACITY_REASONS: dict[Block, Reason] = {

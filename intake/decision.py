@@ -44,6 +44,14 @@ class Reason(StrEnum):
     ``Retry-After``: the one answer that asks the sender to deliver again."""
     TOO_OLD = "too-old"
     """The event is older than the source's configured maximum age."""
+    FUTURE_EVENT = "future-event"
+    """The event's time is later than its receipt by more than ``intake.max_clock_skew_seconds``
+    (a skewed sender clock, or a forged moment): refused before any forge read, and when a queued
+    item is re-decided."""
+    SOURCE_LAG_LIMIT = "source-lag-limit"
+    """The source still does not show the event's version ``intake.max_source_lag_seconds`` after
+    the event was received (a task whose version is a moment: the API lags, or the moment was never
+    real): the deferred item is dropped instead of re-read without end."""
     NOTHING_CHANGED = "nothing-changed"
     """A scan found no candidate newer than its watermark (no-work)."""
     GOAL_BOUND_REACHED = "goal-bound-reached"

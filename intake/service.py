@@ -33,11 +33,13 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from datetime import UTC, datetime
 import logging
 import time
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from intake.admission_rules import age_refusal, not_actionable, scope_refusal, task_refusal
+from intake.admission_rules import (age_refusal, future_refusal, lag_refusal, not_actionable, scope_refusal,
+                                   task_refusal)
 from intake.capacity.plan import Block
 from intake.capacity.payload import from_payload
 from intake.decision import IntakeDecision, Outcome, Reason
@@ -58,7 +60,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("sluicegate.intake")
 LAG_RETRY_SECONDS = 5.0
 """The source's own wait asked for when it lags behind an event (a task's freshness rule said
-``source-unavailable``: the event is newer than what the source answers); the backoff still applies."""
+``source-unavailable``: the event is newer than what the source answers); the backoff still applies,
+and the wait ends ``UnreadPolicy.max_lag_seconds`` after the receipt (``source-lag-limit``)."""
 __all__ = ["IntakeService", "Requeue"]
 
 
@@ -67,7 +70,9 @@ class IntakeService:
                  scope: ScopeRules,
                  on_decision: Callable[[IntakeDecision, Envelope, float], None] | None = None,
                  unread: UnreadPolicy = UnreadPolicy(), kills: KillGate | None = None,
-                 policy: Policy = Policy(), tasks: Mapping[str, TaskIntake] | None = None) -> None:
+                 policy: Policy = Policy(), tasks: Mapping[str, TaskIntake] | None = None,
+                 max_skew_seconds: float | None = 300.0,
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         """``capacity``: an ``intake.capacity.gate.CapacityGate``; ``None`` admits without limits.
         ``scope``: the declared repositories (``ScopeRules.everything()`` only in tests of other stages).
         ``on_decision(decision, envelope, seconds)``: called after every decision (metrics).
@@ -76,7 +81,10 @@ class IntakeService:
         ``policy``: the admission rules and their version (the store records the same version).
         ``tasks``: the enabled tasks' readers and rules by task name (``tasks.registry``, injected by
         the wiring); a candidate for another task is refused ``unknown-task`` before any read.
-        ``None``: every candidate is read with ``targets`` under the pull-request freshness rule."""
+        ``None``: every candidate is read with ``targets`` under the pull-request freshness rule.
+        ``max_skew_seconds``: how far an event's time may be ahead of its receipt (``future-event``
+        past it, on arrival and when a queued item is re-decided; ``None``: no bound).
+        ``clock``: now, for how long a lagging source has kept an event waiting (``source-lag-limit``)."""
         self._store = store
         self._scope = scope
         self._targets = targets
@@ -87,6 +95,8 @@ class IntakeService:
         self._kills = kills
         self._policy = policy
         self._tasks = dict(tasks) if tasks is not None else None
+        self._max_skew = max_skew_seconds
+        self._clock = clock
 
     def _rules(self, candidate: WorkCandidate) -> TaskIntake:
         """The candidate's task's reader and rules (its task was checked: ``task_refusal``)."""
@@ -167,6 +177,8 @@ class IntakeService:
             return await asyncio.to_thread(self._store.decide, killed)
         if (old := age_refusal(envelope, candidate, max_age_seconds)) is not None:
             return await asyncio.to_thread(self._store.decide, old)
+        if (ahead := future_refusal(envelope, candidate, self._max_skew)) is not None:
+            return await asyncio.to_thread(self._store.decide, ahead)
         if may_decide_early(envelope) and (blocking := repeat.blocking or await taken_meanwhile(
                 self._rules(candidate).reader, self._store, probe, envelope, candidate)) is not None:  # taken: no forge read needed
             return await asyncio.to_thread(self._store.decide, self._with_key(
@@ -186,7 +198,11 @@ class IntakeService:
         snapshot = await fresh_snapshot(rules.reader, envelope, candidate, self._unread.deadline_seconds)
         stale = None if isinstance(snapshot, Unread) else rules.freshness(
             candidate.input_version, snapshot, candidate.content_digest)
-        if stale == Reason.SOURCE_UNAVAILABLE:  # the source lags behind the event: wait, never reject
+        if stale == Reason.SOURCE_UNAVAILABLE and (
+                lagged := lag_refusal(envelope, candidate, self._clock(), self._unread.max_lag_seconds)) is not None:
+            ctx = await self._capacity_context(envelope, candidate, resume_item, resume_receipt)
+            return await asyncio.to_thread(self._store.decide, lagged, ctx)  # never shown: waiting cannot help
+        if stale == Reason.SOURCE_UNAVAILABLE:  # the source lags behind the event: wait (bounded), never reject
             snapshot = Unread(Reason.SOURCE_UNAVAILABLE, LAG_RETRY_SECONDS,
                               f"{candidate.target.target_id}: the source does not show version "
                               f"{candidate.input_version} yet (it lags behind the event)")
@@ -219,10 +235,13 @@ class IntakeService:
         return await self._admit(Admission(decision, envelope, titled(candidate, snapshot)))
 
     async def _refused_on_resume(self, envelope: Envelope, candidate: WorkCandidate) -> ReceiptDraft | None:
-        """A deferred item is held to the scope and to kills again: out of scope drops it with a
-        receipt; a kill keeps it queued (the store writes one receipt per kill; see ``_held_if_killed``)."""
-        if (outside := self._out_of_scope(envelope, candidate)) is not None or self._kills is None:
+        """A deferred item is held to the scope, the clock-skew bound and kills again: out of scope or
+        ``future-event`` (an item queued before the bound existed) drops it with a receipt; a kill
+        keeps it queued (the store writes one receipt per kill; see ``_held_if_killed``)."""
+        if (outside := self._out_of_scope(envelope, candidate)) is not None:
             return outside
+        if (ahead := future_refusal(envelope, candidate, self._max_skew)) is not None or self._kills is None:
+            return ahead
         return await asyncio.to_thread(self._kills.refusal, envelope, candidate)
 
     def _out_of_scope(self, envelope: Envelope, candidate: WorkCandidate) -> ReceiptDraft | None:

@@ -55,6 +55,10 @@ class UnreadPolicy:
     deadline_seconds: float = 4.0
     retry_seconds: float = 15.0
     max_seconds: float = 300.0
+    max_lag_seconds: float | None = 900.0
+    """How long after its receipt an event may wait for a source that lags behind it (a task's
+    freshness rule said ``source-unavailable``) before it is refused ``source-lag-limit``
+    (``intake.admission_rules.lag_refusal``); ``None``: no bound (tests of other stages only)."""
 
     def wait(self, attempts: int, source_wish: float | None) -> float:
         """Seconds before the next re-check of an item re-decided ``attempts`` times so far."""

@@ -23,7 +23,7 @@ TASK_NAME = r"^[a-z][a-z0-9_-]{0,31}$"
 
 
 @dataclass(frozen=True)
-class ToolCall:
+class TaskToolCall:
     """One model tool call bound to its work order (the target comes from the order, never the model)."""
 
     work_key: str
@@ -83,7 +83,7 @@ class ToolKit(Protocol):
         """Is ``comment`` the one an attempt of ``operation_key`` posted (bot author, valid signature)?"""
         ...
 
-    async def mutate(self, call: ToolCall, operation: str, perform: Callable[[str], Awaitable[Effect]],
+    async def mutate(self, call: TaskToolCall, operation: str, perform: Callable[[str], Awaitable[Effect]],
                      reconcile: Callable[[str], Awaitable[Effect | None]], detail: str = "") -> EffectDone:
         """Run an effect exactly once per (work key, ``operation``, version, discriminator, ``detail``):
         kill and fencing checks, ledger claim, ``reconcile(op_key)`` after a lost attempt, then
@@ -91,7 +91,7 @@ class ToolKit(Protocol):
         ...
 
 
-ToolHandler = Callable[[ToolKit, ToolCall], Awaitable[ToolAnswer]]
+ToolHandler = Callable[[ToolKit, TaskToolCall], Awaitable[ToolAnswer]]
 
 
 @dataclass(frozen=True)

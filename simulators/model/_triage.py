@@ -26,7 +26,10 @@ allowed, else the first allowed label. With no ``allowed_labels`` the fallback i
 The comment and the final answer name the labels the ``add_labels`` result reports as
 ``applied`` (a JSON object with an ``applied`` list) when it does, else the labels asked for.
 
-The issue text is untrusted: nothing in it changes the sequence above, only which labels match.
+The issue text is untrusted: nothing in it changes the sequence above, only which labels match
+and, to stand for a prompt injection that *worked*, the comment: every line of the issue's body
+that starts with ``ECHO: `` is copied into the comment after it (the rest of the line, as is), so
+tests can check that the tool sanitises whatever the model was steered into writing.
 ``tool_choice`` naming a function forces a call to it (with the arguments above). Tool-call ids
 are the reviewer's (``call_`` + a hash of the conversation so far), so replays get the same ids.
 """
@@ -40,7 +43,7 @@ from typing import Any
 from simulators.model._policy import Reply, _call, _text, _tool_results
 
 __all__ = ["ADD_LABELS_TOOL", "GET_ISSUE_TOOL", "POST_TRIAGE_TOOL", "choose_labels", "decide_triage",
-           "offers_triage", "triage_comment"]
+           "obeyed", "offers_triage", "triage_comment"]
 
 GET_ISSUE_TOOL = "get_issue"
 ADD_LABELS_TOOL = "add_labels"
@@ -109,6 +112,14 @@ def triage_comment(number: Any, labels: list[str], reasons: list[tuple[str, str]
     return f"Automated triage (simulated){ref}: labels {named}. Reason: {why}."
 
 
+_ECHO = re.compile(r"^ECHO: (.*)$", re.M)
+
+
+def obeyed(issue: dict[str, Any]) -> str:
+    """What a successful injection made the model write: the body's ``ECHO:`` lines (module docstring)."""
+    return "\n".join(_ECHO.findall(_string(issue.get("body"))))
+
+
 def _arguments(name: str, results: dict[str, str]) -> dict[str, Any]:
     chosen = choose_labels(_issue(results.get(GET_ISSUE_TOOL)))
     asked = [label for label, _ in chosen]
@@ -116,7 +127,10 @@ def _arguments(name: str, results: dict[str, str]) -> dict[str, Any]:
         return {"labels": asked}
     if name == POST_TRIAGE_TOOL:
         applied = _applied(results.get(ADD_LABELS_TOOL), asked) if ADD_LABELS_TOOL in results else asked
-        return {"body": triage_comment(_issue(results.get(GET_ISSUE_TOOL)).get("number"), applied, chosen)}
+        issue = _issue(results.get(GET_ISSUE_TOOL))
+        echoed = obeyed(issue)
+        comment = triage_comment(issue.get("number"), applied, chosen)
+        return {"body": f"{comment}\n{echoed}" if echoed else comment}
     return {}
 
 

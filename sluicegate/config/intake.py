@@ -26,6 +26,13 @@ class IntakeConfig(Section):
     """First wait before a queued unread delivery is re-checked."""
     source_retry_max_seconds: float = Field(default=300.0, gt=0)
     """Cap of the exponential backoff between re-checks."""
+    max_clock_skew_seconds: float = Field(default=300.0, gt=0, le=3600)
+    """How far an event's time may be after its receipt (clock skew) before it is refused
+    ``future-event``, before any forge read (0 < s <= 3600). A triage event's time is the issue's
+    ``updated_at``, its version: a moment far ahead would otherwise wait for the API forever."""
+    max_source_lag_seconds: float = Field(default=900.0, gt=0, le=86400)
+    """How long after its receipt an event may wait for a source that does not show its version
+    yet (API lag, deferred ``source-unavailable``) before it is refused ``source-lag-limit``."""
     freshness_snapshot_seconds: float = Field(default=3.0, ge=0, le=30)
     """How long a finished freshness read of a target is kept to *reject* later deliveries of it
     (never to admit; per process; 0 turns it off). See ``intake/shared_reads.py``."""

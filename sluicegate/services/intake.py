@@ -28,7 +28,8 @@ def capacity_gate(settings: Settings, engine: Engine) -> CapacityGate:
 
 def unread_policy(settings: Settings) -> UnreadPolicy:
     cfg = settings.intake
-    return UnreadPolicy(cfg.freshness_deadline_seconds, cfg.source_retry_seconds, cfg.source_retry_max_seconds)
+    return UnreadPolicy(cfg.freshness_deadline_seconds, cfg.source_retry_seconds, cfg.source_retry_max_seconds,
+                        cfg.max_source_lag_seconds)
 
 
 def enabled_tasks(settings: Settings) -> tuple[TaskSpec, ...]:
@@ -57,4 +58,5 @@ def intake_service(settings: Settings, engine: Engine, forge, admitter: Admitter
                                                                    settings.intake.freshness_snapshot_seconds)
     return IntakeService(store, targets, admitter, capacity_gate(settings, engine),
                          scope=scope_rules(settings), on_decision=record_decision, unread=unread_policy(settings),
-                         kills=KillGate(KillSwitch(engine)), policy=policy, tasks=tasks)
+                         kills=KillGate(KillSwitch(engine)), policy=policy, tasks=tasks,
+                         max_skew_seconds=settings.intake.max_clock_skew_seconds)

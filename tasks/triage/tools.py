@@ -2,7 +2,7 @@
 
 Hosted as activities by ``activities/task_tools.py``, which refuses every call while a kill covers the
 work (reads included) and checks egress before the handler runs. The target always comes from the
-work order (:class:`tasks.spec.ToolCall`), never from the model's arguments.
+work order (:class:`tasks.spec.TaskToolCall`), never from the model's arguments.
 
 * ``get_issue`` — the issue as JSON text; title and body are untrusted and bounded
   (:data:`MAX_TITLE_CHARS`, :data:`MAX_BODY_CHARS`), control characters other than newlines and tabs
@@ -14,6 +14,9 @@ work order (:class:`tasks.spec.ToolCall`), never from the model's arguments.
 * ``post_triage_comment`` — one comment per (work key, version), exactly once: the operation key
   derives from work key, operation and version (not the body), the body ends with the signed marker,
   and a lost attempt is reconciled by listing the issue's comments (like ``post_review_comment``).
+  The model's text is steered by the issue it read, so it is posted only through
+  :func:`tasks.triage.comment.sanitise_comment` (no mentions, slash commands, links, images, raw
+  HTML, HTML comments — so no forged marker —, bounded); the marker is appended after it.
 
 A malformed argument is answered with an ``error:`` message the model sees (the run goes on).
 """
@@ -23,7 +26,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tasks.spec import Effect, ToolAnswer, ToolCall, ToolKit
+from tasks.spec import Effect, TaskToolCall, ToolAnswer, ToolKit
+from tasks.triage.comment import sanitise_comment
 
 GET_ISSUE = "get_issue"
 ADD_LABELS = "add_labels"
@@ -31,7 +35,6 @@ POST_TRIAGE_COMMENT = "post_triage_comment"
 
 MAX_TITLE_CHARS = 256
 MAX_BODY_CHARS = 8_000
-MAX_COMMENT_CHARS = 10_000
 MAX_LABELS_ASKED = 20
 MAX_LABEL_CHARS = 50
 
@@ -50,7 +53,7 @@ def allowed_labels(kit: ToolKit) -> list[str]:
     return list(getattr(kit.options, "labels", None) or [])
 
 
-def _arguments(call: ToolCall) -> dict[str, Any] | None:
+def _arguments(call: TaskToolCall) -> dict[str, Any] | None:
     try:
         args = json.loads(call.arguments or "{}")
     except ValueError:
@@ -71,7 +74,7 @@ def choose_labels(asked: object, allowed: list[str]) -> tuple[list[str], list[st
     return applied, refused
 
 
-async def get_issue(kit: ToolKit, call: ToolCall) -> ToolAnswer:
+async def get_issue(kit: ToolKit, call: TaskToolCall) -> ToolAnswer:
     issue = await kit.forge.read_issue(call.owner, call.repo, call.number, tenant=call.tenant)
     labels = [str(label.get("name")) for label in issue.get("labels") or [] if isinstance(label, dict)]
     content = {"number": call.number, "title": _printable(issue.get("title"), MAX_TITLE_CHARS),
@@ -80,7 +83,7 @@ async def get_issue(kit: ToolKit, call: ToolCall) -> ToolAnswer:
     return ToolAnswer(json.dumps(content))
 
 
-async def add_labels(kit: ToolKit, call: ToolCall) -> ToolAnswer:
+async def add_labels(kit: ToolKit, call: TaskToolCall) -> ToolAnswer:
     args = _arguments(call)
     chosen = choose_labels(args.get("labels") if args is not None else None, allowed_labels(kit))
     if isinstance(chosen, str):
@@ -107,12 +110,11 @@ async def add_labels(kit: ToolKit, call: ToolCall) -> ToolAnswer:
                       reconciled=done.reconciled)
 
 
-async def post_triage_comment(kit: ToolKit, call: ToolCall) -> ToolAnswer:
+async def post_triage_comment(kit: ToolKit, call: TaskToolCall) -> ToolAnswer:
     args = _arguments(call)
-    body = args.get("body") if args is not None else None
-    if not isinstance(body, str) or not body.strip():
+    text = sanitise_comment(args.get("body") if args is not None else None)
+    if not text:
         return ToolAnswer("error: post_triage_comment needs a non-empty 'body'")
-    text = body[:MAX_COMMENT_CHARS]
     progress = kit.progress()
 
     def effect(comment: dict[str, Any]) -> Effect:

@@ -74,3 +74,54 @@ def test_request_rules():
     assert force_rule(True, "operator", "ops", "acme", "r", "manual").reason == "policy:override-not-permitted"
     assert replay_rule("admin", "ops", "acme", "d", "replay") is None
     assert replay_rule("operator", "ops", "acme", "d", "replay").reason == "policy:replay-not-permitted"
+
+
+# -- the event's moment against its receipt (intake.admission_rules.future_refusal, lag_refusal) --------
+
+def _issue_event(time: datetime | None, received_at: datetime = NOW):
+    from intake.envelope import Envelope, PullRequestRef
+    from tasks.triage.target import triage_candidate
+
+    env = Envelope(id="d-1", source="github", type="issues.opened", subject="acme/api#7", time=time,
+                   received_at=received_at, trigger_kind=TriggerKind.EVENT, tenant="acme")
+    return env, triage_candidate("acme", PullRequestRef("acme", "api", 7), "2026-12-01T00:00:00Z")
+
+
+@pytest.mark.parametrize("ahead, refused", [(0, False), (300, False), (301, True), (86_400 * 365, True)])
+def test_an_event_further_ahead_of_its_receipt_than_the_skew_is_future_event(ahead: int, refused: bool):
+    from datetime import timedelta
+
+    from intake.admission_rules import future_refusal
+
+    env, cand = _issue_event(NOW + timedelta(seconds=ahead))
+    draft = future_refusal(env, cand, 300.0)
+    assert (draft is not None) == refused
+    if draft is not None:
+        assert (draft.outcome, draft.reason) == (Outcome.REJECT, Reason.FUTURE_EVENT)
+        assert f"{ahead}s after its receipt" in draft.message
+
+
+def test_year_9999_is_refused_and_no_moment_or_no_bound_never_is():
+    from intake.admission_rules import future_refusal
+
+    env, cand = _issue_event(datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC))
+    assert future_refusal(env, cand, 300.0).reason == Reason.FUTURE_EVENT
+    assert future_refusal(env, cand, None) is None
+    assert future_refusal(*_issue_event(None), 300.0) is None  # no event time (ping, a manual trigger)
+    past, cand = _issue_event(datetime(2020, 1, 1, tzinfo=UTC))  # old is the age rule's business, not this one's
+    assert future_refusal(past, cand, 300.0) is None
+
+
+@pytest.mark.parametrize("waited, refused", [(0, False), (900, False), (901, True)])
+def test_a_source_lagging_longer_than_the_limit_after_receipt_is_source_lag_limit(waited: int, refused: bool):
+    from datetime import timedelta
+
+    from intake.admission_rules import lag_refusal
+
+    env, cand = _issue_event(NOW)
+    draft = lag_refusal(env, cand, NOW + timedelta(seconds=waited), 900.0)
+    assert (draft is not None) == refused
+    if draft is not None:
+        assert (draft.outcome, draft.reason) == (Outcome.REJECT, Reason.SOURCE_LAG_LIMIT)
+        assert cand.input_version in draft.message
+    assert lag_refusal(env, cand, NOW + timedelta(days=30), None) is None
