@@ -50,3 +50,21 @@ def test_a_slash_command_after_a_unicode_break_space_or_nested_marker_is_escaped
     posted = sanitise_comment(written)
     for line in re.split(r"[\n\u2028\u2029]", posted):
         assert not re.match(r"^[\s>*+\-]*(?:\d+[.)]\s+)?/", line), posted
+
+
+def test_any_mix_with_entities_underscores_and_unicode_breaks_comes_out_safe():
+    from hypothesis import given, settings, strategies as st
+
+    pieces = st.sampled_from(["_", "*", "~", "(", "&", "#", "&#64;", "&#35;", "&num;", "GH-", "gh-", "@", "1", "a",
+                              "/", ">", "-", " ", "\n", "\u2028", "\u00a0", "https://", "www.", "\\", "[", "<"])
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(pieces, max_size=60).map("".join))
+    def safe(written: str) -> None:
+        posted = sanitise_comment(written)
+        shown = _rendered_text(posted)
+        assert not MENTION.search(shown) and not REFERENCE.search(shown), posted
+        assert "://" not in posted.replace("\\[:]//", "") and not re.search(r"(?i)www\.", posted), posted
+        assert not any(re.match(r"^(?:\s|>|(?:[-*+]|\d+[.)])\s)*/", line) for line in posted.split("\n")), posted
+
+    safe()
