@@ -51,7 +51,10 @@ def queue_unread(s: Session, draft: ReceiptDraft, ctx: CapacityContext, receipt_
 
 
 def apply_capacity(s: Session, draft: ReceiptDraft, ctx: CapacityContext, receipt_id: str) -> CapacityOutcome:
-    queued = _deferred.waiting_for(s, draft.tenant or "", draft.work_key)
+    # Locked before any counter or the work item: the dispatcher re-deciding that item locks it first
+    # (``_resumed_item_changed``), and a delivery that took counters and the work item before marking
+    # it superseded or replacing its payload deadlocked with it (PostgreSQL aborted the API's side).
+    queued = _deferred.waiting_for(s, draft.tenant or "", draft.work_key, lock=True)
     # An item queued because its source could not be read waits on nothing this delivery did not
     # just check: it takes the item over (admitted now, or the item re-queued on its limit).
     unread = queued is not None and queued.blocked_on == str(Block.SOURCE) and queued.id != ctx.resume_item

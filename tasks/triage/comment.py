@@ -21,25 +21,30 @@ output, but what we post is Markdown source that GitHub renders; so no library f
 lines of ``re``. Every rule below holds whatever the surrounding Markdown is (inside a code span too,
 where the cost is a visible escape):
 
-1. control and format characters (bidi overrides, zero-width characters) and U+2028/U+2029 are
-   dropped, line ends normalised; the input is cut to a bound before any pattern runs;
+1. control and format characters (bidi overrides, zero-width characters) are dropped, line ends
+   normalised (U+2028/U+2029 too: JavaScript's multiline ``^`` starts a line after them); the input is
+   cut to a bound before any pattern runs;
 2. HTML comments are dropped whole (an unclosed one to the end); images become their alt text, links
    their text, reference definitions are dropped (readability; the guarantee is the next rules);
 3. every backslash is doubled, then every ``[`` escaped with one: without an unescaped ``[``
    CommonMark has no link or image. Doubling first matters: a model writing a backslash before ``[``
    would otherwise turn our escape into an escaped backslash followed by a live ``[``;
-4. every ``<`` becomes ``&lt;``: no raw HTML, no autolink, no HTML comment, hence **no marker**,
-   can exist in the result (reconcile needs ``<!-- sluicegate:op=``; ours is appended after this);
+4. every ``&`` becomes ``&amp;``, then every ``<`` ``&lt;``: no character reference survives (GitHub's
+   mention and issue-reference filters run on the rendered text, where ``&#64;`` *is* ``@``), and no
+   raw HTML, no autolink, no HTML comment, hence **no marker**, can exist in the result (reconcile
+   needs ``<!-- sluicegate:op=``; ours is appended after this);
 5. URL schemes and ``www.`` are defanged (``https\\[:]//``, ``www\\[.]``, shown as ``https[:]//``,
-   ``www[.]``): never autolinked, and the brackets they add are escaped too;
+   ``www[.]``) wherever they stand — GFM autolinks after ``_`` too, a word character for ``\\b`` —:
+   never autolinked, and the brackets they add are escaped too;
 6. ``@`` before a letter or digit becomes the full-width ``＠`` (U+FF20). Chosen over wrapping in
    backticks (a mention already inside a code span would be *un*-coded by the extra backticks) and over
    an invisible joiner (a reader would still see ``@user`` and believe the person was pinged, and any
    bot reading the raw text would still see a plausible ``@user``): it is visibly not a mention, in
    the rendered page and in the raw body;
-7. ``#`` before a digit becomes ``＃`` (no cross-reference);
-8. a ``/`` starting a line (after indentation, ``>`` quotes or a list marker) is escaped ``\\/``: it
-   renders as ``/`` but the raw body, which chat-ops bots read, no longer starts a line with ``/``;
+7. ``#`` before a digit becomes ``＃``, ``GH-`` before a digit ``GH－`` (no cross-reference);
+8. a ``/`` starting a line (after any mix of whitespace, Unicode spaces included, ``>`` quotes and
+   list markers) is escaped ``\\/``: it renders as ``/`` but the raw body, which chat-ops bots read,
+   no longer starts a line with ``/``;
 9. at most :data:`MAX_COMMENT_LINES` lines and :data:`MAX_COMMENT_CHARS` characters, cut without
    leaving half an escape, with a visible truncation note.
 """
@@ -61,21 +66,19 @@ _IMAGE = re.compile(r"!\[([^\[\]\n]*)\]\([^()\n]*\)")
 _LINK = re.compile(r"\[([^\[\]\n]*)\]\([^()\n]*\)")
 _REFERENCE = re.compile(r"!?\[([^\[\]\n]*)\]\[[^\[\]\n]*\]")
 _DEFINITION = re.compile(r"^[ \t>]*\[[^\]\n]+\]:.*$", re.M)
-_SCHEME = re.compile(r"(?i)\b([a-z][a-z0-9+.-]{0,31}):(?=//)")
-_WWW = re.compile(r"(?i)\bwww\.")
+_SCHEME = re.compile(r"(?i)([a-z][a-z0-9+.-]{0,31}):(?=//)")
+_WWW = re.compile(r"(?i)www\.")
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
-_REFERENCE_NUMBER = re.compile(r"(?<!&)#(?=[0-9])")
-_LEADING_SLASH = re.compile(r"^([ \t>]*(?:(?:[-*+]|[0-9]{1,9}[.)])[ \t]+)?)/", re.M)
-_INVISIBLE = frozenset({"Cc", "Cf", "Zl", "Zp"})
-_HALF_ESCAPE = re.compile(r"(?:\\|&|&l|&lt)\Z")
+_REFERENCE_NUMBER = re.compile(r"#(?=[0-9])")
+_GH_REFERENCE = re.compile(r"(?i)(gh)-(?=[0-9])")
+_LEADING_SLASH = re.compile(r"^((?:[^\S\n]|>|(?:[-*+]|[0-9]{1,9}[.)])(?=[^\S\n]))*)/", re.M)
+_HALF_ESCAPE = re.compile(r"(?:\\|&(?:l|lt|a|am|amp)?)\Z")
 
 
 def _visible(text: str) -> str:
-    """Newlines and tabs kept; other control characters, format characters and the Unicode line and
-    paragraph separators (Cc, Cf, Zl, Zp: ``str.splitlines`` starts a line at U+2028, so a bot splitting
-    that way would see a line start our slash rule did not) dropped."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return "".join(c for c in text if c in "\n\t" or unicodedata.category(c) not in _INVISIBLE)
+    """Newlines and tabs kept; other control characters and every format character (Cc, Cf) dropped."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n").replace("\u2029", "\n")
+    return "".join(c for c in text if c in "\n\t" or unicodedata.category(c) not in ("Cc", "Cf"))
 
 
 def _bounded(text: str) -> str:
@@ -98,11 +101,12 @@ def sanitise_comment(text: object) -> str:
     text = _LINK.sub(lambda m: m.group(1), text)
     text = _REFERENCE.sub(lambda m: m.group(1), text)
     text = _DEFINITION.sub("", text)
-    text = text.replace("\\", "\\\\").replace("[", "\\[").replace("<", "&lt;")
+    text = text.replace("\\", "\\\\").replace("[", "\\[").replace("&", "&amp;").replace("<", "&lt;")
     text = _SCHEME.sub(r"\1\\[:]", text)
     text = _WWW.sub(r"www\\[.]", text)
     text = _MENTION.sub("\uff20", text)
     text = _REFERENCE_NUMBER.sub("\uff03", text)
+    text = _GH_REFERENCE.sub("\\1\uff0d", text)
     text = _LEADING_SLASH.sub(lambda m: f"{m.group(1)}\\/", text)
     text = _bounded(text.strip("\n"))
     return text if text.strip() else ""
