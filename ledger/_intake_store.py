@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from sqlalchemy import case, insert, select, update
+from sqlalchemy import case, func, insert, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session
@@ -350,15 +350,17 @@ class SqlIntakeStore:
         """Record the started run. Rows are locked in the order the run's own end takes them
         (``WorkStore.record_outcome``: version, receipt, work item): in the opposite order a run that
         ended at once deadlocked with this, and PostgreSQL's victim was this transaction — a decided,
-        admitted delivery answered 503. The run's status, if it already recorded its end, is kept."""
+        admitted delivery answered 503. The run's status and run id, if it already recorded its end, are
+        kept; the workflow id is written either way (the run's end does not know it)."""
         now = utcnow()
         with Session(self._engine) as s, s.begin():
             s.execute(update(WorkVersion)
                       .where(WorkVersion.work_key == decision.work_key,
                              WorkVersion.input_version == decision.input_version,
-                             WorkVersion.generation == decision.generation,
-                             WorkVersion.status == "accepted")
-                      .values(status="admitted", workflow_id=workflow_id, run_id=run_id, updated_at=now))
+                             WorkVersion.generation == decision.generation)
+                      .values(status=case((WorkVersion.status == "accepted", "admitted"), else_=WorkVersion.status),
+                              workflow_id=workflow_id, run_id=func.coalesce(WorkVersion.run_id, run_id),
+                              updated_at=now))
             s.execute(update(Receipt).where(Receipt.id == decision.receipt_id)
                       .values(workflow_id=workflow_id, run_id=run_id))
             s.execute(update(WorkItem)
