@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from datetime import datetime
 import logging
 import time
 from typing import TYPE_CHECKING, Any, Callable, Mapping
@@ -41,7 +42,7 @@ from intake.admission_rules import age_refusal, not_actionable, scope_refusal, t
 from intake.capacity.plan import Block
 from intake.capacity.payload import from_payload
 from intake.decision import IntakeDecision, Outcome, Reason
-from intake.envelope import Envelope, WorkCandidate
+from intake.envelope import Envelope, TriggerKind, WorkCandidate
 from intake.freshness import titled
 from intake.kill_gate import HeldByKill, KillGate
 from intake.policy import Policy
@@ -49,6 +50,7 @@ from intake.ports import Admission, Admitter, CapacityContext, IntakeStore, Targ
 from intake.receipts import ReceiptDraft, draft_for
 from intake.repeats import duplicate_work, look_up, may_decide_early
 from intake.scope import ScopeRules
+from intake.seen_deliveries import SeenDeliveries
 from intake.shared_reads import fresh_snapshot, taken_meanwhile
 from intake.unread import Requeue, SourceRefused, UnreadPolicy, Unread, unread_context, unread_draft
 
@@ -67,7 +69,8 @@ class IntakeService:
                  scope: ScopeRules,
                  on_decision: Callable[[IntakeDecision, Envelope, float], None] | None = None,
                  unread: UnreadPolicy = UnreadPolicy(), kills: KillGate | None = None,
-                 policy: Policy = Policy(), tasks: Mapping[str, TaskIntake] | None = None) -> None:
+                 policy: Policy = Policy(), tasks: Mapping[str, TaskIntake] | None = None,
+                 seen: SeenDeliveries | None = None) -> None:
         """``capacity``: an ``intake.capacity.gate.CapacityGate``; ``None`` admits without limits.
         ``scope``: the declared repositories (``ScopeRules.everything()`` only in tests of other stages).
         ``on_decision(decision, envelope, seconds)``: called after every decision (metrics).
@@ -76,7 +79,9 @@ class IntakeService:
         ``policy``: the admission rules and their version (the store records the same version).
         ``tasks``: the enabled tasks' readers and rules by task name (``tasks.registry``, injected by
         the wiring); a candidate for another task is refused ``unknown-task`` before any read.
-        ``None``: every candidate is read with ``targets`` under the pull-request freshness rule."""
+        ``None``: every candidate is read with ``targets`` under the pull-request freshness rule.
+        ``seen``: committed, final delivery answers kept in process (``intake/seen_deliveries.py``);
+        ``None``: a default-sized one. ``SeenDeliveries(0)`` turns it off (every repeat asks the ledger)."""
         self._store = store
         self._scope = scope
         self._targets = targets
@@ -87,6 +92,7 @@ class IntakeService:
         self._kills = kills
         self._policy = policy
         self._tasks = dict(tasks) if tasks is not None else None
+        self._seen = seen if seen is not None else SeenDeliveries()
 
     def _rules(self, candidate: WorkCandidate) -> TaskIntake:
         """The candidate's task's reader and rules (its task was checked: ``task_refusal``)."""
@@ -106,6 +112,24 @@ class IntakeService:
         """The capacity gate (``None``: no limits)."""
         return self._capacity
 
+    def known_delivery(self, source: str, delivery_id: str, tenant: str, received_at: datetime,
+                       event_type: str | None = None) -> IntakeDecision | None:
+        """An authenticated redelivery answered before its body is parsed: the ``duplicate-delivery``
+        answer when this process holds the original's committed, final answer; None otherwise (parse
+        and :meth:`submit`, whose one ledger read decides it). No I/O: a dictionary lookup. Call it only
+        after the sender was authenticated; counted on the decisions metric like every decision."""
+        started = time.perf_counter()
+        decision = self._seen.answer(source, delivery_id)
+        if decision is not None:
+            envelope = Envelope(id=delivery_id, source=source, type=event_type or "", subject=None, time=None,
+                                received_at=received_at, trigger_kind=TriggerKind.EVENT, tenant=tenant)
+            self._observed(decision, envelope, started)
+            log.info("%s %s from %s: %s (%s), answered before the parse", envelope.type, delivery_id, source,
+                     decision.outcome, decision.reason, extra={"work_key": decision.work_key,
+                                                               "workflow_id": decision.workflow_id,
+                                                               "run_id": decision.run_id})
+        return decision
+
     async def submit(self, envelope: Envelope, candidate: WorkCandidate | None,
                      max_age_seconds: float | None = None) -> IntakeDecision:
         """Decide one normalized trigger and, when accepted, admit it. ``max_age_seconds``
@@ -113,6 +137,8 @@ class IntakeService:
         started = time.perf_counter()
         decision = await self._decide(envelope, candidate, max_age_seconds)
         self._observed(decision, envelope, started)
+        if envelope.trigger_kind == TriggerKind.EVENT:
+            self._seen.decided(envelope.source, envelope.id, decision)  # committed; kept only if final
         log.info("%s %s from %s: %s (%s)", envelope.type, envelope.id, envelope.source, decision.outcome,
                  decision.reason, extra={"work_key": decision.work_key, "workflow_id": decision.workflow_id,
                                          "run_id": decision.run_id})
@@ -155,6 +181,8 @@ class IntakeService:
                           f"delivery {envelope.id} from {envelope.source} was already decided")
         repeat = await look_up(self._store, probe)  # one read-only statement: intake/repeats.py
         if repeat.seen is not None:
+            if repeat.seen_final and envelope.trigger_kind == TriggerKind.EVENT:
+                self._seen.read_back(envelope.source, envelope.id, repeat.seen, True)
             return repeat.seen
         if candidate is None:
             return await asyncio.to_thread(self._store.decide, not_actionable(envelope))

@@ -48,7 +48,7 @@ from ledger._kills import kill_in_force
 from ledger._models import Delivery, Receipt, WorkItem, WorkVersion
 from ledger._engine import single_read
 from ledger._inline_read import InlineReader
-from ledger._repeats import RepeatRows, blocking_reason, find_repeat, original_answer
+from ledger._repeats import RepeatRows, blocking_reason, find_repeat, original_answer, original_final
 from intake.repeats import Repeat
 from ledger._sql import as_utc, dialect_insert, new_id, utcnow
 from workflows.contracts import RunStatus
@@ -144,8 +144,9 @@ class SqlIntakeStore:
 
     def _repeat(self, rows: RepeatRows, draft: ReceiptDraft) -> Repeat:
         seen = original_answer(rows, draft) if draft.delivery_id is not None else None
-        return Repeat(seen=seen, blocking=None if seen is not None else blocking_reason(
-            rows, draft, done_blocks=not self._policy.rerun_done_on_change))
+        if seen is not None:
+            return Repeat(seen=seen, seen_final=original_final(rows, draft))
+        return Repeat(blocking=blocking_reason(rows, draft, done_blocks=not self._policy.rerun_done_on_change))
 
     def decide(self, draft: ReceiptDraft, capacity: CapacityContext | None = None) -> IntakeDecision:
         for attempt in range(_MAX_RACE_RETRIES):
