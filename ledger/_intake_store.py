@@ -46,6 +46,7 @@ from ledger._capacity import stamp_generation
 from ledger._capacity_models import DeferredItem
 from ledger._kills import kill_in_force
 from ledger._models import Delivery, Receipt, WorkItem, WorkVersion
+from ledger._plain_decide import decide_plain, is_plain
 from ledger._engine import single_read
 from ledger._inline_read import InlineReader
 from ledger._repeats import RepeatRows, blocking_reason, find_repeat, original_answer, original_final
@@ -163,6 +164,9 @@ class SqlIntakeStore:
         resume = capacity.resume_item if capacity is not None else None
         if capacity is not None and draft.concurrency_key is None:
             draft = replace(draft, concurrency_key=capacity.request.concurrency_key)
+        if is_plain(draft, capacity is not None, resume):  # claim + receipt only: ledger/_plain_decide.py
+            row = _receipt_row(draft, receipt_id, None, self._policy.version)
+            return decide_plain(self._engine, draft, row, self._already_claimed_unknown) or _decision_from_row(row)
         with Session(self._engine, expire_on_commit=False) as s, s.begin():
             if resume is not None:
                 changed = self._resumed_item_changed(s, resume, capacity.resume_receipt)
