@@ -1,7 +1,9 @@
 """The admission pipeline: dedupe delivery → scope → kill → freshness → policy → decide → admit.
 
-Order matters. A redelivery is stopped by one statement before the authoritative
-source is touched; the same statement tells whether the (work key, version) is already
+Order matters. An authenticated redelivery whose original this process holds committed and final
+is answered before its body is even parsed (:meth:`IntakeService.known_delivery`,
+``intake/seen_deliveries.py``; the decisions this service commits fill it). Otherwise a redelivery is
+stopped by one statement before the authoritative source is touched; the same statement tells whether the (work key, version) is already
 admitted, running, queued or done, which is decided ``duplicate-work`` after the scope and
 age checks, without a forge read (``intake/repeats.py``). A repository outside the declared scope (its source's for a webhook,
 its tenant's for every other trigger; ``intake/scope.py``) is refused ``out-of-scope``
