@@ -1,10 +1,16 @@
 """Measurement 1: duplicate deliveries rejected per second by intake vs. a bare ledger insert.
 
-Intake side: per delivery, ``parse_github_delivery`` (signature check, JSON, pydantic) and
-``IntakeService.submit`` with the real ``SqlIntakeStore``; the delivery id was decided
-before the run, so every call takes the duplicate-delivery path: one indexed read, answered
-with the original receipt's id and no new row (a repeat is counted on a metric, not written:
-``docs/security.md``; the delivery's receipt stays queryable). Baseline: one ``INSERT ... ON CONFLICT DO NOTHING`` of a
+Intake side: per delivery, what the webhook API does (``webhook_api/_app.py``): the signature check
+(``verify_github``: headers, HMAC over the raw bytes), then ``IntakeService.known_delivery`` (an
+authenticated redelivery whose original this process holds committed and final is answered before
+the parse: ``intake/seen_deliveries.py``), and only when that does not answer, the parse
+(``normalize_github``: JSON, pydantic) and ``IntakeService.submit`` with the real ``SqlIntakeStore``
+(the early repeat check: one indexed read). The delivery id was decided before the run by another
+``IntakeService`` (another API replica: this one's process cache starts empty), so the first call
+reads the ledger and every later one is answered in process; each is answered with the original
+receipt's id and no new row (a repeat is counted on a metric, not written: ``docs/security.md``;
+the delivery's receipt stays queryable). ``ledger_path=True`` turns the in-process answers off
+(``SeenDeliveries(0)``): every call parses and reads the ledger, the figure before the cache. Baseline: one ``INSERT ... ON CONFLICT DO NOTHING`` of a
 fresh row per transaction into a deliveries-like table, through the same engine.
 
 Both sides are a single sequential caller; rounds alternate which side goes first.
@@ -25,8 +31,9 @@ from bench._forge_reads import ForgeReads
 from bench._common import BenchError, Comparison, SideRound, head_sha, interleave, now, signed_pull_request
 from intake.decision import Outcome, Reason
 from intake.freshness import TargetSnapshot
-from intake.github import parse_github_delivery
+from intake.github import normalize_github, parse_github_delivery, verify_github
 from intake.scope import ScopeRules
+from intake.seen_deliveries import SeenDeliveries
 from intake.service import IntakeService
 from ledger import Delivery, Receipt, SqlIntakeStore
 
@@ -82,9 +89,14 @@ def _intake_loop(service: IntakeService, headers: dict[str, str], body: bytes, o
         deadline = start + seconds
         t = start
         while t < deadline:
-            parsed = parse_github_delivery(headers, body, source=SOURCE, tenant=TENANT, secrets=[SECRET],
-                                           received_at=datetime.now(UTC))
-            decision = await service.submit(parsed.envelope, parsed.candidate)
+            received_at = datetime.now(UTC)
+            verified = verify_github(headers, body, [SECRET])  # as webhook_api/_app.py: auth, known, parse
+            decision = service.known_delivery(SOURCE, verified.delivery_id or "", TENANT, received_at,
+                                              verified.event_type)
+            if decision is None:
+                parsed = normalize_github(verified, headers, body, source=SOURCE, tenant=TENANT,
+                                          received_at=received_at)
+                decision = await service.submit(parsed.envelope, parsed.candidate)
             if decision.outcome != Outcome.REJECT or decision.reason != Reason.DUPLICATE_DELIVERY:
                 raise BenchError(f"expected a duplicate-delivery reject, got {decision.outcome}/{decision.reason}")
             if decision.receipt_id != original:
@@ -115,8 +127,10 @@ def _bare_loop(engine: Engine):
     return run
 
 
-async def measure(name: str, url: str, rounds: int, seconds: float, log: Callable[[str], None]) -> Comparison:
-    """Run the comparison on the (empty) database at ``url``; migrates it first."""
+async def measure(name: str, url: str, rounds: int, seconds: float, log: Callable[[str], None],
+                  ledger_path: bool = False) -> Comparison:
+    """Run the comparison on the (empty) database at ``url``; migrates it first. ``ledger_path``: no
+    in-process answers (every duplicate parsed and read from the ledger)."""
     cmp = Comparison(name, target=0.5, unit="rejects/s", base_unit="inserts/s")
     ledger.upgrade(url)
     engine = ledger.make_engine(url)
@@ -128,7 +142,8 @@ async def measure(name: str, url: str, rounds: int, seconds: float, log: Callabl
                                             delivery_id=delivery_id)
         original = await _seed(store, headers, body)
         guard = MustNotBeCalled()
-        service = IntakeService(store, guard, guard, scope=ScopeRules.everything())
+        service = IntakeService(store, guard, guard, scope=ScopeRules.everything(),
+                                seen=SeenDeliveries(0) if ledger_path else None)
         intake, bare = _intake_loop(service, headers, body, original), _bare_loop(engine)
         warm_i, warm_b = await intake(WARMUP_SECONDS), await bare(WARMUP_SECONDS)
         await interleave(rounds, lambda n: intake(seconds), lambda n: bare(seconds), cmp, log)

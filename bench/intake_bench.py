@@ -52,6 +52,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="admin URL; a throwaway database is created and dropped (default %(default)s)")
     p.add_argument("--no-postgres", action="store_true", help="skip the PostgreSQL duplicate comparison")
     p.add_argument("--no-e2e", action="store_true", help="skip the end-to-end comparison (no dev stack)")
+    p.add_argument("--dup-ledger-path", action="store_true",
+                   help="duplicates without the in-process answers (intake/seen_deliveries.py): every one "
+                        "parsed and read from the ledger")
     a = p.parse_args(argv)
     a.rounds = a.rounds or (2 if a.quick else 3)
     a.dup_seconds = a.dup_seconds or (0.3 if a.quick else 4.0)
@@ -64,9 +67,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def _dup_run(a, tmp: Path, postgres: bool) -> Comparison:
-    name = f"duplicate rejects ({'PostgreSQL' if postgres else 'SQLite'})"
+    name = f"duplicate rejects ({'PostgreSQL' if postgres else 'SQLite'}{', ledger path' if a.dup_ledger_path else ''})"
     if not postgres:
-        return asyncio.run(_dup.measure(name, f"sqlite:///{tmp / 'dup-ledger.sqlite'}", a.rounds, a.dup_seconds, _log))
+        return asyncio.run(_dup.measure(name, f"sqlite:///{tmp / 'dup-ledger.sqlite'}", a.rounds, a.dup_seconds, _log,
+                                        a.dup_ledger_path))
     if a.no_postgres:
         return Comparison(name, DUP_TARGET, "rejects/s", skipped="--no-postgres")
     db = _dup.postgres_database(a.postgres_url)
@@ -74,7 +78,7 @@ def _dup_run(a, tmp: Path, postgres: bool) -> Comparison:
         return Comparison(name, DUP_TARGET, "rejects/s", skipped=db)
     url, drop = db
     try:
-        return asyncio.run(_dup.measure(name, url, a.rounds, a.dup_seconds, _log))
+        return asyncio.run(_dup.measure(name, url, a.rounds, a.dup_seconds, _log, a.dup_ledger_path))
     finally:
         drop()
         _log("  dropped the throwaway PostgreSQL database")

@@ -171,11 +171,16 @@ def readmission_refusal(draft: ReceiptDraft, readmissions: int, limit: int) -> R
         f"after it ended; the limit is {limit} (intake.max_readmissions_per_version)"))
 
 
+def redelivery_message(delivery_id: str | None, source: str) -> str:
+    """The ``duplicate-delivery`` message (also answered before the parse: ``intake/seen_deliveries.py``)."""
+    return f"delivery {delivery_id} from {source} was already decided"
+
+
 def repeat_reason(draft: ReceiptDraft, same_body: bool) -> tuple[Reason, str]:
     """A delivery already decided: by its id (``duplicate-delivery``) or, under another id, by its
     signed body's digest (``replayed-body``, a replay)."""
     if not same_body:
-        return Reason.DUPLICATE_DELIVERY, f"delivery {draft.delivery_id} from {draft.source} was already decided"
+        return Reason.DUPLICATE_DELIVERY, redelivery_message(draft.delivery_id, draft.source)
     return Reason.REPLAYED_BODY, (
         f"delivery {draft.delivery_id} from {draft.source} repeats a body (sha256 {(draft.body_digest or '')[:16]}...) "
         "already delivered under another delivery id within the dedupe window: a replay")

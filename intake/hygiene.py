@@ -43,8 +43,16 @@ _VERSION = re.compile(r"[\x21-\x7e]+")
 _SEGMENT_SPLIT = re.compile(r"[/\\]")
 
 
+_ASCII_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+"""The refused characters an ASCII string can hold (category ``Cc``; ``Cf``, ``Cs``, ``Zl``, ``Zp`` are all
+outside ASCII)."""
+
+
 def has_control(value: str) -> bool:
-    """True when ``value`` holds a character that must never reach the ledger or a log line."""
+    """True when ``value`` holds a character that must never reach the ledger or a log line.
+    ASCII (delivery ids, event types, shas): one regex scan instead of a category lookup per character."""
+    if value.isascii():
+        return _ASCII_CONTROL.search(value) is not None
     return any(unicodedata.category(ch) in _REFUSED_CATEGORIES for ch in value)
 
 

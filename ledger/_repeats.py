@@ -37,19 +37,21 @@ from sqlalchemy.engine import Connection
 from intake.admission_rules import repeat_reason
 from intake.decision import IntakeDecision, Outcome
 from intake.receipts import ReceiptDraft
+from intake.seen_deliveries import final
 
-__all__ = ["RepeatRows", "find_repeat", "original_answer", "blocking_reason"]
+__all__ = ["RepeatRows", "find_repeat", "original_answer", "original_final", "blocking_reason"]
 
 # deliveries by id, by body digest; the version's row; a waiting deferred item of the work key.
+# ``status``: the original receipt's outcome (delivery, body), the version's status, the item's block.
 _LOOKUP = text("""
-SELECT 'delivery' AS kind, d.receipt_id, NULL AS status, r.work_key, r.input_version, r.generation,
+SELECT 'delivery' AS kind, d.receipt_id, r.outcome AS status, r.work_key, r.input_version, r.generation,
        r.workflow_id, r.run_id,
        CASE WHEN EXISTS (SELECT 1 FROM deferred_items q WHERE q.work_key = r.work_key AND q.status = 'waiting'
                          AND q.receipt_id = d.receipt_id) THEN 1 ELSE 0 END AS queued
   FROM deliveries d LEFT JOIN receipts r ON r.id = d.receipt_id
  WHERE d.source = :source AND d.delivery_id = :delivery_id
 UNION ALL
-SELECT 'body', d.receipt_id, NULL, r.work_key, r.input_version, r.generation, r.workflow_id, r.run_id,
+SELECT 'body', d.receipt_id, r.outcome, r.work_key, r.input_version, r.generation, r.workflow_id, r.run_id,
        CASE WHEN EXISTS (SELECT 1 FROM deferred_items q WHERE q.work_key = r.work_key AND q.status = 'waiting'
                          AND q.receipt_id = d.receipt_id) THEN 1 ELSE 0 END
   FROM deliveries d LEFT JOIN receipts r ON r.id = d.receipt_id
@@ -123,6 +125,15 @@ def original_answer(rows: RepeatRows, draft: ReceiptDraft) -> IntakeDecision | N
                           work_key=row["work_key"], input_version=row["input_version"],
                           generation=row["generation"], workflow_id=row["workflow_id"], run_id=row["run_id"],
                           queued=bool(row["queued"]))
+
+
+def original_final(rows: RepeatRows, draft: ReceiptDraft) -> bool:
+    """Is the original that :func:`original_answer` answers from final, so its answer may be kept
+    in process (``intake/seen_deliveries.py``)? Only for a repeat of the delivery id itself."""
+    row = rows.delivery
+    if row is None or row["status"] is None or row["receipt_id"] is None:
+        return False
+    return final(str(row["status"]), row["workflow_id"], bool(row["queued"]))
 
 
 def blocking_reason(rows: RepeatRows, draft: ReceiptDraft, done_blocks: bool = True) -> str | None:

@@ -8,7 +8,8 @@ processes can run behind a load balancer.
 Every endpoint bounds, then authenticates, then parses. For a webhook: the source must be
 configured; headers are bounded; the body is streamed under ``webhook_api.max_body_bytes``
 (413 before it is buffered whole); the kind's verify stage checks the signature or token on
-the raw bytes; only then is the body parsed. Anything refused before authentication is
+the raw bytes; an authenticated redelivery whose original this process already holds committed and
+final is answered then, before the parse (``intake/seen_deliveries.py``); only then is the body parsed. Anything refused before authentication is
 counted and logged at a bounded rate and writes no row (``_refusals``); an authenticated but
 invalid delivery gets a reject receipt (``_rejects``); one rejected ``unsupported-schema``
 also has its body kept for replay (``_kept``). The manual trigger follows the same
@@ -140,6 +141,11 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
                 span.set_attribute("sluicegate.reason", str(err.reason))
                 return refuse(request, name, err, answer=NOT_AUTHENTICATED)
             span.set_attribute("sluicegate.delivery_id", verified.delivery_id or "")
+            if verified.delivery_id is not None and (repeat := request.app.state.intake.known_delivery(
+                    source, verified.delivery_id, src.tenant, received_at, verified.event_type)) is not None:
+                span.set_attribute("sluicegate.outcome", str(repeat.outcome))  # authenticated: no parse needed
+                span.set_attribute("sluicegate.reason", repeat.reason)
+                return decision_response(repeat)
             try:
                 parsed = normalize(source, src, verified, headers, body, received_at,
                                    github_mappers(request.app.state))

@@ -8,6 +8,7 @@ from intake.capacity import CapacityPlanner
 from intake.capacity.gate import CapacityGate
 from intake.forge_reader import ForgeTargetReader
 from intake.ports import Admitter, TaskIntake
+from intake.seen_deliveries import DEFAULT_TTL_SECONDS, SeenDeliveries
 from intake.service import IntakeService
 from intake.shared_reads import SharedReads
 from intake.unread import UnreadPolicy
@@ -51,6 +52,7 @@ def task_intake(settings: Settings, forge) -> dict[str, TaskIntake]:
 
 def intake_service(settings: Settings, engine: Engine, forge, admitter: Admitter) -> IntakeService:
     policy = settings.intake.policy()
+    window = settings.maintenance.delivery_dedupe_window_hours  # a kept answer never outlives the window
     store = SqlIntakeStore(engine, max_readmissions=settings.intake.max_readmissions_per_version, policy=policy)
     tasks = task_intake(settings, forge)
     review = tasks.get("review")
@@ -59,4 +61,5 @@ def intake_service(settings: Settings, engine: Engine, forge, admitter: Admitter
     return IntakeService(store, targets, admitter, capacity_gate(settings, engine),
                          scope=scope_rules(settings), on_decision=record_decision, unread=unread_policy(settings),
                          kills=KillGate(KillSwitch(engine)), policy=policy, tasks=tasks,
-                         max_skew_seconds=settings.intake.max_clock_skew_seconds)
+                         max_skew_seconds=settings.intake.max_clock_skew_seconds,
+                         seen=SeenDeliveries(ttl_seconds=min(DEFAULT_TTL_SECONDS, window * 3600)))

@@ -44,3 +44,13 @@ def test_the_manual_model_names_fields_and_never_quotes_them():
     with pytest.raises(ValidationError) as err:
         ManualTrigger.model_validate({"repository": "acme/api", "number": 1, "reason": "r", "request_id": ".."})
     assert problems(err.value).startswith("request_id (")
+
+
+def test_the_ascii_fast_path_refuses_exactly_the_control_category():
+    import unicodedata
+
+    from intake.hygiene import _REFUSED_CATEGORIES, has_control
+    for code in range(128):
+        ch = chr(code)
+        assert has_control(f"id-{ch}-x") == (unicodedata.category(ch) in _REFUSED_CATEGORIES), code
+    assert has_control("d\u202eevil") and has_control("zero\u200bwidth") and not has_control("caf\u00e9")

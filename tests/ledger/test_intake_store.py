@@ -205,3 +205,20 @@ def test_pruning_a_delivery_forgets_its_digest(engine):
                   .values(received_at=datetime.now(UTC) - timedelta(hours=48)))
     assert store.prune_deliveries(window_hours=24) >= 1
     assert store.reject_if_delivery_seen(replace(_draft(_key(), "sha1"), body_digest=digest)) is None
+
+
+def test_concurrent_plain_rejects_of_one_delivery_claim_it_once(engine):
+    """A reject that only claims the delivery and writes its receipt (``ledger/_plain_decide.py``):
+    racing copies of one delivery write one receipt; the others are answered from it, no row."""
+    store, key, delivery = SqlIntakeStore(engine), _key(), uuid.uuid4().hex
+    before = _receipt_count(engine)
+    drafts = [_draft(key, "sha1", delivery, Outcome.REJECT, Reason.DUPLICATE_WORK) for _ in range(8)]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        decisions = list(pool.map(store.decide, drafts))
+    [first] = [d for d in decisions if d.reason == Reason.DUPLICATE_WORK]
+    repeats = [d for d in decisions if d.reason == Reason.DUPLICATE_DELIVERY]
+    assert len(repeats) == 7 and {d.receipt_id for d in repeats} == {first.receipt_id}
+    assert _receipt_count(engine) == before + 1
+    with Session(engine) as s:
+        receipt = s.exec(select(Receipt).where(Receipt.id == first.receipt_id)).one()
+    assert (receipt.delivery_id, receipt.outcome, receipt.work_key) == (delivery, "reject", key)

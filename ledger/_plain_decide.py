@@ -1,0 +1,58 @@
+"""A plain decision's transaction: claim the delivery and write the receipt, nothing else.
+
+Most decisions of a duplicate storm change nothing in the ledger but these two rows: a
+``duplicate-work`` decided by the early repeat check, ``out-of-scope``, ``too-old``, ``unknown-task``,
+a delivery that asks for no work. ``SqlIntakeStore.decide`` hands every reject and no-work of a new
+trigger (no capacity context, no deferred item, not ``killed``, not the ``target-closed`` tombstone)
+to :func:`decide_plain`: the same two statements in the same one transaction (SQLite ``BEGIN
+IMMEDIATE``), written with Core statements built once instead of a Session and per-call
+expressions, which cost several times the database's own work (profiled on SQLite: ~1 ms of CPU per
+decision, of which the three statements and the commit were ~0.4).
+
+Hand-written because it is the ledger write itself (it must be one transaction with the claim).
+Same answers as the general path: a claim lost to the same delivery id or body (a concurrent
+redelivery or replay) writes nothing and is answered from the winner's row.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from sqlalchemy import insert
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Engine
+
+from intake.decision import IntakeDecision, Outcome, Reason
+from intake.kill_gate import is_killed
+from intake.receipts import ReceiptDraft
+from ledger._models import Delivery, Receipt
+from ledger._repeats import find_repeat, original_answer
+
+_DELIVERIES = Delivery.__table__  # type: ignore[attr-defined]  # set on table models; not in SQLModel's types
+_RECEIPT = insert(Receipt.__table__)  # type: ignore[attr-defined]
+_CLAIM = {name: dialect.insert(_DELIVERIES).on_conflict_do_nothing().returning(_DELIVERIES.c.delivery_id)
+          for name, dialect in (("sqlite", sqlite), ("postgresql", postgresql))}
+"""``INSERT ... ON CONFLICT DO NOTHING RETURNING delivery_id`` (any unique key: the id or the digest)."""
+_PLAIN_OUTCOMES = frozenset({Outcome.REJECT, Outcome.NO_WORK})
+
+
+def is_plain(draft: ReceiptDraft, has_capacity: bool, resume: str | None) -> bool:
+    """Does deciding ``draft`` write only the delivery claim and the receipt?"""
+    return (draft.outcome in _PLAIN_OUTCOMES and not has_capacity and resume is None and not is_killed(draft)
+            and draft.reason != Reason.TARGET_CLOSED)
+
+
+def decide_plain(engine: Engine, draft: ReceiptDraft, row: dict,
+                 lost: Callable[[ReceiptDraft], IntakeDecision]) -> IntakeDecision | None:
+    """Claim ``draft``'s delivery (if it has one) and insert receipt ``row`` in one transaction.
+    Returns None when written (the caller answers from ``row``); the winner's answer when the claim
+    was lost (nothing written), or ``lost(draft)`` if the winner cannot be seen."""
+    with engine.begin() as conn:
+        if draft.delivery_id is not None:
+            claimed = conn.execute(_CLAIM[conn.dialect.name], {
+                "source": draft.source, "delivery_id": draft.delivery_id, "received_at": draft.received_at,
+                "receipt_id": row["id"], "body_digest": draft.body_digest}).first()
+            if claimed is None:
+                return original_answer(find_repeat(conn, draft), draft) or lost(draft)
+        conn.execute(_RECEIPT, row)
+    return None
