@@ -16,6 +16,7 @@ from sqlalchemy import DateTime, Index, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, col
 
+from ledger._engine import single_read
 from ledger._sql import as_utc, rowcount, utcnow
 
 
@@ -57,7 +58,7 @@ class CredentialBroker:
 
     def problem(self, token: str) -> CredentialProblem | None:
         """``None`` when the credential may be used now, else why not."""
-        with Session(self._engine) as s:
+        with single_read(self._engine) as conn, Session(bind=conn) as s:  # one statement, no write lock
             cred = s.get(Credential, token)
         if cred is None:
             return CredentialProblem(False, "unknown credential")

@@ -108,7 +108,7 @@ class KillSwitch:
             covers.append((col(Kill.scope) == "tenant") & (col(Kill.target) == tenant))
         query = (select(Kill.id).where(or_(*covers)).order_by(col(Kill.created_at).desc(), col(Kill.id).desc())
                  .limit(1))
-        with Session(self._engine) as s:
+        with single_read(self._engine) as conn, Session(bind=conn) as s:  # asked before every model call
             return s.exec(query).first()
 
     def in_force(self) -> list[Kill]:

@@ -17,6 +17,7 @@ from sqlalchemy import select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
+from ledger._engine import single_read
 from ledger._models import Receipt, SideEffect, WorkItem
 from ledger._sql import dialect_insert, utcnow
 
@@ -124,9 +125,9 @@ class SideEffectLedger:
         (lost heartbeat, paused worker) while a newer attempt began has lost its claim and
         must not perform the operation.
         """
-        with Session(self._engine) as s:
-            row = s.execute(select(col(SideEffect.status), col(SideEffect.attempts))
-                            .where(col(SideEffect.operation_key) == operation_key)).first()
+        with single_read(self._engine) as conn:  # one statement: no write lock (asked before every mutation)
+            row = conn.execute(select(col(SideEffect.status), col(SideEffect.attempts))
+                               .where(col(SideEffect.operation_key) == operation_key)).first()
         return row is not None and row.status == "in_flight" and row.attempts == claim
 
     def get(self, operation_key: str) -> SideEffect | None:

@@ -21,6 +21,7 @@ from sqlmodel import Session, col
 
 from ledger._cancels import find_request
 from ledger._dead_letters import DeadLetters
+from ledger._engine import single_read, snapshot_read
 from ledger._models import Receipt, WorkItem, WorkVersion
 from ledger._sql import rowcount, utcnow
 from workflows.cancellation import FROM_TEMPORAL, confirmed, unconfirmed
@@ -93,17 +94,18 @@ class WorkStore:
         write made as a local activity (patch ``lean-loop-steps``) can run again — its marker is lost
         when the workflow task that carried it fails, or a cancel re-records the order — and a second
         write must not append the receipt's note or count the run again."""
-        with Session(self._engine) as s:
-            row = s.execute(select(col(WorkVersion.generation), col(WorkVersion.status), col(WorkVersion.run_id))
-                            .where(col(WorkVersion.work_key) == work_key,
-                                   col(WorkVersion.input_version) == input_version)).first()
+        with single_read(self._engine) as conn:  # one statement, no write lock
+            row = conn.execute(select(col(WorkVersion.generation), col(WorkVersion.status), col(WorkVersion.run_id))
+                               .where(col(WorkVersion.work_key) == work_key,
+                                      col(WorkVersion.input_version) == input_version)).first()
         return row is not None and tuple(row) == (generation, status, run_id)
 
     def standing(self, work_key: str, input_version: str, with_receipt: bool = False) -> tuple:
         """The work item and the version row as the ledger holds them now (read-only): what an
         order checks before it runs (``sluicegate.ledger.claim_order``); ``with_receipt``: also
         the receipt the version row names (None when it has none)."""
-        with Session(self._engine, expire_on_commit=False) as s:
+        # Read-only, several statements that must agree: one read snapshot, no write lock.
+        with snapshot_read(self._engine) as conn, Session(bind=conn, expire_on_commit=False) as s:
             item, version = s.get(WorkItem, work_key), s.get(WorkVersion, (work_key, input_version))
             if not with_receipt:
                 return item, version
