@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from sqlalchemy import DateTime, Float, Index, String, update
+from sqlalchemy import DateTime, Float, Index, String, insert, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, col, select
 
@@ -143,27 +143,30 @@ class DayBudgets:
         rid = reservation_id or new_id()
         ref = ref or StepRef(work_key)
         with Session(self._engine) as s, s.begin():
-            held = s.get(BudgetReservation, rid)
+            conn = s.connection()  # Core statements: no ORM bookkeeping on the hot path (one per model call)
+            held = conn.execute(select(col(BudgetReservation.status)).where(col(BudgetReservation.id) == rid)).first()
             if held is not None:
                 if held.status != ReservationStatus.RESERVED:
                     raise ReservationEnded(f"reservation {rid} already ended {held.status}")
                 return rid
             for scope in scopes:
-                s.execute(dialect_insert(s, BudgetDay).values(scope=scope, day=day, limit_usd=self._limit(scope))
-                          .on_conflict_do_nothing())
-                ok = s.execute(
-                    update(BudgetDay)
-                    .where(col(BudgetDay.scope) == scope, col(BudgetDay.day) == day,
-                           col(BudgetDay.spent_usd) + col(BudgetDay.reserved_usd) + amount_usd
-                           <= col(BudgetDay.limit_usd))
-                    .values(reserved_usd=col(BudgetDay.reserved_usd) + amount_usd)
-                    .returning(col(BudgetDay.scope))).scalar_one_or_none()
+                hold = (update(BudgetDay)
+                        .where(col(BudgetDay.scope) == scope, col(BudgetDay.day) == day,
+                               col(BudgetDay.spent_usd) + col(BudgetDay.reserved_usd) + amount_usd
+                               <= col(BudgetDay.limit_usd))
+                        .values(reserved_usd=col(BudgetDay.reserved_usd) + amount_usd)
+                        .returning(col(BudgetDay.scope)))
+                ok = conn.execute(hold).scalar_one_or_none()
+                if ok is None:  # the day's row does not exist yet (first call of the day), or it cannot cover it
+                    conn.execute(dialect_insert(s, BudgetDay).values(scope=scope, day=day, limit_usd=self._limit(scope))
+                                 .on_conflict_do_nothing())
+                    ok = conn.execute(hold).scalar_one_or_none()
                 if ok is None:
                     raise DayBudgetExceeded(scope, day, amount_usd)  # rolls back both rows
-            s.add(BudgetReservation(id=rid, day=day, scopes=",".join(scopes), amount_usd=amount_usd,
-                                    status=ReservationStatus.RESERVED, work_key=ref.work_key, created_at=utcnow(),
-                                    input_version=ref.input_version or None, generation=ref.generation or None,
-                                    step=ref.step or None, attempt=ref.attempt or None))
+            conn.execute(insert(BudgetReservation).values(
+                id=rid, day=day, scopes=",".join(scopes), amount_usd=amount_usd, status=ReservationStatus.RESERVED,
+                work_key=ref.work_key, created_at=utcnow(), input_version=ref.input_version or None,
+                generation=ref.generation or None, step=ref.step or None, attempt=ref.attempt or None))
         return rid
 
     def settle(self, reservation_id: str, actual_usd: float, note: str = "answered") -> bool:

@@ -12,7 +12,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import DateTime, Index, update
+from sqlalchemy import DateTime, Index, insert, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, col
 
@@ -51,9 +51,9 @@ class CredentialBroker:
     def issue(self, tenant: str, work_key: str, generation: int) -> str:
         now = utcnow()
         token = "sgc_" + secrets.token_urlsafe(24)
-        with Session(self._engine) as s, s.begin():
-            s.add(Credential(id=token, tenant=tenant, work_key=work_key, generation=generation, issued_at=now,
-                             expires_at=now + self._ttl))
+        with self._engine.begin() as conn:  # one Core insert (every mutation issues one)
+            conn.execute(insert(Credential).values(id=token, tenant=tenant, work_key=work_key, generation=generation,
+                                                   issued_at=now, expires_at=now + self._ttl))
         return token
 
     def problem(self, token: str) -> CredentialProblem | None:

@@ -74,7 +74,10 @@ def record_in(s: Session, entry: ModelJournalEntry) -> ModelJournalEntry:
     """:meth:`ModelJournal.record` inside the caller's transaction (``DayBudgets.settle_answer``
     journals and settles in one)."""
     values = entry.model_dump()
-    s.execute(dialect_insert(s, ModelJournalEntry).values(**values).on_conflict_do_nothing())
+    inserted = s.connection().execute(dialect_insert(s, ModelJournalEntry).values(**values).on_conflict_do_nothing()
+                                      .returning(col(ModelJournalEntry.step))).first()
+    if inserted is not None:  # the step's first answer (the usual case): the row is ``entry``
+        return entry
     key = (entry.work_key, entry.input_version, entry.generation, entry.step)
     stored = s.get(ModelJournalEntry, key, with_for_update=True)
     if stored is not None and stored.request_digest != entry.request_digest:

@@ -135,7 +135,7 @@ class SideEffectLedger:
             return s.get(SideEffect, operation_key)
 
     def _finish(self, operation_key: str, **values: Any) -> None:
-        with Session(self._engine) as s, s.begin():
+        with self._engine.begin() as s:  # one Core statement
             s.execute(update(SideEffect).where(col(SideEffect.operation_key) == operation_key,
                                                col(SideEffect.status) == "in_flight")
                       .values(updated_at=utcnow(), **values))
