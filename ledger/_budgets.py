@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from sqlalchemy import DateTime, Float, Index, String, insert, update
+from sqlalchemy import DateTime, Float, Index, String, bindparam, insert, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, col, select
 
@@ -143,30 +143,26 @@ class DayBudgets:
         rid = reservation_id or new_id()
         ref = ref or StepRef(work_key)
         with Session(self._engine) as s, s.begin():
-            conn = s.connection()  # Core statements: no ORM bookkeeping on the hot path (one per model call)
-            held = conn.execute(select(col(BudgetReservation.status)).where(col(BudgetReservation.id) == rid)).first()
+            conn = s.connection()  # prebuilt Core statements: no ORM bookkeeping on the hot path
+            held = conn.execute(_STATUS, {"p_id": rid}).first()
             if held is not None:
                 if held.status != ReservationStatus.RESERVED:
                     raise ReservationEnded(f"reservation {rid} already ended {held.status}")
                 return rid
             for scope in scopes:
-                hold = (update(BudgetDay)
-                        .where(col(BudgetDay.scope) == scope, col(BudgetDay.day) == day,
-                               col(BudgetDay.spent_usd) + col(BudgetDay.reserved_usd) + amount_usd
-                               <= col(BudgetDay.limit_usd))
-                        .values(reserved_usd=col(BudgetDay.reserved_usd) + amount_usd)
-                        .returning(col(BudgetDay.scope)))
-                ok = conn.execute(hold).scalar_one_or_none()
+                hold = {"p_scope": scope, "p_day": day, "p_amount": amount_usd}
+                ok = conn.execute(_HOLD, hold).scalar_one_or_none()
                 if ok is None:  # the day's row does not exist yet (first call of the day), or it cannot cover it
                     conn.execute(dialect_insert(s, BudgetDay).values(scope=scope, day=day, limit_usd=self._limit(scope))
                                  .on_conflict_do_nothing())
-                    ok = conn.execute(hold).scalar_one_or_none()
+                    ok = conn.execute(_HOLD, hold).scalar_one_or_none()
                 if ok is None:
                     raise DayBudgetExceeded(scope, day, amount_usd)  # rolls back both rows
-            conn.execute(insert(BudgetReservation).values(
-                id=rid, day=day, scopes=",".join(scopes), amount_usd=amount_usd, status=ReservationStatus.RESERVED,
-                work_key=ref.work_key, created_at=utcnow(), input_version=ref.input_version or None,
-                generation=ref.generation or None, step=ref.step or None, attempt=ref.attempt or None))
+            conn.execute(_INSERT_RESERVATION, {
+                "id": rid, "day": day, "scopes": ",".join(scopes), "amount_usd": amount_usd,
+                "status": ReservationStatus.RESERVED, "work_key": ref.work_key, "created_at": utcnow(),
+                "input_version": ref.input_version or None, "generation": ref.generation or None,
+                "step": ref.step or None, "attempt": ref.attempt or None})
         return rid
 
     def settle(self, reservation_id: str, actual_usd: float, note: str = "answered") -> bool:
@@ -254,19 +250,35 @@ def _finish_in(s: Session, reservation_id: str, spent: float | None, status: Res
     One guarded ``UPDATE ... WHERE status = 'reserved' RETURNING``: of two racing enders (a retried
     settle, the next attempt, the sweep) the row lock lets exactly one match; the other finds the
     row ended and changes nothing."""
-    spent_value = col(BudgetReservation.amount_usd) if spent is None else spent
-    conn = s.connection()  # Core statements: no ORM bookkeeping on the hot path
-    row = conn.execute(update(BudgetReservation)
-                    .where(col(BudgetReservation.id) == reservation_id,
-                           col(BudgetReservation.status) == ReservationStatus.RESERVED)
-                    .values(status=status, spent_usd=spent_value, ended_at=utcnow(), note=note[:400])
-                    .returning(col(BudgetReservation.amount_usd), col(BudgetReservation.scopes),
-                               col(BudgetReservation.day))).first()
+    conn = s.connection()  # prebuilt Core statements: no ORM bookkeeping on the hot path
+    end = {"p_id": reservation_id, "p_status": status, "p_ended_at": utcnow(), "p_note": note[:400]}
+    row = (conn.execute(_END_AT_ESTIMATE, end) if spent is None else conn.execute(_END, {**end, "p_spent": spent})).first()
     if row is None:
         return False  # ended already (a retry, the next attempt or the sweep): nothing to do twice
     amount, scopes, day = row
     charged = amount if spent is None else spent
     for scope in scopes.split(","):
-        conn.execute(update(BudgetDay).where(col(BudgetDay.scope) == scope, col(BudgetDay.day) == day)
-                  .values(reserved_usd=col(BudgetDay.reserved_usd) - amount, spent_usd=col(BudgetDay.spent_usd) + charged))
+        conn.execute(_UNHOLD, {"p_scope": scope, "p_day": day, "p_amount": amount, "p_charged": charged})
     return True
+
+
+# The hot statements, built once (building one costs more CPU than running it on SQLite).
+_STATUS = select(col(BudgetReservation.status)).where(col(BudgetReservation.id) == bindparam("p_id"))
+_HOLD = (update(BudgetDay)
+         .where(col(BudgetDay.scope) == bindparam("p_scope"), col(BudgetDay.day) == bindparam("p_day"),
+                col(BudgetDay.spent_usd) + col(BudgetDay.reserved_usd) + bindparam("p_amount", type_=Float)
+                <= col(BudgetDay.limit_usd))
+         .values(reserved_usd=col(BudgetDay.reserved_usd) + bindparam("p_amount", type_=Float))
+         .returning(col(BudgetDay.scope)))
+"""Hold an amount on a day row, only while spent + reserved + amount stays within its limit."""
+_INSERT_RESERVATION = insert(BudgetReservation)
+_ENDING = (update(BudgetReservation)
+           .where(col(BudgetReservation.id) == bindparam("p_id"), col(BudgetReservation.status) == ReservationStatus.RESERVED)
+           .returning(col(BudgetReservation.amount_usd), col(BudgetReservation.scopes), col(BudgetReservation.day)))
+_END = _ENDING.values(status=bindparam("p_status"), spent_usd=bindparam("p_spent", type_=Float),
+                      ended_at=bindparam("p_ended_at"), note=bindparam("p_note"))
+_END_AT_ESTIMATE = _ENDING.values(status=bindparam("p_status"), spent_usd=col(BudgetReservation.amount_usd),
+                                  ended_at=bindparam("p_ended_at"), note=bindparam("p_note"))
+_UNHOLD = (update(BudgetDay).where(col(BudgetDay.scope) == bindparam("p_scope"), col(BudgetDay.day) == bindparam("p_day"))
+           .values(reserved_usd=col(BudgetDay.reserved_usd) - bindparam("p_amount", type_=Float),
+                   spent_usd=col(BudgetDay.spent_usd) + bindparam("p_charged", type_=Float)))

@@ -12,7 +12,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import DateTime, Index, insert, update
+from sqlalchemy import DateTime, Index, bindparam, insert, select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, col
 
@@ -58,8 +58,8 @@ class CredentialBroker:
 
     def problem(self, token: str) -> CredentialProblem | None:
         """``None`` when the credential may be used now, else why not."""
-        with single_read(self._engine) as conn, Session(bind=conn) as s:  # one statement, no write lock
-            cred = s.get(Credential, token)
+        with single_read(self._engine) as conn:  # one prebuilt statement, no write lock
+            cred = conn.execute(_STANDING, {"p_id": token}).first()
         if cred is None:
             return CredentialProblem(False, "unknown credential")
         if cred.revoked_at is not None:
@@ -67,6 +67,10 @@ class CredentialBroker:
         if as_utc(cred.expires_at) <= utcnow():
             return CredentialProblem(False, "credential expired")
         return None
+
+
+_STANDING = (select(col(Credential.revoked_at), col(Credential.revoked_reason), col(Credential.expires_at))
+             .where(col(Credential.id) == bindparam("p_id")))
 
 
 def revoke_in(session: Session, scope: str, target: str, reason: str) -> int:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from sqlalchemy import DateTime, Index, or_, text, update
+from sqlalchemy import DateTime, Index, bindparam, or_, text, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, col, select
 from sqlmodel.sql.expression import SelectOfScalar
@@ -54,6 +54,16 @@ def _covering(work_key: str, tenant: str | None) -> SelectOfScalar[Kill]:
     if tenant:
         covers.append((scope == "tenant") & (target == tenant))
     return select(Kill).where(col(Kill.lifted_at).is_(None), or_(*covers)).order_by(col(Kill.created_at)).limit(1)
+
+
+_IN_FORCE = (select(Kill).where(col(Kill.lifted_at).is_(None), or_(
+    col(Kill.scope) == "all", (col(Kill.scope) == "work_key") & (col(Kill.target) == bindparam("p_work_key")),
+    (col(Kill.scope) == "tenant") & (col(Kill.target) == bindparam("p_tenant")))).order_by(col(Kill.created_at)).limit(1))
+""":func:`_covering` built once, for the hot check (``p_tenant`` NULL matches no tenant kill): building
+the statement on every call cost more CPU than running it."""
+_NEWEST = (select(col(Kill.id)).where(or_(col(Kill.scope) == "all", (col(Kill.scope) == "tenant")
+                                          & (col(Kill.target) == bindparam("p_tenant"))))
+           .order_by(col(Kill.created_at).desc(), col(Kill.id).desc()).limit(1))
 
 
 def _lock(s: Session, shared: bool) -> None:
@@ -95,7 +105,7 @@ class KillSwitch:
         :func:`~ledger._engine.single_read` connection: every model and tool call asks, and on SQLite
         a transaction would take the write lock (``BEGIN IMMEDIATE``) and queue behind every writer."""
         with single_read(self._engine) as conn, Session(bind=conn, expire_on_commit=False) as s:
-            return s.exec(_covering(work_key, tenant)).first()
+            return s.exec(_IN_FORCE, params={"p_work_key": work_key, "p_tenant": tenant or None}).first()
 
     def newest_covering_tenant(self, tenant: str | None) -> str | None:
         """Id of the newest kill ever recorded (lifted or not) for this tenant or for everything.
@@ -103,13 +113,8 @@ class KillSwitch:
         The worker's model-client cache compares it with the one its client was built under: a
         kill since then means the client is rebuilt (the key re-read), even when no call of the
         tenant reached this worker while the kill was in force."""
-        covers = [col(Kill.scope) == "all"]
-        if tenant:
-            covers.append((col(Kill.scope) == "tenant") & (col(Kill.target) == tenant))
-        query = (select(Kill.id).where(or_(*covers)).order_by(col(Kill.created_at).desc(), col(Kill.id).desc())
-                 .limit(1))
-        with single_read(self._engine) as conn, Session(bind=conn) as s:  # asked before every model call
-            return s.exec(query).first()
+        with single_read(self._engine) as conn:  # asked before every model call: one prebuilt statement
+            return conn.execute(_NEWEST, {"p_tenant": tenant or None}).scalar()
 
     def in_force(self) -> list[Kill]:
         with Session(self._engine, expire_on_commit=False) as s:
