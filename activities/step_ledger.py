@@ -122,8 +122,10 @@ class StepLedger:
                        attempt: int) -> ModelResponse:
         """Journal the answer, then settle its reservation; returns the journal's answer.
 
-        Both in one transaction when there are both (``DayBudgets.settle_answer``); if that fails
-        nothing was written, and they are tried one by one with the failure handling below."""
+        Two transactions on purpose: the journal write commits before the settle may wait on the
+        reservation's row (a sweep or a retry holding it), so a worker lost while it waits leaves
+        the answer journaled and the next attempt returns it without calling the provider again
+        (``tests/e2e/test_worker_crash.py``)."""
         cost = self._spend.cost_of(req, response) if self._spend else 0.0
         journaled = False
         if self._journal is not None and self._journaled_step(req):
@@ -131,15 +133,6 @@ class StepLedger:
                 work_key=req.work_key, input_version=req.input_version, generation=req.generation, step=req.step,
                 request_digest=request_digest(req.messages, req.tools, req.model), response=asdict(response),
                 cost_usd=cost, reservation_id=rid, attempt=attempt, created_at=datetime.now(UTC))
-            if rid is not None and self._spend is not None:
-                try:
-                    stored, _ = await asyncio.to_thread(self._spend.budgets.settle_answer, entry, cost)
-                except Exception as err:  # noqa: BLE001 - rolled back as a whole: the one-by-one path below
-                    activity.logger.warning("could not journal and settle %s step %d in one transaction (%r); "
-                                            "trying them one by one", req.work_key, req.step, err,
-                                            extra={"work_key": req.work_key})
-                else:
-                    return _as_answer(stored, response, attempt)
             try:
                 stored = await asyncio.to_thread(self._journal.record, entry)
                 journaled = True

@@ -36,7 +36,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, col, select
 
 from ledger._engine import single_read
-from ledger._model_journal import ModelJournalEntry, record_in
+from ledger._model_journal import ModelJournalEntry
 from ledger._sql import dialect_insert, new_id, utcnow
 from sluicegate.errors import SluicegateError
 
@@ -176,19 +176,6 @@ class DayBudgets:
     def charge_estimate(self, reservation_id: str, note: str) -> bool:
         """Charge the reserved estimate: the call's fate is unknown."""
         return self._finish(reservation_id, None, ReservationStatus.ESTIMATED, note)
-
-    def settle_answer(self, entry: ModelJournalEntry, actual_usd: float,
-                      note: str = "answered") -> tuple[ModelJournalEntry, bool]:
-        """Journal a model answer (``ModelJournal.record``) and settle its reservation
-        (``entry.reservation_id``) in ONE transaction: one write lock on SQLite instead of two.
-        Returns the journal's row and whether the reservation was still held (as :meth:`settle`).
-        All or nothing: on an error neither is written (the caller then tries them one by one)."""
-        if entry.reservation_id is None:
-            raise ValueError("settle_answer needs the entry's reservation id")
-        with Session(self._engine, expire_on_commit=False) as s, s.begin():
-            stored = record_in(s, entry)
-            settled = _finish_in(s, entry.reservation_id, actual_usd, ReservationStatus.SETTLED, note)
-        return stored, settled
 
     def _finish(self, reservation_id: str, spent: float | None, status: ReservationStatus, note: str) -> bool:
         with Session(self._engine) as s, s.begin():

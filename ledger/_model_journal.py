@@ -67,12 +67,11 @@ class ModelJournal:
         attempts of one step racing: both return the same answer); an answer to a different
         request for the same step replaces the old one."""
         with Session(self._engine, expire_on_commit=False) as s, s.begin():
-            return record_in(s, entry)
+            return _record_in(s, entry)
 
 
-def record_in(s: Session, entry: ModelJournalEntry) -> ModelJournalEntry:
-    """:meth:`ModelJournal.record` inside the caller's transaction (``DayBudgets.settle_answer``
-    journals and settles in one)."""
+def _record_in(s: Session, entry: ModelJournalEntry) -> ModelJournalEntry:
+    """:meth:`ModelJournal.record` inside a transaction."""
     values = entry.model_dump()
     inserted = s.connection().execute(dialect_insert(s, ModelJournalEntry).values(**values).on_conflict_do_nothing()
                                       .returning(col(ModelJournalEntry.step))).first()
