@@ -31,7 +31,9 @@ from typing import Any, Awaitable, Callable
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from ledger import AttemptIdentity, BeginState, CredentialBroker, Kill, KillSwitch, SideEffectLedger
+from ledger import (
+    AttemptIdentity, BeginResult, BeginState, CredentialBroker, CredentialProblem, Kill, KillSwitch, SideEffectLedger,
+)
 from sluicegate.errors import SluicegateError
 from workflows.kinds import FailureType
 
@@ -113,13 +115,10 @@ class ToolGateway:
 
     async def mutate(self, m: Mutation, perform: Callable[[], Awaitable[Effect]],
                      reconcile: Callable[[], Awaitable[Effect | None]]) -> MutationResult:
-        await self.refuse_if_killed(m.work_key, m.tenant)
-        credential = None
-        if self._credentials is not None:
-            credential = await asyncio.to_thread(self._credentials.issue, m.tenant or "", m.work_key, m.generation)
-        begin = await asyncio.to_thread(self._ledger.begin, m.operation_key, work_key=m.work_key,
-                                        operation=m.operation, target_version=m.target_version,
-                                        generation=m.generation, attempt=_attempt_identity())
+        kill, credential, begin = await asyncio.to_thread(self._open, m, _attempt_identity())
+        if kill is not None:
+            raise killed_error(kill)
+        assert begin is not None  # _open claims whenever no kill stopped it
         log_extra = {"work_key": m.work_key, "operation_key": m.operation_key}
         if begin.state == BeginState.DONE:
             activity.logger.info("%s already done; returning stored result", m.operation_key, extra=log_extra)
@@ -137,8 +136,7 @@ class ToolGateway:
                 activity.logger.warning("%s was applied by an earlier attempt; reconciled", m.operation_key,
                                         extra=log_extra)
                 return found
-        await self._require_valid(credential, m)  # a kill during a slow reconcile revokes it
-        await self._require_claim(m, begin.attempts)
+        await self._require_valid_claim(credential, m, begin.attempts)  # a kill during a slow reconcile revokes it
         try:
             external_id, result = await perform()
         except PermanentToolError as exc:
@@ -152,21 +150,41 @@ class ToolGateway:
         await asyncio.to_thread(self._ledger.complete, m.operation_key, external_id, result)
         return MutationResult(external_id, result)
 
-    async def _require_valid(self, credential: str | None, m: Mutation) -> None:
-        if credential is None or self._credentials is None:  # only a broker issues a credential
-            return
-        problem = await asyncio.to_thread(self._credentials.problem, credential)
+    def _open(self, m: Mutation, attempt: AttemptIdentity) -> tuple[Kill | None, str | None, BeginResult | None]:
+        """In a worker thread, in this order: the kill check (a kill in force: nothing else), the
+        mutation's credential, the ledger's claim (``SideEffectLedger.begin``)."""
+        if self._kills is not None and (kill := self._kills.active_for(m.work_key, m.tenant or None)):
+            return kill, None, None
+        credential = None
+        if self._credentials is not None:
+            credential = self._credentials.issue(m.tenant or "", m.work_key, m.generation)
+        return None, credential, self._ledger.begin(
+            m.operation_key, work_key=m.work_key, operation=m.operation, target_version=m.target_version,
+            generation=m.generation, attempt=attempt)
+
+    def _standing(self, credential: str | None, m: Mutation, claim: int) -> tuple[CredentialProblem | None, bool]:
+        """In a worker thread: what is wrong with the credential (None: usable), and whether the claim holds."""
+        problem = None
+        if credential is not None and self._credentials is not None:  # only a broker issues a credential
+            problem = self._credentials.problem(credential)
+            if problem is not None:
+                return problem, False
+        return None, self._ledger.holds(m.operation_key, claim)
+
+    async def _require_valid_claim(self, credential: str | None, m: Mutation, claim: int) -> None:
+        """Right before the external call: the credential still valid (not revoked by a kill, not
+        expired), the attempt not cancelled, and its claim not taken over by a newer attempt."""
+        cancelled = activity.in_activity() and activity.is_cancelled()
+        problem, holds = await asyncio.to_thread(self._standing, credential, m, claim)
         if problem is not None:
             activity.logger.warning("%s refused: %s", m.operation_key, problem.message, extra={"work_key": m.work_key})
             raise ApplicationError(f"{m.operation} refused: {problem.message}",
                                    type=FailureType.KILLED if problem.revoked else FailureType.CREDENTIAL_EXPIRED,
                                    non_retryable=problem.revoked)
-
-    async def _require_claim(self, m: Mutation, claim: int) -> None:
         lost = None
-        if activity.in_activity() and activity.is_cancelled():
+        if cancelled or (activity.in_activity() and activity.is_cancelled()):
             lost = "the attempt was cancelled (heartbeat lost or timed out)"
-        elif not await asyncio.to_thread(self._ledger.holds, m.operation_key, claim):
+        elif not holds:
             lost = f"claim {claim} on {m.operation_key} was taken over by a newer attempt"
         if lost is not None:
             activity.logger.warning("%s not performed: %s", m.operation_key, lost, extra={"work_key": m.work_key})

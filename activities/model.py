@@ -38,7 +38,7 @@ from activities.retry_classes import classify_status
 from activities.step_ledger import SpendGuard, StepLedger
 from intake.identity import with_tenant
 from sluicegate.observability.genai import ModelCallReport, model_call
-from ledger import BreakerBoard, Kill, KillSwitch, ModelJournal
+from ledger import BreakerBoard, Kill, KillSwitch, ModelJournal, ModelJournalEntry
 from workflows.budget import usage_from_openai
 from workflows.contracts import ModelRequest, ModelResponse, ToolCall
 from workflows.kinds import FailureType
@@ -107,23 +107,23 @@ class ModelActivities:
         # A run admitted before the tenancy upgrade carries its old key: kills, reservations and
         # the journal use the key the upgrade gave its rows.
         req = replace(req, work_key=with_tenant(req.work_key, req.tenant))
-        if self._kills is not None:  # a kill stops spending at once, even in a retry already scheduled
-            kill = await asyncio.to_thread(self._kills.active_for, req.work_key, req.tenant or None)
-            if kill is not None:
-                await self._revoke(kill)
-                raise killed_error(kill)
+        # The ledger's reads before the call, in one thread hop (each is one statement, no write lock).
+        kill, entry, mark = await asyncio.to_thread(self._before_call, req)
+        if kill is not None:  # a kill stops spending at once, even in a retry already scheduled
+            await self._revoke(kill)
+            raise killed_error(kill)
         attempt = activity.info().attempt
         progress = Progress(step=req.step)  # heartbeats come from the work: a stuck call stops beating
         if attempt > 1 and activity.info().heartbeat_details:
             activity.logger.info("model step %d attempt %d; the last attempt's progress: %s", req.step, attempt,
                                  activity.info().heartbeat_details[0], extra={"work_key": req.work_key})
         progress.beat(phase="journal")
-        journaled = await self._steps.journaled(req, attempt)
+        journaled = await self._steps.journaled(req, attempt, entry)
         if journaled is not None:
             activity.logger.info("model step %d answered from the journal (attempt %d): no provider call",
                                  req.step, attempt, extra={"work_key": req.work_key})
             return journaled
-        client = await self._client_for(req)
+        client = await self._client_for(req, mark)
         progress.beat(phase="reserve")
         reservation = await self._steps.reserve(req, attempt)
         try:
@@ -154,13 +154,20 @@ class ModelActivities:
             activity.logger.warning("kill %s (%s %s): revoked %d cached model client(s)", kill.id, kill.scope,
                                     kill.target, dropped)
 
-    async def _client_for(self, req: ModelRequest) -> AsyncOpenAI:
+    def _before_call(self, req: ModelRequest) -> tuple[Kill | None, ModelJournalEntry | None, str | None]:
+        """In a worker thread: the kill in force over the request (then nothing else), the step's
+        journal entry (``StepLedger.find``) and the newest kill covering the request's client slot
+        (the shared default client follows global kills only; a tenant's own, its kills too)."""
+        if self._kills is None:
+            return None, self._steps.find(req), None
+        kill = self._kills.active_for(req.work_key, req.tenant or None)
+        if kill is not None:
+            return kill, None, None
+        mark = self._kills.newest_covering_tenant(self._clients.slot(req.tenant or None) or None)
+        return None, self._steps.find(req), mark
+
+    async def _client_for(self, req: ModelRequest, mark: str | None) -> AsyncOpenAI:
         try:
-            mark = None
-            if self._kills is not None:
-                # The shared default client follows global kills only; a tenant's own, its kills too.
-                mark = await asyncio.to_thread(self._kills.newest_covering_tenant,
-                                               self._clients.slot(req.tenant or None) or None)
             return await self._clients.for_tenant(req.tenant or None, mark)
         except ModelKeyUnavailable as exc:
             raise ApplicationError(f"no model key for tenant {req.tenant!r}: {exc}", type=FailureType.MODEL_KEY_UNAVAILABLE,

@@ -66,11 +66,16 @@ class StepLedger:
     def _journaled_step(self, req: ModelRequest) -> bool:
         return self._journal is not None and req.step > 0
 
-    async def journaled(self, req: ModelRequest, attempt: int) -> ModelResponse | None:
-        """The answer an earlier attempt journaled for this very request, its reservation settled."""
+    def find(self, req: ModelRequest) -> ModelJournalEntry | None:
+        """(Blocking; run in a thread.) The step's journal entry, whatever request it answers."""
         if self._journal is None or not self._journaled_step(req):
             return None
-        entry = await asyncio.to_thread(self._journal.find, req.work_key, req.input_version, req.generation, req.step)
+        return self._journal.find(req.work_key, req.input_version, req.generation, req.step)
+
+    async def journaled(self, req: ModelRequest, attempt: int,
+                        entry: ModelJournalEntry | None) -> ModelResponse | None:
+        """The answer an earlier attempt journaled for this very request (``entry``, from :meth:`find`),
+        its reservation settled."""
         if entry is None or entry.request_digest != request_digest(req.messages, req.tools, req.model):
             return None
         if self._spend is not None:
@@ -78,7 +83,8 @@ class StepLedger:
                 await asyncio.to_thread(self._spend.budgets.settle, entry.reservation_id, entry.cost_usd,
                                         f"answered to attempt {entry.attempt}; settled by attempt {attempt} "
                                         "from the journal")
-            await asyncio.to_thread(self._spend.budgets.charge_abandoned, step_ref(req, attempt))
+            if attempt > 1:
+                await asyncio.to_thread(self._spend.budgets.charge_abandoned, step_ref(req, attempt))
         response = value_to_type(ModelResponse, entry.response)
         response.attempt = attempt
         return response
@@ -89,7 +95,8 @@ class StepLedger:
         ref = step_ref(req, attempt)
         rid = None
         if req.step > 0:
-            await asyncio.to_thread(self._spend.budgets.charge_abandoned, ref)
+            if attempt > 1:  # no earlier attempt to charge: no thread hop
+                await asyncio.to_thread(self._spend.budgets.charge_abandoned, ref)
             rid = reservation_id(req.work_key, req.input_version, req.generation, req.step,
                                  activity.info().workflow_run_id or "", attempt)
         amount = self._spend.worst_case_usd(req)
@@ -113,7 +120,12 @@ class StepLedger:
 
     async def answered(self, req: ModelRequest, rid: str | None, response: ModelResponse,
                        attempt: int) -> ModelResponse:
-        """Journal the answer, then settle its reservation; returns the journal's answer."""
+        """Journal the answer, then settle its reservation; returns the journal's answer.
+
+        Two transactions on purpose: the journal write commits before the settle may wait on the
+        reservation's row (a sweep or a retry holding it), so a worker lost while it waits leaves
+        the answer journaled and the next attempt returns it without calling the provider again
+        (``tests/e2e/test_worker_crash.py``)."""
         cost = self._spend.cost_of(req, response) if self._spend else 0.0
         journaled = False
         if self._journal is not None and self._journaled_step(req):
@@ -124,9 +136,7 @@ class StepLedger:
             try:
                 stored = await asyncio.to_thread(self._journal.record, entry)
                 journaled = True
-                if stored.attempt != attempt:  # a racing attempt answered first: one answer per step
-                    response = value_to_type(ModelResponse, stored.response)
-                    response.attempt = attempt
+                response = _as_answer(stored, response, attempt)
             except Exception as err:  # noqa: BLE001 - never call the provider again for a journal failure
                 activity.logger.error("could not journal the answer to %s step %d (%r); returning it anyway",
                                       req.work_key, req.step, err, extra={"work_key": req.work_key})
@@ -139,3 +149,13 @@ class StepLedger:
                                            type="BudgetSettleFailed") from None
                 activity.logger.error("could not settle reservation %s (%r); the stale sweep will", rid, err)
         return response
+
+
+def _as_answer(stored: ModelJournalEntry, response: ModelResponse, attempt: int) -> ModelResponse:
+    """The journal's answer for this attempt: ``response`` unless a racing attempt answered first (one
+    answer per step)."""
+    if stored.attempt == attempt:
+        return response
+    answer = value_to_type(ModelResponse, stored.response)
+    answer.attempt = attempt
+    return answer

@@ -6,7 +6,7 @@ from ledger._migrate import LedgerSchemaError, current_revision, downgrade, head
 from ledger._side_effects import AttemptIdentity, BeginResult, BeginState, SideEffectLedger
 from ledger._work_store import OpenVersion, WorkStore
 from ledger._models import Delivery, Receipt, SideEffect, WorkItem, WorkVersion
-from ledger._credentials import Credential, CredentialBroker
+from ledger._credentials import Credential, CredentialBroker, CredentialProblem
 from ledger._dead_letters import DeadLetter, DeadLetters
 from ledger._budgets import (
     BudgetDay, BudgetReservation, DayBudgetExceeded, DayBudgets, ReservationEnded, ReservationStatus, StaleSweep,
@@ -21,7 +21,7 @@ __all__ = [
     "Delivery", "LedgerSchemaError", "Receipt", "SideEffect", "SqlIntakeStore", "WorkItem", "WorkVersion",
     "current_revision", "downgrade", "head_revision", "make_engine", "normalize_url", "require_current", "upgrade",
 ]
-__all__ += ["Credential", "CredentialBroker", "DeadLetter", "DeadLetters", "BudgetDay", "DayBudgetExceeded", "DayBudgets", "Kill", "KillSwitch", "ScanWatermark", "Watermark", "WatermarkStore"]
+__all__ += ["Credential", "CredentialBroker", "CredentialProblem", "DeadLetter", "DeadLetters", "BudgetDay", "DayBudgetExceeded", "DayBudgets", "Kill", "KillSwitch", "ScanWatermark", "Watermark", "WatermarkStore"]
 from ledger._capacity import CapacityLedger, CapacityRefused
 from ledger._capacity_models import AdmissionCount, Breaker, CapacityCounter, CapacityHold, DeferredItem, RateBucket
 from ledger._deferred import DeferredQueue, PoisonLetters

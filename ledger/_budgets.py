@@ -31,10 +31,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from sqlalchemy import DateTime, Float, Index, String, update
+from sqlalchemy import DateTime, Float, Index, String, bindparam, insert, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, col, select
 
+from ledger._engine import single_read
 from ledger._model_journal import ModelJournalEntry
 from ledger._sql import dialect_insert, new_id, utcnow
 from sluicegate.errors import SluicegateError
@@ -142,27 +143,26 @@ class DayBudgets:
         rid = reservation_id or new_id()
         ref = ref or StepRef(work_key)
         with Session(self._engine) as s, s.begin():
-            held = s.get(BudgetReservation, rid)
+            conn = s.connection()  # prebuilt Core statements: no ORM bookkeeping on the hot path
+            held = conn.execute(_STATUS, {"p_id": rid}).first()
             if held is not None:
                 if held.status != ReservationStatus.RESERVED:
                     raise ReservationEnded(f"reservation {rid} already ended {held.status}")
                 return rid
             for scope in scopes:
-                s.execute(dialect_insert(s, BudgetDay).values(scope=scope, day=day, limit_usd=self._limit(scope))
-                          .on_conflict_do_nothing())
-                ok = s.execute(
-                    update(BudgetDay)
-                    .where(col(BudgetDay.scope) == scope, col(BudgetDay.day) == day,
-                           col(BudgetDay.spent_usd) + col(BudgetDay.reserved_usd) + amount_usd
-                           <= col(BudgetDay.limit_usd))
-                    .values(reserved_usd=col(BudgetDay.reserved_usd) + amount_usd)
-                    .returning(col(BudgetDay.scope))).scalar_one_or_none()
+                hold = {"p_scope": scope, "p_day": day, "p_amount": amount_usd}
+                ok = conn.execute(_HOLD, hold).scalar_one_or_none()
+                if ok is None:  # the day's row does not exist yet (first call of the day), or it cannot cover it
+                    conn.execute(dialect_insert(s, BudgetDay).values(scope=scope, day=day, limit_usd=self._limit(scope))
+                                 .on_conflict_do_nothing())
+                    ok = conn.execute(_HOLD, hold).scalar_one_or_none()
                 if ok is None:
                     raise DayBudgetExceeded(scope, day, amount_usd)  # rolls back both rows
-            s.add(BudgetReservation(id=rid, day=day, scopes=",".join(scopes), amount_usd=amount_usd,
-                                    status=ReservationStatus.RESERVED, work_key=ref.work_key, created_at=utcnow(),
-                                    input_version=ref.input_version or None, generation=ref.generation or None,
-                                    step=ref.step or None, attempt=ref.attempt or None))
+            conn.execute(_INSERT_RESERVATION, {
+                "id": rid, "day": day, "scopes": ",".join(scopes), "amount_usd": amount_usd,
+                "status": ReservationStatus.RESERVED, "work_key": ref.work_key, "created_at": utcnow(),
+                "input_version": ref.input_version or None, "generation": ref.generation or None,
+                "step": ref.step or None, "attempt": ref.attempt or None})
         return rid
 
     def settle(self, reservation_id: str, actual_usd: float, note: str = "answered") -> bool:
@@ -179,21 +179,11 @@ class DayBudgets:
 
     def _finish(self, reservation_id: str, spent: float | None, status: ReservationStatus, note: str) -> bool:
         with Session(self._engine) as s, s.begin():
-            r = s.get(BudgetReservation, reservation_id, with_for_update=True)
-            if r is None or r.status != ReservationStatus.RESERVED:
-                return False  # ended already (a retry, the next attempt or the sweep): nothing to do twice
-            charged = r.amount_usd if spent is None else spent
-            for scope in r.scopes.split(","):
-                s.execute(update(BudgetDay).where(col(BudgetDay.scope) == scope, col(BudgetDay.day) == r.day)
-                          .values(reserved_usd=BudgetDay.reserved_usd - r.amount_usd,
-                                  spent_usd=BudgetDay.spent_usd + charged))
-            r.status, r.spent_usd, r.ended_at, r.note = status, charged, utcnow(), note[:400]
-            s.add(r)
-        return True
+            return _finish_in(s, reservation_id, spent, status, note)
 
     def held_for_step(self, ref: StepRef) -> list[BudgetReservation]:
         """Reservations of earlier attempts of ``ref``'s step that never ended."""
-        with Session(self._engine, expire_on_commit=False) as s:
+        with single_read(self._engine) as conn, Session(bind=conn, expire_on_commit=False) as s:
             return list(s.exec(select(BudgetReservation).where(
                 BudgetReservation.work_key == ref.work_key, BudgetReservation.input_version == ref.input_version,
                 BudgetReservation.generation == ref.generation, BudgetReservation.step == ref.step,
@@ -239,3 +229,43 @@ class DayBudgets:
     def day(self, scope: str, day: str) -> BudgetDay | None:
         with Session(self._engine, expire_on_commit=False) as s:
             return s.get(BudgetDay, (scope, day))
+
+
+def _finish_in(s: Session, reservation_id: str, spent: float | None, status: ReservationStatus, note: str) -> bool:
+    """End a held reservation inside the caller's transaction; False when it had ended already.
+
+    One guarded ``UPDATE ... WHERE status = 'reserved' RETURNING``: of two racing enders (a retried
+    settle, the next attempt, the sweep) the row lock lets exactly one match; the other finds the
+    row ended and changes nothing."""
+    conn = s.connection()  # prebuilt Core statements: no ORM bookkeeping on the hot path
+    end = {"p_id": reservation_id, "p_status": status, "p_ended_at": utcnow(), "p_note": note[:400]}
+    row = (conn.execute(_END_AT_ESTIMATE, end) if spent is None else conn.execute(_END, {**end, "p_spent": spent})).first()
+    if row is None:
+        return False  # ended already (a retry, the next attempt or the sweep): nothing to do twice
+    amount, scopes, day = row
+    charged = amount if spent is None else spent
+    for scope in scopes.split(","):
+        conn.execute(_UNHOLD, {"p_scope": scope, "p_day": day, "p_amount": amount, "p_charged": charged})
+    return True
+
+
+# The hot statements, built once (building one costs more CPU than running it on SQLite).
+_STATUS = select(col(BudgetReservation.status)).where(col(BudgetReservation.id) == bindparam("p_id"))
+_HOLD = (update(BudgetDay)
+         .where(col(BudgetDay.scope) == bindparam("p_scope"), col(BudgetDay.day) == bindparam("p_day"),
+                col(BudgetDay.spent_usd) + col(BudgetDay.reserved_usd) + bindparam("p_amount", type_=Float)
+                <= col(BudgetDay.limit_usd))
+         .values(reserved_usd=col(BudgetDay.reserved_usd) + bindparam("p_amount", type_=Float))
+         .returning(col(BudgetDay.scope)))
+"""Hold an amount on a day row, only while spent + reserved + amount stays within its limit."""
+_INSERT_RESERVATION = insert(BudgetReservation)
+_ENDING = (update(BudgetReservation)
+           .where(col(BudgetReservation.id) == bindparam("p_id"), col(BudgetReservation.status) == ReservationStatus.RESERVED)
+           .returning(col(BudgetReservation.amount_usd), col(BudgetReservation.scopes), col(BudgetReservation.day)))
+_END = _ENDING.values(status=bindparam("p_status"), spent_usd=bindparam("p_spent", type_=Float),
+                      ended_at=bindparam("p_ended_at"), note=bindparam("p_note"))
+_END_AT_ESTIMATE = _ENDING.values(status=bindparam("p_status"), spent_usd=col(BudgetReservation.amount_usd),
+                                  ended_at=bindparam("p_ended_at"), note=bindparam("p_note"))
+_UNHOLD = (update(BudgetDay).where(col(BudgetDay.scope) == bindparam("p_scope"), col(BudgetDay.day) == bindparam("p_day"))
+           .values(reserved_usd=col(BudgetDay.reserved_usd) - bindparam("p_amount", type_=Float),
+                   spent_usd=col(BudgetDay.spent_usd) + bindparam("p_charged", type_=Float)))

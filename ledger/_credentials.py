@@ -12,10 +12,11 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import DateTime, Index, update
+from sqlalchemy import DateTime, Index, bindparam, insert, select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, col
 
+from ledger._engine import single_read
 from ledger._sql import as_utc, rowcount, utcnow
 
 
@@ -50,15 +51,15 @@ class CredentialBroker:
     def issue(self, tenant: str, work_key: str, generation: int) -> str:
         now = utcnow()
         token = "sgc_" + secrets.token_urlsafe(24)
-        with Session(self._engine) as s, s.begin():
-            s.add(Credential(id=token, tenant=tenant, work_key=work_key, generation=generation, issued_at=now,
-                             expires_at=now + self._ttl))
+        with self._engine.begin() as conn:  # one Core insert (every mutation issues one)
+            conn.execute(insert(Credential).values(id=token, tenant=tenant, work_key=work_key, generation=generation,
+                                                   issued_at=now, expires_at=now + self._ttl))
         return token
 
     def problem(self, token: str) -> CredentialProblem | None:
         """``None`` when the credential may be used now, else why not."""
-        with Session(self._engine) as s:
-            cred = s.get(Credential, token)
+        with single_read(self._engine) as conn:  # one prebuilt statement, no write lock
+            cred = conn.execute(_STANDING, {"p_id": token}).first()
         if cred is None:
             return CredentialProblem(False, "unknown credential")
         if cred.revoked_at is not None:
@@ -66,6 +67,10 @@ class CredentialBroker:
         if as_utc(cred.expires_at) <= utcnow():
             return CredentialProblem(False, "credential expired")
         return None
+
+
+_STANDING = (select(col(Credential.revoked_at), col(Credential.revoked_reason), col(Credential.expires_at))
+             .where(col(Credential.id) == bindparam("p_id")))
 
 
 def revoke_in(session: Session, scope: str, target: str, reason: str) -> int:

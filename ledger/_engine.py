@@ -16,6 +16,8 @@ from sqlmodel import create_engine
 
 READ_ONLY = "sluicegate_read_only"
 """Execution option of a :func:`single_read` connection (SQLite: no ``BEGIN IMMEDIATE``)."""
+READ_SNAPSHOT = "sluicegate_read_snapshot"
+"""Execution option of a :func:`snapshot_read` connection (SQLite: a deferred ``BEGIN``, no write lock)."""
 
 
 def single_read(engine: Engine) -> Connection:
@@ -26,6 +28,18 @@ def single_read(engine: Engine) -> Connection:
     if engine.dialect.name == "sqlite":
         return conn.execution_options(**{READ_ONLY: True})
     return conn.execution_options(isolation_level="AUTOCOMMIT")
+
+
+def snapshot_read(engine: Engine) -> Connection:
+    """A connection for a few read-only statements that must agree with each other: on SQLite a
+    deferred ``BEGIN`` (in WAL mode, one read snapshot for the whole transaction; no write lock, so
+    no queueing behind writers); on PostgreSQL an ordinary transaction, as a ``Session`` opens.
+    Never write through it: on SQLite a deferred transaction that writes can fail with
+    ``database is locked``."""
+    conn = engine.connect()
+    if engine.dialect.name == "sqlite":
+        return conn.execution_options(**{READ_SNAPSHOT: True})
+    return conn
 
 
 def normalize_url(url: str) -> str:
@@ -51,6 +65,9 @@ def make_engine(url: str) -> Engine:
             dbapi_conn.isolation_level = None
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode: a commit is durable against a process crash (the WAL is written
+            # before the commit returns); only an OS crash or power loss can lose the last commits,
+            # never corrupt the file. FULL would fsync the WAL on every commit.
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.execute("PRAGMA busy_timeout=30000")
             cur.close()
@@ -61,7 +78,12 @@ def make_engine(url: str) -> Engine:
             # writes fails with "database is locked" when another process wrote meanwhile.
             # A READ_ONLY connection runs single read statements: no BEGIN at all (each statement
             # is its own WAL snapshot, no lock), so hot read-only checks never queue behind writers.
-            if not conn.get_execution_options().get(READ_ONLY):
+            # A READ_SNAPSHOT connection reads a few statements in one deferred transaction (a WAL
+            # snapshot, no write lock).
+            options = conn.get_execution_options()
+            if options.get(READ_SNAPSHOT):
+                conn.exec_driver_sql("BEGIN")
+            elif not options.get(READ_ONLY):
                 conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine

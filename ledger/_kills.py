@@ -63,6 +63,11 @@ def _covering(work_key: str, tenant: str | None) -> dict[str, str | None]:
     return {"work_key": work_key, "tenant": tenant or None}
 
 
+_NEWEST = (select(col(Kill.id)).where(or_(col(Kill.scope) == "all", (col(Kill.scope) == "tenant")
+                                          & (col(Kill.target) == bindparam("p_tenant"))))
+           .order_by(col(Kill.created_at).desc(), col(Kill.id).desc()).limit(1))
+
+
 def _lock(s: Session, shared: bool) -> None:
     if s.get_bind().dialect.name == "postgresql":
         fn = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
@@ -111,13 +116,8 @@ class KillSwitch:
         The worker's model-client cache compares it with the one its client was built under: a
         kill since then means the client is rebuilt (the key re-read), even when no call of the
         tenant reached this worker while the kill was in force."""
-        covers = [col(Kill.scope) == "all"]
-        if tenant:
-            covers.append((col(Kill.scope) == "tenant") & (col(Kill.target) == tenant))
-        query = (select(Kill.id).where(or_(*covers)).order_by(col(Kill.created_at).desc(), col(Kill.id).desc())
-                 .limit(1))
-        with Session(self._engine) as s:
-            return s.exec(query).first()
+        with single_read(self._engine) as conn:  # asked before every model call: one prebuilt statement
+            return conn.execute(_NEWEST, {"p_tenant": tenant or None}).scalar()
 
     def in_force(self) -> list[Kill]:
         with Session(self._engine, expire_on_commit=False) as s:

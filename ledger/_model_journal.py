@@ -27,6 +27,7 @@ from sqlalchemy import JSON, Column, DateTime, Float, Index, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, col
 
+from ledger._engine import single_read
 from ledger._sql import dialect_insert
 
 
@@ -56,27 +57,37 @@ class ModelJournal:
         self._engine = engine
 
     def find(self, work_key: str, input_version: str, generation: int, step: int) -> ModelJournalEntry | None:
-        with Session(self._engine, expire_on_commit=False) as s:
+        """One statement on a ``single_read`` connection: asked before every model call (on SQLite a
+        transaction would take the write lock and queue behind every writer)."""
+        with single_read(self._engine) as conn, Session(bind=conn, expire_on_commit=False) as s:
             return s.get(ModelJournalEntry, (work_key, input_version, generation, step))
 
     def record(self, entry: ModelJournalEntry) -> ModelJournalEntry:
         """Journal ``entry``; returns the row now stored. The first answer for a request wins (two
         attempts of one step racing: both return the same answer); an answer to a different
         request for the same step replaces the old one."""
-        values = entry.model_dump()
         with Session(self._engine, expire_on_commit=False) as s, s.begin():
-            s.execute(dialect_insert(s, ModelJournalEntry).values(**values).on_conflict_do_nothing())
-            key = (entry.work_key, entry.input_version, entry.generation, entry.step)
-            stored = s.get(ModelJournalEntry, key, with_for_update=True)
-            if stored is not None and stored.request_digest != entry.request_digest:
-                s.execute(update(ModelJournalEntry).where(
-                    col(ModelJournalEntry.work_key) == entry.work_key,
-                    col(ModelJournalEntry.input_version) == entry.input_version,
-                    col(ModelJournalEntry.generation) == entry.generation, col(ModelJournalEntry.step) == entry.step)
-                    .values(**{k: v for k, v in values.items() if k not in
-                               ("work_key", "input_version", "generation", "step")}))
-                s.expire(stored)
-                stored = s.get(ModelJournalEntry, key)
-            if stored is None:  # inserted or found above, in this transaction
-                raise LookupError(f"model journal entry {key} vanished while being recorded")
-            return stored
+            return _record_in(s, entry)
+
+
+def _record_in(s: Session, entry: ModelJournalEntry) -> ModelJournalEntry:
+    """:meth:`ModelJournal.record` inside a transaction."""
+    values = entry.model_dump()
+    inserted = s.connection().execute(dialect_insert(s, ModelJournalEntry).values(**values).on_conflict_do_nothing()
+                                      .returning(col(ModelJournalEntry.step))).first()
+    if inserted is not None:  # the step's first answer (the usual case): the row is ``entry``
+        return entry
+    key = (entry.work_key, entry.input_version, entry.generation, entry.step)
+    stored = s.get(ModelJournalEntry, key, with_for_update=True)
+    if stored is not None and stored.request_digest != entry.request_digest:
+        s.execute(update(ModelJournalEntry).where(
+            col(ModelJournalEntry.work_key) == entry.work_key,
+            col(ModelJournalEntry.input_version) == entry.input_version,
+            col(ModelJournalEntry.generation) == entry.generation, col(ModelJournalEntry.step) == entry.step)
+            .values(**{k: v for k, v in values.items() if k not in
+                       ("work_key", "input_version", "generation", "step")}))
+        s.expire(stored)
+        stored = s.get(ModelJournalEntry, key)
+    if stored is None:  # inserted or found above, in this transaction
+        raise LookupError(f"model journal entry {key} vanished while being recorded")
+    return stored

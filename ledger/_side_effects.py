@@ -13,10 +13,15 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import select, update
+import functools
+
+from sqlalchemy import bindparam, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.sql.dml import ReturningInsert
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
+from ledger._engine import single_read
 from ledger._models import Receipt, SideEffect, WorkItem
 from ledger._sql import dialect_insert, utcnow
 
@@ -65,16 +70,17 @@ class SideEffectLedger:
         owns ``generation`` (its accept receipt)."""
         now = utcnow()
         with Session(self._engine, expire_on_commit=False) as s, s.begin():
+            conn = s.connection()  # prebuilt Core statements on the usual path (every mutation begins here)
             identity = {**asdict(attempt), **self._admission_identity(s, work_key, generation)}
-            current = s.execute(select(col(WorkItem.generation)).where(col(WorkItem.work_key) == work_key)).scalar()
+            current = conn.execute(_CURRENT_GENERATION, {"p_work_key": work_key}).scalar()
             if current is not None and generation < current:
                 return self._fence(s, operation_key, work_key, operation, target_version, generation, current, now,
                                    identity)
-            stmt = dialect_insert(s, SideEffect).values(
-                operation_key=operation_key, work_key=work_key, operation=operation,
-                target_version=target_version, generation=generation, status="in_flight", attempts=1,
-                created_at=now, updated_at=now, **identity).on_conflict_do_nothing().returning(col(SideEffect.operation_key))
-            if s.execute(stmt).scalar_one_or_none() is not None:
+            claimed = conn.execute(_claim(s.get_bind().dialect.name), {
+                "operation_key": operation_key, "work_key": work_key, "operation": operation,
+                "target_version": target_version, "generation": generation, "status": "in_flight", "attempts": 1,
+                "created_at": now, "updated_at": now, **identity}).scalar_one_or_none()
+            if claimed is not None:
                 return BeginResult(BeginState.NEW, 1)
             row = s.get(SideEffect, operation_key, with_for_update=True)
             if row is None:  # the insert above conflicted with it, in this transaction
@@ -94,9 +100,7 @@ class SideEffectLedger:
     @staticmethod
     def _admission_identity(s: Session, work_key: str, generation: int) -> dict[str, str | None]:
         """The concurrency key and policy version on the accept receipt of ``generation``'s admission."""
-        row = s.execute(select(col(Receipt.concurrency_key), col(Receipt.policy_version)).where(
-            col(Receipt.work_key) == work_key, col(Receipt.generation) == generation, col(Receipt.outcome) == "accept")
-            .order_by(col(Receipt.created_at).desc()).limit(1)).first()
+        row = s.connection().execute(_ADMISSION_IDENTITY, {"p_work_key": work_key, "p_generation": generation}).first()
         return {"concurrency_key": row.concurrency_key if row else None,
                 "policy_version": row.policy_version if row else None}
 
@@ -124,9 +128,8 @@ class SideEffectLedger:
         (lost heartbeat, paused worker) while a newer attempt began has lost its claim and
         must not perform the operation.
         """
-        with Session(self._engine) as s:
-            row = s.execute(select(col(SideEffect.status), col(SideEffect.attempts))
-                            .where(col(SideEffect.operation_key) == operation_key)).first()
+        with single_read(self._engine) as conn:  # one statement: no write lock (asked before every mutation)
+            row = conn.execute(_CLAIM_STANDING, {"p_key": operation_key}).first()
         return row is not None and row.status == "in_flight" and row.attempts == claim
 
     def get(self, operation_key: str) -> SideEffect | None:
@@ -134,7 +137,24 @@ class SideEffectLedger:
             return s.get(SideEffect, operation_key)
 
     def _finish(self, operation_key: str, **values: Any) -> None:
-        with Session(self._engine) as s, s.begin():
-            s.execute(update(SideEffect).where(col(SideEffect.operation_key) == operation_key,
-                                               col(SideEffect.status) == "in_flight")
-                      .values(updated_at=utcnow(), **values))
+        with self._engine.begin() as conn:  # one prebuilt Core statement; the SET clause is the parameters'
+            conn.execute(_FINISH, {"p_key": operation_key, "updated_at": utcnow(), **values})
+
+
+# The hot statements, built once (building one costs more CPU than running it on SQLite).
+_CURRENT_GENERATION = select(col(WorkItem.generation)).where(col(WorkItem.work_key) == bindparam("p_work_key"))
+_ADMISSION_IDENTITY = (select(col(Receipt.concurrency_key), col(Receipt.policy_version))
+                       .where(col(Receipt.work_key) == bindparam("p_work_key"),
+                              col(Receipt.generation) == bindparam("p_generation"), col(Receipt.outcome) == "accept")
+                       .order_by(col(Receipt.created_at).desc()).limit(1))
+_CLAIM_STANDING = (select(col(SideEffect.status), col(SideEffect.attempts))
+                   .where(col(SideEffect.operation_key) == bindparam("p_key")))
+_FINISH = update(SideEffect).where(col(SideEffect.operation_key) == bindparam("p_key"),
+                                   col(SideEffect.status) == "in_flight")
+
+
+@functools.cache
+def _claim(dialect: str) -> ReturningInsert[tuple[str]]:
+    """``INSERT ... ON CONFLICT DO NOTHING RETURNING operation_key`` for the dialect, built once."""
+    return ((postgresql.insert if dialect == "postgresql" else sqlite.insert)(SideEffect)
+            .on_conflict_do_nothing().returning(col(SideEffect.operation_key)))

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Callable, Collection
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
 from ledger._cancels import find_request
 from ledger._dead_letters import DeadLetters
+from ledger._engine import single_read, snapshot_read
 from ledger._models import Receipt, WorkItem, WorkVersion
 from ledger._sql import rowcount, utcnow
 from workflows.cancellation import FROM_TEMPORAL, confirmed, unconfirmed
@@ -63,12 +64,15 @@ class WorkStore:
         with Session(self._engine) as s, s.begin():
             if status == RunStatus.CANCELLED:
                 result = _confirm_cancel(s, work_key, result)
-            where = [col(WorkVersion.work_key) == work_key, col(WorkVersion.input_version) == input_version,
-                     col(WorkVersion.generation) == generation]
-            if only_from is not None:
-                where.append(col(WorkVersion.status).in_(list(only_from)))
-            done = rowcount(s.execute(update(WorkVersion).where(*where)
-                                      .values(status=status, result=result, run_id=run_id, updated_at=now)))
+            ended = {"status": status, "result": result, "run_id": run_id, "updated_at": now}
+            if only_from is None:  # the usual run end: one prebuilt statement
+                done = rowcount(s.connection().execute(_END_VERSION, {
+                    "p_work_key": work_key, "p_input_version": input_version, "p_generation": generation, **ended}))
+            else:
+                done = rowcount(s.execute(update(WorkVersion).where(
+                    col(WorkVersion.work_key) == work_key, col(WorkVersion.input_version) == input_version,
+                    col(WorkVersion.generation) == generation, col(WorkVersion.status).in_(list(only_from)))
+                    .values(**ended)))
             if only_from is not None and done == 0:
                 return False
             if receipt_id is not None:
@@ -76,8 +80,8 @@ class WorkStore:
                 if status in NOTED_ON_RECEIPT:
                     values["message"] = col(Receipt.message) + f"; run {result.get('reason', status)}"
                 s.execute(update(Receipt).where(col(Receipt.id) == receipt_id).values(**values))
-            s.execute(update(WorkItem).where(col(WorkItem.work_key) == work_key, col(WorkItem.generation) == generation)
-                      .values(status=status, updated_at=now))
+            s.connection().execute(_END_ITEM, {"p_work_key": work_key, "p_generation": generation, "status": status,
+                                               "updated_at": now})
             if status in NEEDS_A_PERSON:
                 workflow_id = s.execute(select(col(WorkVersion.workflow_id)).where(
                     col(WorkVersion.work_key) == work_key, col(WorkVersion.input_version) == input_version)).scalar()
@@ -93,17 +97,16 @@ class WorkStore:
         write made as a local activity (patch ``lean-loop-steps``) can run again — its marker is lost
         when the workflow task that carried it fails, or a cancel re-records the order — and a second
         write must not append the receipt's note or count the run again."""
-        with Session(self._engine) as s:
-            row = s.execute(select(col(WorkVersion.generation), col(WorkVersion.status), col(WorkVersion.run_id))
-                            .where(col(WorkVersion.work_key) == work_key,
-                                   col(WorkVersion.input_version) == input_version)).first()
+        with single_read(self._engine) as conn:  # one prebuilt statement, no write lock
+            row = conn.execute(_VERSION_END, {"p_work_key": work_key, "p_input_version": input_version}).first()
         return row is not None and tuple(row) == (generation, status, run_id)
 
     def standing(self, work_key: str, input_version: str, with_receipt: bool = False) -> tuple:
         """The work item and the version row as the ledger holds them now (read-only): what an
         order checks before it runs (``sluicegate.ledger.claim_order``); ``with_receipt``: also
         the receipt the version row names (None when it has none)."""
-        with Session(self._engine, expire_on_commit=False) as s:
+        # Read-only, several statements that must agree: one read snapshot, no write lock.
+        with snapshot_read(self._engine) as conn, Session(bind=conn, expire_on_commit=False) as s:
             item, version = s.get(WorkItem, work_key), s.get(WorkVersion, (work_key, input_version))
             if not with_receipt:
                 return item, version
@@ -120,6 +123,18 @@ class WorkStore:
                  .order_by(col(WorkVersion.updated_at)).limit(limit))
         with self._engine.connect() as conn:
             return [OpenVersion(*row[:7], row.tenant or "", row.source or "") for row in conn.execute(query)]
+
+
+# The statements of every run's end, built once (building one costs more CPU than running it on SQLite);
+# the SET clause of the updates is their parameters'.
+_END_VERSION = update(WorkVersion).where(col(WorkVersion.work_key) == bindparam("p_work_key"),
+                                         col(WorkVersion.input_version) == bindparam("p_input_version"),
+                                         col(WorkVersion.generation) == bindparam("p_generation"))
+_END_ITEM = update(WorkItem).where(col(WorkItem.work_key) == bindparam("p_work_key"),
+                                   col(WorkItem.generation) == bindparam("p_generation"))
+_VERSION_END = (select(col(WorkVersion.generation), col(WorkVersion.status), col(WorkVersion.run_id))
+                .where(col(WorkVersion.work_key) == bindparam("p_work_key"),
+                       col(WorkVersion.input_version) == bindparam("p_input_version")))
 
 
 def _confirm_cancel(s: Session, work_key: str, result: dict[str, Any]) -> dict[str, Any]:
