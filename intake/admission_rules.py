@@ -23,11 +23,25 @@ from dataclasses import replace
 from datetime import datetime
 
 from intake.capacity import Block, jittered
-from intake.decision import Outcome, Reason
+from intake.decision import IntakeDecision, Outcome, Reason
 from intake.envelope import Envelope, TriggerKind, WorkCandidate
 from intake.receipts import ReceiptDraft, draft_for
 from intake.scope import ScopeRules
 from intake.sources.age import event_age_seconds, lead_seconds, too_far_ahead, too_old
+
+UNCLAIMED_REASONS: frozenset[str] = frozenset({Reason.KILLED})
+"""Refusals recorded *without* claiming their delivery id and body digest (read through
+:func:`leaves_delivery_unclaimed`, never copied)."""
+
+
+def leaves_delivery_unclaimed(decided: ReceiptDraft | IntakeDecision) -> bool:
+    """Is ``decided`` a refusal recorded without claiming its delivery id, so that a redelivery is
+    decided afresh instead of answered ``duplicate-delivery``? ``killed``: the delivery is admitted
+    after the unkill. The one predicate for the ledger's write paths (``ledger/_intake_store.py``,
+    ``ledger/_plain_decide.py``) and the in-process answers (``intake/seen_deliveries.py``, which may
+    keep only a decision whose delivery id the ledger claimed)."""
+    return str(decided.reason) in UNCLAIMED_REASONS
+
 
 def not_actionable(envelope: Envelope) -> ReceiptDraft:
     """A valid event its parser found no work in (a label change, a ping): ``not-actionable``, no-work."""

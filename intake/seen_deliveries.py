@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from cachetools import TTLCache
 
-from intake.admission_rules import redelivery_message
+from intake.admission_rules import leaves_delivery_unclaimed, redelivery_message
 from intake.decision import IntakeDecision, Outcome, Reason
 
 DEFAULT_MAXSIZE = 20_000
@@ -87,8 +87,8 @@ class SeenDeliveries:
         """Remember ``decision``, the committed first decision of a delivery intake claimed, if final."""
         if self._cache is None or delivery_id is None or not decision.receipt_id:
             return
-        if str(decision.reason) in _REPEATS or str(decision.reason) == Reason.KILLED:
-            return  # a repeat is not the original; a killed reject claims no delivery id
+        if str(decision.reason) in _REPEATS or leaves_delivery_unclaimed(decision):
+            return  # a repeat is not the original; a killed reject (the ledger's own predicate) claims nothing
         if final(str(decision.outcome), decision.workflow_id, decision.outcome == Outcome.DEFER):
             self._store(source, delivery_id, decision)
 

@@ -39,8 +39,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session
 
-from intake.admission_rules import (duplicate_work, newer_version_refusal, readmission_refusal, repeat_reason,
-                                   stale_resume_reason)
+from intake.admission_rules import (duplicate_work, leaves_delivery_unclaimed, newer_version_refusal,
+                                   readmission_refusal, repeat_reason, stale_resume_reason)
 from intake.decision import IntakeDecision, Outcome, Reason
 from intake.envelope import TriggerKind
 from intake.kill_gate import held_receipt_id, is_killed, killed_instead
@@ -196,7 +196,8 @@ class SqlIntakeStore:
                     draft = killed_instead(draft, kill)
             if is_killed(draft):
                 return self._killed(s, draft, resume)
-            if resume is None and draft.delivery_id is not None and not self._claim_delivery(s, draft, receipt_id):
+            if (resume is None and draft.delivery_id is not None and not leaves_delivery_unclaimed(draft)
+                    and not self._claim_delivery(s, draft, receipt_id)):
                 # Lost a race to the same delivery id or body: answered from the winner, no row.
                 return original_answer(find_repeat(s.connection(), draft), draft) \
                     or self._already_claimed_unknown(draft)

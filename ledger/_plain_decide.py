@@ -22,6 +22,7 @@ from sqlalchemy import insert
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 
+from intake.admission_rules import leaves_delivery_unclaimed
 from intake.decision import IntakeDecision, Outcome, Reason
 from intake.kill_gate import is_killed
 from intake.receipts import ReceiptDraft
@@ -48,7 +49,7 @@ def decide_plain(engine: Engine, draft: ReceiptDraft, row: dict,
     Returns None when written (the caller answers from ``row``); the winner's answer when the claim
     was lost (nothing written), or ``lost(draft)`` if the winner cannot be seen."""
     with engine.begin() as conn:
-        if draft.delivery_id is not None:
+        if draft.delivery_id is not None and not leaves_delivery_unclaimed(draft):
             claimed = conn.execute(_CLAIM[conn.dialect.name], {
                 "source": draft.source, "delivery_id": draft.delivery_id, "received_at": draft.received_at,
                 "receipt_id": row["id"], "body_digest": draft.body_digest}).first()
