@@ -15,8 +15,9 @@ Why this is safe without invalidation:
 * Only *final* answers go in: a ``reject`` or ``no-work`` original (nothing ever admits, queues or
   changes its receipt), or an ``accept`` whose run is recorded (``mark_admitted`` writes the
   workflow and run ids once). An accept still pending admission, a ``defer`` (its ``queued`` state
-  changes when the item leaves the queue) and a ``killed`` reject (its delivery id is deliberately not
-  claimed: a redelivery after the unkill is decided afresh) never do. So another API replica, or the
+  changes when the item leaves the queue) and a refusal whose delivery id the ledger deliberately does
+  not claim (``killed``: a redelivery after the unkill is decided afresh) never do; the latter is the
+  ledger's own predicate, ``intake.admission_rules.leaves_delivery_unclaimed``, never a copy. So another API replica, or the
   ledger itself, can never hold a different answer; a miss simply falls through to the ledger.
 * Entries live ``ttl_seconds`` (at most the delivery dedupe window): a delivery id the ledger
   prunes is forgotten here too, at most that much later. ``maxsize`` bounds memory (LRU beyond it).
