@@ -22,6 +22,8 @@ the freshness read was in flight turns the accept into a ``killed`` reject. A ``
 never claims the delivery id or its body: the work was verified, and a redelivery after the
 unkill is decided afresh. A deferred item found killed stays queued, untouched; its ``killed``
 receipt is written once per item and kill (a deterministic id), however many passes see it.
+A ``future-event`` reject claims nothing either (``admission_rules.leaves_delivery_unclaimed``): the
+slow clock may be ours, and the redelivery after it is fixed must be decided afresh.
 
 Ordered versions (triage): an accept older than a version of its work key already accepted,
 admitted or done is refused ``stale-version`` (``admission_rules.newer_version_refusal``), read in
@@ -39,8 +41,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session
 
-from intake.admission_rules import (duplicate_work, newer_version_refusal, readmission_refusal, repeat_reason,
-                                   stale_resume_reason)
+from intake.admission_rules import (duplicate_work, leaves_delivery_unclaimed, newer_version_refusal,
+                                   readmission_refusal, repeat_reason, stale_resume_reason)
 from intake.decision import IntakeDecision, Outcome, Reason
 from intake.envelope import TriggerKind
 from intake.kill_gate import held_receipt_id, is_killed, killed_instead
@@ -191,7 +193,8 @@ class SqlIntakeStore:
                     draft = killed_instead(draft, kill)
             if is_killed(draft):
                 return self._killed(s, draft, resume)
-            if resume is None and draft.delivery_id is not None and not self._claim_delivery(s, draft, receipt_id):
+            if (resume is None and draft.delivery_id is not None and not leaves_delivery_unclaimed(draft)
+                    and not self._claim_delivery(s, draft, receipt_id)):
                 # Lost a race to the same delivery id or body: answered from the winner, no row.
                 return original_answer(find_repeat(s.connection(), draft), draft) \
                     or self._already_claimed_unknown(draft)
