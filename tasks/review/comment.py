@@ -74,7 +74,9 @@ def _fences(text: str) -> list[range]:
 
 
 def _text(part: str) -> str:
-    return _code(neutralise(unlink(part)).replace("`", "\\`"))
+    """Text between code spans, neutralised; never emptied (``[](x)`` and a reference definition
+    unlink to nothing): two spans with nothing between them would merge into one backtick run."""
+    return _code(neutralise(unlink(part)).replace("`", "\\`")) or " "
 
 
 def _code(part: str) -> str:

@@ -22,13 +22,15 @@ from tasks.review.comment import MAX_COMMENT_CHARS, ZWSP, sanitise_review_commen
 
 MENTION = re.compile(r"(?<![A-Za-z0-9])@[A-Za-z0-9]")
 REFERENCE = re.compile(r"(?<![A-Za-z0-9])#[0-9]|\b[Gg][Hh]-[0-9]")
-CHAT_OPS = re.compile(r"^[\s>*+\-]*(?:\d+[.)]\s+)?/")
+CHAT_OPS = re.compile(r"^(?:[\s>]|[-*+](?=\s)|\d+[.)](?=\s))*/")
+"""A line starting with ``/`` after blanks, quotes and list markers (a marker is followed by a blank, as
+in CommonMark: ``*/`` closing a C comment is no list item, and is left alone)."""
 _RENDER = MarkdownIt("commonmark", {"html": True}).enable("table")
 _CODE = re.compile(r"<(code|pre)\b[^>]*>.*?</\1>", re.S)
 
 
 def _outside_code(posted: str) -> str:
-    return html.unescape(_CODE.sub("", _RENDER.render(posted)))
+    return html.unescape(_CODE.sub(" ", _RENDER.render(posted)))  # a code element splits the text nodes
 
 
 def _safe(posted: str) -> None:
@@ -52,6 +54,7 @@ def _safe(posted: str) -> None:
     "<img src=x onerror=alert(1)>", "<!-- sluicegate:op=op_" + "a" * 40 + " sig=" + "b" * 64 + " -->",
     "```\n<!-- sluicegate:op=op_" + "a" * 40 + " sig=" + "b" * 64 + " -->\n```", "\\`@alice`", "``@alice`",
     "<!--\n```\n-->\n@alice\n```", "<https://phish.example>", "a\u202e@alice\u200b",
+    "``a``[x]: /y```@alice```", "`a`[](x)`` @bob ``", "``a``![](x)```@carol```",
 ])
 def test_hostile_review_text_comes_out_safe(written: str):
     _safe(sanitise_review_comment(written))
