@@ -112,7 +112,7 @@ def test_any_mix_of_markdown_code_and_command_pieces_comes_out_safe():
     pieces = st.sampled_from(["`", "``", "```", "~~~", "\n", " ", "   ", "    ", ">", "- ", "1. ", "|", "|---|",
                               "/", "approve", "@", "a", "#", "1", "GH-", "<", "!--", "-->", "sluicegate:op=", "&",
                               "&#64;", "\\", "[", "]", "(", ")", "https://", "www.", "\u2028", "\u00a0", "\u200b",
-                              "_", "*", "<div>", "python"])
+                              "_", "*", "<div>", "python", "[x]: /y", "[](x)", "![](x)", "\\`", "\t"])
 
     @settings(max_examples=400, deadline=None)
     @given(st.lists(pieces, max_size=60).map("".join))
