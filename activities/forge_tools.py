@@ -2,8 +2,9 @@
 
 The target (owner/repo/number) always comes from the work order, never from the model's
 arguments, so a confused or hostile model cannot write to another repository. Posting
-goes through the gateway; the comment carries a hidden marker with its operation key, signed
-with the server's marker secret, so a crashed attempt can be reconciled by searching the pull
+goes through the gateway; the model's text is sanitised first (``tasks.review.comment``: the
+diff it read is anyone's, so no chat-ops command, mention or HTML under our name), then the
+comment carries a hidden marker with its operation key, signed with the server's marker secret, so a crashed attempt can be reconciled by searching the pull
 request's comments — and only a comment by the bot with a valid signature counts
 (``activities.markers``): a marker planted by anyone else never suppresses a review.
 
@@ -31,6 +32,7 @@ from activities.keys import operation_key
 from activities.markers import CommentMarks
 from intake.identity import with_tenant
 from sluicegate.forge.client import ForgeClient, ForgeError
+from tasks.review.comment import sanitise_review_comment
 from workflows.contracts import ToolRequest, ToolResult
 from workflows.kinds import FailureType
 from workflows.names import GET_DIFF_ACTIVITY, POST_COMMENT_ACTIVITY
@@ -38,7 +40,6 @@ from workflows.review_task import POST_COMMENT
 
 MAX_DIFF_CHARS = 20_000
 PREVIEW_CHARS = 4_000
-MAX_COMMENT_CHARS = 60_000
 
 
 class ForgeTools:
@@ -129,13 +130,17 @@ def _progress(tool: str, req: ToolRequest) -> Progress:
 
 
 def _comment_body(arguments: str) -> str:
+    """The model's review text as it may be posted under our name (``tasks.review.comment``: no
+    chat-ops line, mention, issue reference, link or HTML outside code, at most
+    60,000 characters); the marker is appended to it afterwards, so the model cannot forge one."""
     try:
         args = json.loads(arguments or "{}")
     except ValueError:
         raise ApplicationError("post_review_comment arguments are not JSON", type=FailureType.TOOL_REQUEST_REJECTED,
                                non_retryable=True) from None
     body = args.get("body") if isinstance(args, dict) else None
-    if not isinstance(body, str) or not body.strip():
+    body = sanitise_review_comment(body) if isinstance(body, str) else ""
+    if not body:
         raise ApplicationError("post_review_comment needs a non-empty 'body'", type=FailureType.TOOL_REQUEST_REJECTED,
                                non_retryable=True)
-    return body[:MAX_COMMENT_CHARS]
+    return body

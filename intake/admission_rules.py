@@ -76,6 +76,18 @@ def age_refusal(envelope: Envelope, candidate: WorkCandidate, max_age_seconds: f
                      f"event is {age:.0f}s old; the source allows {max_age_seconds:.0f}s")
 
 
+def leaves_delivery_unclaimed(draft: ReceiptDraft) -> bool:
+    """Is ``draft`` a refusal recorded *without* claiming its delivery id and body digest, so that a
+    redelivery of the same delivery is decided afresh instead of answered ``duplicate-delivery``?
+
+    ``killed`` (an operator's stop: the delivery is admitted after the unkill) and ``future-event``
+    (the event time is ahead of *our* receipt: when our own clock runs slow every delivery is refused,
+    and after the clock is fixed a GitHub "Redeliver" must be decided again, not lost as a duplicate).
+    Each refusal still writes its receipt (and counts); a redelivery that is refused again writes
+    another."""
+    return draft.reason in (Reason.KILLED, Reason.FUTURE_EVENT)
+
+
 def future_refusal(envelope: Envelope, candidate: WorkCandidate, max_skew_seconds: float | None,
                    ) -> ReceiptDraft | None:
     """``future-event`` when the event's time is more than ``max_skew_seconds`` after its receipt.

@@ -16,7 +16,8 @@ redelivery after the unkill is decided afresh); a re-decided deferred item stays
 (:class:`HeldByKill`, skipped by the pass). The ledger checks the kill again inside the accept's
 transaction (a kill committed during the read) and intake once more just before the run is started.
 Freshness has two distinct parts: the event's age against its
-source's bound (``too-old``) and its lead over its receipt against clock skew (``future-event``), then the authoritative re-read (``stale-version``,
+source's bound (``too-old``) and its lead over its receipt against clock skew (``future-event``; like ``killed``
+it leaves the delivery id unclaimed: the slow clock may be ours), then the authoritative re-read (``stale-version``,
 ``target-closed``), shared per target between concurrent intakes (``intake/shared_reads.py``). The freshness read happens outside any database transaction (it is
 network I/O). The delivery record, work dedupe, generation bump and receipt commit in
 one transaction (``IntakeStore.decide``) *before* the run is started, so a crash after

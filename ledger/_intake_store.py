@@ -22,6 +22,8 @@ the freshness read was in flight turns the accept into a ``killed`` reject. A ``
 never claims the delivery id or its body: the work was verified, and a redelivery after the
 unkill is decided afresh. A deferred item found killed stays queued, untouched; its ``killed``
 receipt is written once per item and kill (a deterministic id), however many passes see it.
+A ``future-event`` reject claims nothing either (``admission_rules.leaves_delivery_unclaimed``): the
+slow clock may be ours, and the redelivery after it is fixed must be decided afresh.
 
 Ordered versions (triage): an accept older than a version of its work key already accepted,
 admitted or done is refused ``stale-version`` (``admission_rules.newer_version_refusal``), read in

@@ -18,7 +18,7 @@ the Markdown and editing the tree. A parser (markdown-it-py is in the lock) sees
 does, GitHub renders it with cmark-gfm: where the two disagree (nested brackets, HTML blocks, code-span
 edge cases) a tree-based filter misses what GitHub renders. HTML sanitisers (nh3, bleach) clean HTML
 output, but what we post is Markdown source that GitHub renders; so no library fits and this is ~60
-lines of ``re``. Every rule below holds whatever the surrounding Markdown is (inside a code span too,
+lines of ``re`` (``tasks/_markdown_safety.py``, shared with the review comment). Every rule below holds whatever the surrounding Markdown is (inside a code span too,
 where the cost is a visible escape):
 
 1. control and format characters (bidi overrides, zero-width characters) are dropped, line ends
@@ -51,62 +51,25 @@ where the cost is a visible escape):
 
 from __future__ import annotations
 
-import re
-import unicodedata
+from tasks._markdown_safety import HTML_COMMENT, TRUNCATED, bounded, escape_leading_slash, neutralise, unlink, visible
+
+__all__ = ["MAX_COMMENT_CHARS", "MAX_COMMENT_LINES", "MAX_INPUT_CHARS", "TRUNCATED", "sanitise_comment"]
 
 MAX_COMMENT_CHARS = 3_000
 """The sanitised comment's bound (characters), before our marker is appended."""
 MAX_COMMENT_LINES = 40
 MAX_INPUT_CHARS = 4 * MAX_COMMENT_CHARS
 """What of the model's text is read at all: the patterns never run over more."""
-TRUNCATED = "(... truncated)"
-
-_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
-_IMAGE = re.compile(r"!\[([^\[\]\n]*)\]\([^()\n]*\)")
-_LINK = re.compile(r"\[([^\[\]\n]*)\]\([^()\n]*\)")
-_REFERENCE = re.compile(r"!?\[([^\[\]\n]*)\]\[[^\[\]\n]*\]")
-_DEFINITION = re.compile(r"^[ \t>]*\[[^\]\n]+\]:.*$", re.M)
-_SCHEME = re.compile(r"(?i)([a-z][a-z0-9+.-]{0,31}):(?=//)")
-_WWW = re.compile(r"(?i)www\.")
-_MENTION = re.compile(r"@(?=[A-Za-z0-9])")
-_REFERENCE_NUMBER = re.compile(r"#(?=[0-9])")
-_GH_REFERENCE = re.compile(r"(?i)(gh)-(?=[0-9])")
-_LEADING_SLASH = re.compile(r"^((?:[^\S\n]|>|(?:[-*+]|[0-9]{1,9}[.)])(?=[^\S\n]))*)/", re.M)
-_HALF_ESCAPE = re.compile(r"(?:\\|&(?:l|lt|a|am|amp)?)\Z")
-
-
-def _visible(text: str) -> str:
-    """Newlines and tabs kept; other control characters and every format character (Cc, Cf) dropped."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n").replace("\u2029", "\n")
-    return "".join(c for c in text if c in "\n\t" or unicodedata.category(c) not in ("Cc", "Cf"))
-
-
-def _bounded(text: str) -> str:
-    lines = text.split("\n")
-    cut = len(lines) > MAX_COMMENT_LINES or len(text) > MAX_COMMENT_CHARS
-    if cut:
-        text = "\n".join(lines[:MAX_COMMENT_LINES])[:MAX_COMMENT_CHARS - len(TRUNCATED) - 1]
-        text = _HALF_ESCAPE.sub("", text)
-    return f"{text.rstrip()}\n{TRUNCATED}" if cut else text.rstrip()
 
 
 def sanitise_comment(text: object) -> str:
     """The model's comment ``text`` as it may be posted under our name (module docstring); ``""`` when
-    nothing is left (not a string, or empty once cleaned)."""
+    nothing is left (not a string, or empty once cleaned). The rules live in ``tasks._markdown_safety``
+    (shared with the review comment, ``tasks.review.comment``)."""
     if not isinstance(text, str):
         return ""
-    text = _visible(text[:MAX_INPUT_CHARS])
-    text = _HTML_COMMENT.sub("", text)
-    text = _IMAGE.sub(lambda m: m.group(1), text)
-    text = _LINK.sub(lambda m: m.group(1), text)
-    text = _REFERENCE.sub(lambda m: m.group(1), text)
-    text = _DEFINITION.sub("", text)
-    text = text.replace("\\", "\\\\").replace("[", "\\[").replace("&", "&amp;").replace("<", "&lt;")
-    text = _SCHEME.sub(r"\1\\[:]", text)
-    text = _WWW.sub(r"www\\[.]", text)
-    text = _MENTION.sub("\uff20", text)
-    text = _REFERENCE_NUMBER.sub("\uff03", text)
-    text = _GH_REFERENCE.sub("\\1\uff0d", text)
-    text = _LEADING_SLASH.sub(lambda m: f"{m.group(1)}\\/", text)
-    text = _bounded(text.strip("\n"))
+    text = visible(text[:MAX_INPUT_CHARS])
+    text = HTML_COMMENT.sub("", text)
+    text = escape_leading_slash(neutralise(unlink(text)))
+    text = bounded(text.strip("\n"), MAX_COMMENT_CHARS, MAX_COMMENT_LINES)
     return text if text.strip() else ""

@@ -1,11 +1,12 @@
-"""Review finding: the pull-request review comment is posted as the model wrote it.
+"""Review finding (fixed): the pull-request review comment was posted as the model wrote it.
 
 The review model reads a diff anyone who opens a pull request controls, exactly as the triage model
 reads an issue; ``tasks/triage/comment.py`` sanitises the triage comment, but
-``activities.forge_tools._comment_body`` only bounds the review's (60,000 characters). A steered
-review can post a chat-ops command under the bot's name (a bot that grants ``/approve`` or
-``/lgtm`` to our account acts on it) or ping people. Fixing it needs a review-aware filter (code
-blocks must keep ``@decorator`` and ``<`` readable), so this stays failing until the lead decides.
+``activities.forge_tools._comment_body`` only bounded the review's (60,000 characters). A steered
+review could post a chat-ops command under the bot's name (a bot that grants ``/approve`` or
+``/lgtm`` to our account acts on it) or ping people. Now ``_comment_body`` runs the review-aware
+filter ``tasks.review.comment`` (code blocks keep ``@decorator`` and ``<`` readable); its own tests
+are ``tests/tasks/test_review_comment.py``.
 """
 
 from __future__ import annotations
