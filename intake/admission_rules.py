@@ -29,7 +29,7 @@ from intake.receipts import ReceiptDraft, draft_for
 from intake.scope import ScopeRules
 from intake.sources.age import event_age_seconds, lead_seconds, too_far_ahead, too_old
 
-UNCLAIMED_REASONS: frozenset[str] = frozenset({Reason.KILLED})
+UNCLAIMED_REASONS: frozenset[str] = frozenset({Reason.KILLED, Reason.FUTURE_EVENT})
 """Refusals recorded *without* claiming their delivery id and body digest (read through
 :func:`leaves_delivery_unclaimed`, never copied)."""
 
@@ -37,7 +37,10 @@ UNCLAIMED_REASONS: frozenset[str] = frozenset({Reason.KILLED})
 def leaves_delivery_unclaimed(decided: ReceiptDraft | IntakeDecision) -> bool:
     """Is ``decided`` a refusal recorded without claiming its delivery id, so that a redelivery is
     decided afresh instead of answered ``duplicate-delivery``? ``killed``: the delivery is admitted
-    after the unkill. The one predicate for the ledger's write paths (``ledger/_intake_store.py``,
+    after the unkill. ``future-event``: the event time is ahead of *our* receipt; when our own clock
+    runs slow every delivery is refused, and after the clock is fixed a GitHub "Redeliver" must be
+    decided again, not lost as a duplicate. Each refusal still writes its receipt (and counts); a
+    redelivery refused again writes another. The one predicate for the ledger's write paths (``ledger/_intake_store.py``,
     ``ledger/_plain_decide.py``) and the in-process answers (``intake/seen_deliveries.py``, which may
     keep only a decision whose delivery id the ledger claimed)."""
     return str(decided.reason) in UNCLAIMED_REASONS
@@ -74,18 +77,6 @@ def age_refusal(envelope: Envelope, candidate: WorkCandidate, max_age_seconds: f
     age = event_age_seconds(envelope.time or envelope.received_at, envelope.received_at)
     return draft_for(envelope, candidate, Outcome.REJECT, Reason.TOO_OLD,
                      f"event is {age:.0f}s old; the source allows {max_age_seconds:.0f}s")
-
-
-def leaves_delivery_unclaimed(draft: ReceiptDraft) -> bool:
-    """Is ``draft`` a refusal recorded *without* claiming its delivery id and body digest, so that a
-    redelivery of the same delivery is decided afresh instead of answered ``duplicate-delivery``?
-
-    ``killed`` (an operator's stop: the delivery is admitted after the unkill) and ``future-event``
-    (the event time is ahead of *our* receipt: when our own clock runs slow every delivery is refused,
-    and after the clock is fixed a GitHub "Redeliver" must be decided again, not lost as a duplicate).
-    Each refusal still writes its receipt (and counts); a redelivery that is refused again writes
-    another."""
-    return draft.reason in (Reason.KILLED, Reason.FUTURE_EVENT)
 
 
 def future_refusal(envelope: Envelope, candidate: WorkCandidate, max_skew_seconds: float | None,
