@@ -1,13 +1,13 @@
 """Peers bench: one duplicate storm sent to Sluicegate, naive Temporal and DBOS, side by side in one run.
 
-    .venv/bin/python -m bench.peers_bench            # 1,000 deliveries for 50 PRs, 32 in flight, 2 rounds
+    .venv/bin/python -m bench.peers_bench            # 1,000 deliveries for 50 PRs, 32 in flight, 3 rounds
     .venv/bin/python -m bench.peers_bench --quick    # verification run: 120 deliveries for 8 PRs, 1 round
     .venv/bin/python -m bench.peers_bench --json     # one JSON document on stdout
 
 The storm is the duplicate-storm drill's (``drills._stream.build_stream``): signed GitHub
 deliveries, one original per pull request, the rest exact redeliveries and same-version
-duplicates, shuffled, ``--in-flight`` at once. Each peer gets the same storm shape on pull
-requests of its own (so no peer sees another's state), in one run, the order rotating per round:
+duplicates, shuffled, ``--in-flight`` at once. Each peer gets the same storm shape on pull requests
+of its own, in one run, after an untimed warm-up storm, the order rotating per round:
 
 * **sluicegate** -- the real webhook API of a dev stack (capacity limits lifted, no worker);
 * **naive** -- ``bench/_peer_front.py --peer naive``: same FastAPI + signature front, one
@@ -47,23 +47,33 @@ SIDES = ("sluicegate", "naive", "dbos")
 def _log(line: str) -> None:
     print(line, flush=True)
 
-
 def parse_args(argv: list[str] | None = None):
     p = parser(__doc__)
     p.add_argument("--deliveries", type=int, default=None, help="deliveries per storm (default 1000; quick 120)")
     p.add_argument("--pulls", type=int, default=None, help="pull requests per storm (default 50; quick 8)")
     p.add_argument("--in-flight", type=int, default=None, help="requests in flight (default 32; quick 16)")
-    p.add_argument("--rounds", type=int, default=None, help="storms per side, order rotating (default 2; quick 1)")
+    p.add_argument("--rounds", type=int, default=None, help="storms per side, order rotating (default 3; quick 1)")
+    p.add_argument("--warmup", type=int, default=None, help="untimed deliveries per side first (default 100; quick 0)")
     p.add_argument("--redeliver-share", type=float, default=0.5, help="share of copies that are exact redeliveries")
     p.add_argument("--seed", type=int, default=9)
     a = p.parse_args(argv)
     a.deliveries = a.deliveries or (120 if a.quick else 1000)
     a.pulls = a.pulls or (8 if a.quick else 50)
     a.in_flight = a.in_flight or (16 if a.quick else 32)
-    a.rounds = a.rounds or (1 if a.quick else 2)
-    if not 0 < a.pulls <= a.deliveries or min(a.in_flight, a.rounds) < 1:
+    a.rounds = a.rounds or (1 if a.quick else 3)
+    a.warmup = (0 if a.quick else 100) if a.warmup is None else a.warmup
+    if not 0 < a.pulls <= a.deliveries or min(a.in_flight, a.rounds) < 1 or a.warmup < 0:
         p.error("need 0 < --pulls <= --deliveries, --in-flight and --rounds >= 1")
     return a
+
+
+def _warm(side: str, a, stack: DevStack, web: StackHttp, fronts: dict) -> None:
+    """An untimed storm first, so no side's first timed round pays its process's cold start."""
+    stage(f"duplicate storm: warming {side} up ({a.warmup} deliveries, untimed)")
+    pulls = open_pulls(web, f"acme/peers-{side}-warm", max(1, a.warmup // 20))
+    stream = build_stream(stack.settings.sources["github"].secret, pulls, a.warmup, a.redeliver_share, a.seed)
+    url = (f"{web.api}/webhooks/github" if side == "sluicegate" else f"{fronts[side]}/webhooks/github")
+    asyncio.run(send_all(url, stream, a.in_flight))
 
 
 def _storm(side: str, rnd: int, a, stack: DevStack, web: StackHttp, fronts: dict, tmp: Path) -> dict:
@@ -108,6 +118,8 @@ def _run(a) -> BenchReport:
         fronts = {peer: start_front(stack, peer, tmp) for peer in ("naive", "dbos")}
         web = StackHttp(stack)
         results: dict[str, list[dict]] = {s: [] for s in SIDES}
+        for side in SIDES if a.warmup else ():
+            _warm(side, a, stack, web, fronts)
         for rnd in range(1, a.rounds + 1):
             order = SIDES[rnd - 1:] + SIDES[:rnd - 1]
             for side in order:
