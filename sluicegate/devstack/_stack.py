@@ -15,6 +15,7 @@ import sys
 import time
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -184,6 +185,27 @@ def isolated_overrides(run_dir: Path) -> dict[str, str]:
         "OPENAI_BASE_URL": f"http://127.0.0.1:{model}/v1",
         "SLUICEGATE__TELEMETRY__FILE": str(run_dir / "traces.jsonl"),
     }
+
+
+PORT_TAKEN = ("address already in use", "already in use: ")
+"""What a stack's start-up failure says when a port it was given was taken first."""
+
+
+def start_isolated(run_dir: Path, overrides: dict[str, str] | None = None, *, attempts: int = 3,
+                   **stack_args: Any) -> DevStack:
+    """A started stack on free ports (:func:`isolated_overrides`) with ``overrides`` on top.
+
+    A free port is only free when it is picked: another process (a test beside this one, a bench)
+    can bind it before our server does. Such a start-up failure is retried on newly picked ports, at
+    most ``attempts`` times; any other failure is raised at once."""
+    for attempt in range(1, attempts + 1):
+        env = {**isolated_overrides(run_dir), **(overrides or {})}
+        try:
+            return DevStack(env, **stack_args).start()
+        except StackError as exc:
+            if attempt == attempts or not any(text in str(exc) for text in PORT_TAKEN):
+                raise
+    raise AssertionError("unreachable")
 
 
 def wait_for(predicate, timeout: float, interval: float = 0.2) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sluicegate.devstack import DevStack, StackHttp, isolated_overrides
+from sluicegate.devstack import DevStack, StackHttp, start_isolated
 
 __all__ = ["StackHttp", "stack_factory"]
 
@@ -25,8 +25,8 @@ def stack_factory(tmp_path):
     stacks: list[DevStack] = []
 
     def make(**overrides: str) -> DevStack:
-        env = {**isolated_overrides(tmp_path), "SLUICEGATE_TELEMETRY_EXPORTER": "file", **overrides}
-        stack = DevStack(env, headless=True, log_dir=tmp_path / "logs").start()
+        stack = start_isolated(tmp_path, {"SLUICEGATE_TELEMETRY_EXPORTER": "file", **overrides},
+                               headless=True, log_dir=tmp_path / "logs")
         stacks.append(stack)
         return stack
 
