@@ -89,7 +89,7 @@ def _refusal(s: Session, draft: ReceiptDraft, ctx: CapacityContext) -> CapacityR
             return CapacityRefused(Block(ahead.blocked_on), ahead.blocked_key,
                                    f"earlier work waits in the queue ({ahead.blocked_on})")
     try:
-        acquire(s, draft.work_key, ctx.request)
+        acquire(s, draft.work_key, ctx.request, holds_checked=True)
     except CapacityRefused as refused:
         return refused
     return None

@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from sqlalchemy import case, func, insert, select, update
+from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session
@@ -51,12 +51,13 @@ from intake.policy import Policy
 from intake.ports import CapacityContext
 from intake.receipts import ACTIVITY_ATTEMPT, ReceiptDraft
 from ledger import _deferred
+from ledger._accept_sql import ADMIT_ITEM, MARK_ITEM, MARK_RECEIPT, MARK_VERSION, RECEIPT_INSERT, VERSION_INSERT
 from ledger._admission_capacity import apply_capacity, queue_unread
 from ledger._capacity import stamp_generation
 from ledger._capacity_models import DeferredItem
 from ledger._kills import kill_in_force
 from ledger._models import Delivery, Receipt, WorkItem, WorkVersion
-from ledger._plain_decide import decide_plain, is_plain
+from ledger._plain_decide import CLAIM, decide_plain, is_plain
 from ledger._engine import single_read
 from ledger._inline_read import InlineReader
 from ledger._repeats import RepeatRows, blocking_reason, find_repeat, original_answer, original_final
@@ -101,7 +102,6 @@ def _decision_from_row(row: dict) -> IntakeDecision:
 _RECEIPTS = Receipt.__table__
 _DELIVERIES = Delivery.__table__
 _DRAFT_FIELDS = tuple(f for f in ReceiptDraft.__dataclass_fields__ if f in _RECEIPTS.c)
-
 
 DEFAULT_MAX_READMISSIONS = 3
 
@@ -240,7 +240,7 @@ class SqlIntakeStore:
                 _deferred.finish(s, resume, "admitted" if draft.outcome == Outcome.ACCEPT else "dropped", receipt_id,
                                  None if draft.outcome == Outcome.ACCEPT else draft.reason)
             row = _receipt_row(draft, receipt_id, generation, self._policy.version)
-            s.execute(insert(_RECEIPTS), row)
+            s.execute(RECEIPT_INSERT, row)
         return _decision_from_row(row)
 
     @staticmethod
@@ -316,11 +316,9 @@ class SqlIntakeStore:
     def _claim_delivery(s: Session, draft: ReceiptDraft, receipt_id: str) -> bool:
         """Claim the delivery id and the body digest together; False if either was taken (any
         unique key: the primary key or the per-source digest)."""
-        stmt = dialect_insert(s, Delivery).values(
-            source=draft.source, delivery_id=draft.delivery_id, received_at=draft.received_at,
-            receipt_id=receipt_id, body_digest=draft.body_digest).on_conflict_do_nothing().returning(
-            Delivery.delivery_id)
-        return s.execute(stmt).scalar_one_or_none() is not None
+        return s.execute(CLAIM[s.get_bind().dialect.name], {
+            "source": draft.source, "delivery_id": draft.delivery_id, "received_at": draft.received_at,
+            "receipt_id": receipt_id, "body_digest": draft.body_digest}).scalar_one_or_none() is not None
 
     @staticmethod
     def _already_claimed_unknown(draft: ReceiptDraft) -> IntakeDecision:
@@ -332,18 +330,14 @@ class SqlIntakeStore:
     @staticmethod
     def _admit_version(s: Session, draft: ReceiptDraft, receipt_id: str, existing: WorkVersion | None) -> int:
         now = utcnow()
-        ins = dialect_insert(s, WorkItem).values(
-            work_key=draft.work_key, tenant=draft.tenant or "", target_id=draft.target_id or "",
-            generation=1, current_version=draft.input_version, status="accepted", updated_at=now)
-        stmt = ins.on_conflict_do_update(
-            index_elements=["work_key"],
-            set_={"generation": WorkItem.generation + 1, "current_version": draft.input_version,
-                  "status": "accepted", "updated_at": now},
-        ).returning(WorkItem.generation)
-        generation = int(s.execute(stmt).scalar_one())
+        generation = int(s.execute(ADMIT_ITEM[s.get_bind().dialect.name], {
+            "wk": draft.work_key, "tenant": draft.tenant or "", "target": draft.target_id or "",
+            "ver": draft.input_version, "now": now}).scalar_one())
         if existing is None:
-            s.add(WorkVersion(work_key=draft.work_key, input_version=draft.input_version, generation=generation,
-                              status="accepted", receipt_id=receipt_id, updated_at=now))
+            s.execute(VERSION_INSERT, {
+                "work_key": draft.work_key, "input_version": draft.input_version, "generation": generation,
+                "status": "accepted", "receipt_id": receipt_id, "workflow_id": None, "run_id": None, "result": None,
+                "updated_at": now, "readmissions": 0})
         else:
             if existing.status != RunStatus.KILLED:  # a kill is an operator's stop, not a runaway re-run
                 existing.readmissions = (existing.readmissions or 0) + 1
@@ -361,20 +355,12 @@ class SqlIntakeStore:
         admitted delivery answered 503. The run's status and run id, if it already recorded its end, are
         kept; the workflow id is written either way (the run's end does not know it)."""
         now = utcnow()
-        with Session(self._engine) as s, s.begin():
-            s.execute(update(WorkVersion)
-                      .where(WorkVersion.work_key == decision.work_key,
-                             WorkVersion.input_version == decision.input_version,
-                             WorkVersion.generation == decision.generation)
-                      .values(status=case((WorkVersion.status == "accepted", "admitted"), else_=WorkVersion.status),
-                              workflow_id=workflow_id, run_id=func.coalesce(WorkVersion.run_id, run_id),
-                              updated_at=now))
-            s.execute(update(Receipt).where(Receipt.id == decision.receipt_id)
-                      .values(workflow_id=workflow_id, run_id=run_id))
-            s.execute(update(WorkItem)
-                      .where(WorkItem.work_key == decision.work_key, WorkItem.generation == decision.generation)
-                      .values(status=case((WorkItem.status == "accepted", "admitted"), else_=WorkItem.status),
-                              workflow_id=workflow_id, updated_at=now))
+        with self._engine.begin() as conn:
+            conn.execute(MARK_VERSION, {"wk": decision.work_key, "ver": decision.input_version,
+                                         "gen": decision.generation, "wf": workflow_id, "run": run_id, "now": now})
+            conn.execute(MARK_RECEIPT, {"rid": decision.receipt_id, "wf": workflow_id, "run": run_id})
+            conn.execute(MARK_ITEM, {"wk": decision.work_key, "gen": decision.generation, "wf": workflow_id,
+                                      "now": now})
         return replace(decision, workflow_id=workflow_id, run_id=run_id)
 
     def pending_admissions(self, older_than_seconds: float, limit: int = 100) -> list[PendingAdmission]:

@@ -31,7 +31,7 @@ from ledger._repeats import find_repeat, original_answer
 
 _DELIVERIES = Delivery.__table__  # type: ignore[attr-defined]  # set on table models; not in SQLModel's types
 _RECEIPT = insert(Receipt.__table__)  # type: ignore[attr-defined]
-_CLAIM = {name: dialect.insert(_DELIVERIES).on_conflict_do_nothing().returning(_DELIVERIES.c.delivery_id)
+CLAIM = {name: dialect.insert(_DELIVERIES).on_conflict_do_nothing().returning(_DELIVERIES.c.delivery_id)
           for name, dialect in (("sqlite", sqlite), ("postgresql", postgresql))}
 """``INSERT ... ON CONFLICT DO NOTHING RETURNING delivery_id`` (any unique key: the id or the digest)."""
 _PLAIN_OUTCOMES = frozenset({Outcome.REJECT, Outcome.NO_WORK})
@@ -50,7 +50,7 @@ def decide_plain(engine: Engine, draft: ReceiptDraft, row: dict,
     was lost (nothing written), or ``lost(draft)`` if the winner cannot be seen."""
     with engine.begin() as conn:
         if draft.delivery_id is not None and not leaves_delivery_unclaimed(draft):
-            claimed = conn.execute(_CLAIM[conn.dialect.name], {
+            claimed = conn.execute(CLAIM[conn.dialect.name], {
                 "source": draft.source, "delivery_id": draft.delivery_id, "received_at": draft.received_at,
                 "receipt_id": row["id"], "body_digest": draft.body_digest}).first()
             if claimed is None:
