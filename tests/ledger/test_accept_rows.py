@@ -115,7 +115,7 @@ def test_racing_versions_of_one_work_key_hold_its_slots_once(engine):
                      a=f"key:{tenant}-repo", b=f"tenant:{tenant}")
     assert sorted(c["active"] for c in counters) == [1, 1]
     holds = _rows(engine, "SELECT * FROM capacity_holds WHERE work_key = :k", k=key)
-    assert len(holds) == 2 and {h["generation"] for h in holds} == {max(d.generation for d in accepted)}
+    assert len(holds) == 2 and {h["generation"] for h in holds} == {max(d.generation or 0 for d in accepted)}
     assert sorted(CapacityLedger(engine).release(key)) == [f"key:{tenant}-repo", f"tenant:{tenant}"]
     counters = _rows(engine, "SELECT * FROM capacity_counters WHERE key IN (:a, :b)",
                      a=f"key:{tenant}-repo", b=f"tenant:{tenant}")
