@@ -31,7 +31,7 @@ def _draft(tenant: str, work_key: str, version: str) -> ReceiptDraft:
 
 def _ctx(tenant: str) -> CapacityContext:
     slots = (SlotClaim(f"key:{tenant}-repo", 2, Block.KEY), SlotClaim(f"tenant:{tenant}", 5, Block.TENANT))
-    req = CapacityRequest(tenant, 3, slots, day_quota=10, rate=RateLimit(f"rate:{tenant}", 5.0, 5.0))
+    req = CapacityRequest(tenant, 3, slots, day_quota=10, rate=RateLimit(f"rate:{tenant}", 0.01, 5.0))
     return CapacityContext(req, {"envelope": {}, "candidate": {}})
 
 
@@ -90,6 +90,13 @@ def test_accept_and_mark_admitted_rows_column_by_column(engine):
     assert quota["count"] == 1
     [bucket] = _rows(engine, "SELECT * FROM rate_buckets WHERE key = :k", k=f"rate:{tenant}")
     assert bucket["tokens"] == 4.0 and _stamp(bucket["updated_at"]) >= before
+    other = f"{tenant}/github:{tenant}/r#2:review"  # a second key: the bucket row exists (the UPDATE branch)
+    assert store.decide(_draft(tenant, other, "v1"), _ctx(tenant)).outcome == Outcome.ACCEPT
+    [bucket2] = _rows(engine, "SELECT * FROM rate_buckets WHERE key = :k", k=f"rate:{tenant}")
+    assert 3.0 <= bucket2["tokens"] < 3.5 and _stamp(bucket2["updated_at"]) >= _stamp(bucket["updated_at"])
+    [quota] = _rows(engine, "SELECT * FROM admission_counts WHERE tenant = :t", t=tenant)
+    assert quota["count"] == 2
+    assert sorted(CapacityLedger(engine).release(other)) == [f"key:{tenant}-repo", f"tenant:{tenant}"]
 
     assert sorted(capacity.release(key, up_to_generation=2)) == [f"key:{tenant}-repo", f"tenant:{tenant}"]
     counters = _rows(engine, "SELECT * FROM capacity_counters WHERE key IN (:a, :b)",
