@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
+import pytest
 from sqlalchemy import text
 
 from intake.capacity import Block, CapacityRequest, RateLimit, SlotClaim
@@ -127,3 +128,27 @@ def test_racing_versions_of_one_work_key_hold_its_slots_once(engine):
     counters = _rows(engine, "SELECT * FROM capacity_counters WHERE key IN (:a, :b)",
                      a=f"key:{tenant}-repo", b=f"tenant:{tenant}")
     assert sorted(c["active"] for c in counters) == [0, 0]
+
+
+def test_mark_admitted_on_sqlite_takes_the_write_lock_up_front(engine):
+    """``mark_admitted`` runs on ``engine.begin()`` now, not a Session: on SQLite its transaction must
+    still open with ``BEGIN IMMEDIATE`` (ledger/_engine.py), or a read-then-write races a writer."""
+    from sqlalchemy import event
+
+    if engine.dialect.name != "sqlite":
+        pytest.skip("PostgreSQL: no BEGIN variant to check (row locks, READ COMMITTED)")
+    tenant = f"begin-{uuid.uuid4().hex[:8]}"
+    key = f"{tenant}/github:{tenant}/r#1:review"
+    store = SqlIntakeStore(engine)
+    decision = store.decide(_draft(tenant, key, "v1"), _ctx(tenant))
+    seen: list[str] = []
+
+    def _record(_conn, _cursor, statement, *_args) -> None:
+        seen.append(statement.strip().split()[0].upper() + (" IMMEDIATE" if "IMMEDIATE" in statement else ""))
+
+    event.listen(engine, "before_cursor_execute", _record)
+    try:
+        store.mark_admitted(decision, "wf-1", "run-1")
+    finally:
+        event.remove(engine, "before_cursor_execute", _record)
+    assert seen[:1] == ["BEGIN IMMEDIATE"] and seen.count("UPDATE") == 3, seen
