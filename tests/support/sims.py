@@ -61,11 +61,16 @@ def settings_for(sims: Sims, ledger_url: str, **extra: str) -> Settings:
     return load_settings(DEFAULT_CONFIG_FILE, env=env)
 
 
-def fresh_settings(sims: Sims, tmp_path, **extra: str) -> Settings:
-    """Reset simulators, a new migrated SQLite ledger under ``tmp_path``, settings pointing at both."""
+def fresh_ledger(sims: Sims, tmp_path) -> str:
+    """Reset simulators; the URL of a new migrated SQLite ledger under ``tmp_path``."""
     import ledger
 
     sims.reset()
     url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
     ledger.upgrade(url)
-    return settings_for(sims, url, **extra)
+    return url
+
+
+def fresh_settings(sims: Sims, tmp_path, **extra: str) -> Settings:
+    """Reset simulators, a new migrated SQLite ledger under ``tmp_path``, settings pointing at both."""
+    return settings_for(sims, fresh_ledger(sims, tmp_path), **extra)

@@ -28,7 +28,7 @@ from ledger import DeferredQueue, SqlIntakeStore
 from sluicegate.forge.client import ForgeClient
 from sluicegate.services.intake import capacity_gate, scope_rules, task_intake, unread_policy
 from tasks.triage.target import canonical_version, parse_version, triage_candidate
-from tests.support.sims import FORGE_TOKEN, settings_for
+from tests.support.sims import FORGE_TOKEN, settings_for, fresh_ledger
 
 
 class NoAdmissions:
@@ -38,10 +38,7 @@ class NoAdmissions:
 
 @pytest.fixture
 def ledger_url(sims, tmp_path) -> str:
-    sims.reset()
-    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
-    ledger.upgrade(url)
-    return url
+    return fresh_ledger(sims, tmp_path)
 
 
 def _issue(sims, name: str, number: int, updated_at: str) -> dict:

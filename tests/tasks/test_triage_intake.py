@@ -27,15 +27,12 @@ from sluicegate.forge.client import ForgeClient
 from sluicegate.services.intake import intake_service
 from sluicegate.temporal.admitter import TemporalAdmitter
 from tasks.triage.target import triage_candidate
-from tests.support.sims import FORGE_TOKEN, settings_for
+from tests.support.sims import FORGE_TOKEN, settings_for, fresh_ledger
 
 
 @pytest.fixture
 def ledger_url(sims, tmp_path) -> str:
-    sims.reset()
-    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
-    ledger.upgrade(url)
-    return url
+    return fresh_ledger(sims, tmp_path)
 
 
 @asynccontextmanager

@@ -11,9 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-import ledger
 from demo.github_payloads import delivery_headers
-from tests.support.sims import Sims
+from tests.support.sims import Sims, fresh_ledger
 from tests.webhook_api.server import post, receipts, running_api
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "github" / "issues"
@@ -23,10 +22,7 @@ ALICE = {"Authorization": "Bearer dev-operator-token-alice"}
 
 @pytest.fixture
 def url(sims, tmp_path) -> str:
-    sims.reset()
-    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
-    ledger.upgrade(url)
-    return url
+    return fresh_ledger(sims, tmp_path)
 
 
 def fresh_issue(sims: Sims) -> tuple[str, dict]:
