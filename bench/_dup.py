@@ -22,13 +22,15 @@ import uuid
 from datetime import UTC, datetime
 from typing import Callable
 
-import psycopg
-from sqlalchemy import Column, DateTime, MetaData, String, Table, bindparam, func, select, text
+from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 import ledger
+from bench._bare_insert import bare_insert, bare_rows, create_table
+from bench._common import BenchError, head_sha, signed_pull_request
 from bench._forge_reads import ForgeReads
-from bench._common import BenchError, Comparison, SideRound, head_sha, interleave, now, signed_pull_request
+from bench._rounds import Comparison, interleave, timed
+from bench._stack import postgres_database
 from intake.decision import Outcome, Reason
 from intake.freshness import TargetSnapshot
 from intake.github import normalize_github, parse_github_delivery, verify_github
@@ -37,18 +39,11 @@ from intake.seen_deliveries import SeenDeliveries
 from intake.service import IntakeService
 from ledger import Delivery, Receipt, SqlIntakeStore
 
+__all__ = ["measure", "postgres_database"]
+"""``postgres_database`` moved to ``bench/_stack.py``; still importable from here."""
+
 SOURCE, TENANT, SECRET = "github", "acme", "bench-webhook-secret"
 WARMUP_SECONDS = 0.5
-
-_meta = MetaData()
-BARE = Table("bench_bare_deliveries", _meta,
-             Column("source", String(128), primary_key=True), Column("delivery_id", String(256), primary_key=True),
-             Column("received_at", DateTime(timezone=True), nullable=False),
-             Column("receipt_id", String(40), nullable=False))
-BARE_INSERT = text(
-    "INSERT INTO bench_bare_deliveries (source, delivery_id, received_at, receipt_id) "
-    "VALUES (:source, :delivery_id, :received_at, :receipt_id) ON CONFLICT DO NOTHING"
-).bindparams(bindparam("received_at", type_=DateTime(timezone=True)))
 
 
 class MustNotBeCalled:
@@ -82,49 +77,21 @@ async def _seed(store: SqlIntakeStore, headers: dict[str, str], body: bytes) -> 
     return first.receipt_id
 
 
-def _intake_loop(service: IntakeService, headers: dict[str, str], body: bytes, original: str):
-    async def run(seconds: float) -> SideRound:
-        ops, lat = 0, []
-        start = now()
-        deadline = start + seconds
-        t = start
-        while t < deadline:
-            received_at = datetime.now(UTC)
-            verified = verify_github(headers, body, [SECRET])  # as webhook_api/_app.py: auth, known, parse
-            decision = service.known_delivery(SOURCE, verified.delivery_id or "", TENANT, received_at,
-                                              verified.event_type)
-            if decision is None:
-                parsed = normalize_github(verified, headers, body, source=SOURCE, tenant=TENANT,
-                                          received_at=received_at)
-                decision = await service.submit(parsed.envelope, parsed.candidate)
-            if decision.outcome != Outcome.REJECT or decision.reason != Reason.DUPLICATE_DELIVERY:
-                raise BenchError(f"expected a duplicate-delivery reject, got {decision.outcome}/{decision.reason}")
-            if decision.receipt_id != original:
-                raise BenchError(f"a duplicate answered receipt {decision.receipt_id}, not the original {original}")
-            ops += 1
-            t2 = now()
-            lat.append(t2 - t)
-            t = t2
-        return SideRound(ops, t - start, lat)
-    return run
-
-
-def _bare_loop(engine: Engine):
-    async def run(seconds: float) -> SideRound:
-        ops, lat = 0, []
-        start = now()
-        deadline = start + seconds
-        t = start
-        while t < deadline:
-            with engine.begin() as conn:
-                conn.execute(BARE_INSERT, {"source": SOURCE, "delivery_id": uuid.uuid4().hex,
-                                           "received_at": datetime.now(UTC), "receipt_id": uuid.uuid4().hex})
-            ops += 1
-            t2 = now()
-            lat.append(t2 - t)
-            t = t2
-        return SideRound(ops, t - start, lat)
-    return run
+def _duplicate(service: IntakeService, headers: dict[str, str], body: bytes, original: str):
+    """One operation of the intake side: a redelivery, as ``webhook_api/_app.py`` takes it (auth, known, parse)."""
+    async def step() -> None:
+        received_at = datetime.now(UTC)
+        verified = verify_github(headers, body, [SECRET])
+        decision = service.known_delivery(SOURCE, verified.delivery_id or "", TENANT, received_at,
+                                          verified.event_type)
+        if decision is None:
+            parsed = normalize_github(verified, headers, body, source=SOURCE, tenant=TENANT, received_at=received_at)
+            decision = await service.submit(parsed.envelope, parsed.candidate)
+        if decision.outcome != Outcome.REJECT or decision.reason != Reason.DUPLICATE_DELIVERY:
+            raise BenchError(f"expected a duplicate-delivery reject, got {decision.outcome}/{decision.reason}")
+        if decision.receipt_id != original:
+            raise BenchError(f"a duplicate answered receipt {decision.receipt_id}, not the original {original}")
+    return step
 
 
 async def measure(name: str, url: str, rounds: int, seconds: float, log: Callable[[str], None],
@@ -135,7 +102,7 @@ async def measure(name: str, url: str, rounds: int, seconds: float, log: Callabl
     ledger.upgrade(url)
     engine = ledger.make_engine(url)
     try:
-        _meta.create_all(engine)
+        create_table(engine)
         store = SqlIntakeStore(engine)
         delivery_id = f"bench-dup-{uuid.uuid4()}"
         headers, body = signed_pull_request(SECRET, "bench", "dup", 1, head_sha("dup", delivery_id),
@@ -144,9 +111,9 @@ async def measure(name: str, url: str, rounds: int, seconds: float, log: Callabl
         guard = MustNotBeCalled()
         service = IntakeService(store, guard, guard, scope=ScopeRules.everything(),
                                 seen=SeenDeliveries(0) if ledger_path else None)
-        intake, bare = _intake_loop(service, headers, body, original), _bare_loop(engine)
-        warm_i, warm_b = await intake(WARMUP_SECONDS), await bare(WARMUP_SECONDS)
-        await interleave(rounds, lambda n: intake(seconds), lambda n: bare(seconds), cmp, log)
+        intake, bare = _duplicate(service, headers, body, original), bare_insert(engine, SOURCE)
+        warm_i, warm_b = await timed(WARMUP_SECONDS, intake), await timed(WARMUP_SECONDS, bare)
+        await interleave(rounds, lambda n: timed(seconds, intake), lambda n: timed(seconds, bare), cmp, log)
         _verify(cmp, engine, delivery_id, guard, warm_i.ops, warm_b.ops)
         answered = warm_i.ops + sum(r.ops for r in cmp.intake)
         cmp.forge_reads = ForgeReads(answered, 1, requests=guard.calls, freshness=guard.calls)
@@ -165,7 +132,7 @@ def _verify(cmp: Comparison, engine: Engine, delivery_id: str, guard: MustNotBeC
             Receipt.source == SOURCE, Receipt.delivery_id == delivery_id)).scalar_one()
         deliveries = conn.execute(select(func.count()).select_from(Delivery).where(
             Delivery.delivery_id == delivery_id)).scalar_one()
-        rows = conn.execute(select(func.count()).select_from(BARE)).scalar_one()
+    rows = bare_rows(engine)
     cmp.checks.append(f"{answered} duplicates answered with the original receipt; the ledger holds {receipts} "
                       f"receipt and {deliveries} delivery row for {delivery_id} (expected 1 and 1), {rows} bare "
                       f"rows (expected {expected_rows}); reader/admitter calls: {guard.calls}")
@@ -180,20 +147,3 @@ def _verify(cmp: Comparison, engine: Engine, delivery_id: str, guard: MustNotBeC
         problems.append(f"target reader/admitter called {guard.calls} times")
     if problems:
         raise BenchError("verification failed: " + "; ".join(problems))
-
-
-def postgres_database(admin_url: str) -> tuple[str, Callable[[], None]] | str:
-    """A throwaway database: ``(url, drop)``, or the reason PostgreSQL is unusable."""
-    try:
-        conn = psycopg.connect(admin_url, autocommit=True, connect_timeout=3)
-    except psycopg.Error as exc:
-        return f"PostgreSQL at {admin_url} is unreachable: {' '.join(str(exc).split())[:200]}"
-    name = f"sluicegate_bench_{uuid.uuid4().hex[:12]}"
-    with conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-
-    def drop() -> None:
-        with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as c:
-            c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-    return admin_url.rsplit("/", 1)[0] + "/" + name, drop

@@ -6,11 +6,11 @@ with :func:`finish`. With ``--json`` the human report goes to stderr and stdout 
 one JSON document: the configuration, every measurement (how capacity was set up for it, its
 figures and ratios, whether its verification passed) and a ``verification`` map.
 
-While a bench runs on a terminal, one spinner (``sluicegate.observability.progress``) shows the
-measurement in progress and the time elapsed; each bench names its stages with :func:`stage`. With
-``--json``, or when stdout is not a terminal, there is no spinner and :func:`stage` does nothing.
-
-:func:`every` runs a periodic coroutine (a scheduled dispatch pass) for the length of a block.
+The spinner (:func:`stage`) and :func:`every` (periodic work for the length of a block) live in
+``bench/_progress.py``; stack set-up (throwaway PostgreSQL databases, the forge simulator) in
+``bench/_stack.py``; interleaved rounds and their statistics in ``bench/_rounds.py``; report tables
+in ``bench/_tables.py``. This module re-exports the first two, so ``from bench._harness import
+stage, every`` keeps working.
 
 Exit status 0 when every measurement that ran verified (whatever the ratios: speed is
 reported, never asserted); 1 when one errored or failed its verification.
@@ -19,16 +19,17 @@ reported, never asserted); 1 when one errored or failed its verification.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import math
 import sys
 import traceback
 from dataclasses import asdict, dataclass, field
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any, Callable
 
-from sluicegate.observability.progress import SILENT, Status, spinner
+from bench._progress import SPINNER_TICK, every, spinning, stage
+
+__all__ = ["SCHEMA", "SPINNER_TICK", "BenchReport", "Measurement", "config_of", "every", "finish", "parser", "stage"]
 
 SCHEMA = "sluicegate.bench/1"
 
@@ -112,63 +113,13 @@ def _no_password(v: Any) -> Any:
     return v
 
 
-@contextlib.asynccontextmanager
-async def every(seconds: float, work: Callable[[], Awaitable[object]]) -> AsyncIterator[None]:
-    """Await ``work()`` at once and then every ``seconds`` while the block runs; on leaving it, the
-    call in progress finishes and no other starts (a scheduled dispatch pass, as the dispatcher's
-    ``dispatch_interval_seconds`` timer runs it)."""
-    stop = asyncio.Event()
-
-    async def loop() -> None:
-        while not stop.is_set():
-            await work()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), seconds)
-
-    task = asyncio.create_task(loop())
-    try:
-        yield
-    finally:
-        stop.set()
-        await task
-
-
-_status: Status = SILENT
-"""The running bench's spinner (set by :func:`finish`), or one that shows nothing."""
-
-SPINNER_TICK = 1.0
-"""Seconds between redraws of the elapsed time, so a measurement that prints nothing shows it is alive."""
-
-
-def stage(text: str) -> None:
-    """Name what the bench is measuring now (``capacity burst: draining``) on its spinner; a no-op
-    with ``--json``, when stdout is not a terminal, or outside :func:`finish`."""
-    _status.update(text)
-
-
-@contextlib.contextmanager
-def _spinning(a: argparse.Namespace, bench: str):
-    """The bench's spinner while ``run`` runs: never with ``--json`` (stdout then carries only the
-    document, and stderr the human report), and only on a terminal (``progress.spinner`` checks)."""
-    global _status
-    if a.json:
-        yield
-        return
-    with spinner(f"{bench}: starting", tick=SPINNER_TICK) as status:
-        _status = status
-        try:
-            yield
-        finally:
-            _status = SILENT
-
-
 def finish(a: argparse.Namespace, run: Callable[[], BenchReport], bench: str) -> int:
     """Run the bench (its human report on stdout, or on stderr with ``--json``), then print the JSON
     document and the verdict line; returns the exit status."""
     out = sys.stdout
     with contextlib.redirect_stdout(sys.stderr) if a.json else contextlib.nullcontext():
         try:
-            with _spinning(a, bench):
+            with spinning(a, bench):
                 report = run()
         except Exception as exc:  # noqa: BLE001 - a broken bench is a failed run, never a traceback-only exit
             traceback.print_exc()
