@@ -75,7 +75,7 @@ def build_stream(n: int, weights: dict[str, float], seed: int) -> Stream:
         opened = [p for p in pulls if p.opened]
         if kind == "redeliver" and originals:
             origin = items[rng.choice(originals)]
-            pull = next(p for p in pulls if p.key == origin.pr)
+            pull = next(p for p in pulls if p.pr == origin.pr)
             add("redeliver", "redelivery", pull, origin.sha, origin.action, origin.delivery_id, origin=origin.index)
             continue
         if kind == "stale" and opened:

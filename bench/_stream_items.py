@@ -29,18 +29,15 @@ def sha_for(seed: int, owner: str, repo: str, number: int, k: int) -> str:
     return hashlib.sha1(f"mixed/{seed}/{owner}/{repo}/{number}/{k}".encode()).hexdigest()
 
 
-@dataclass
-class Pull:
+class _OnPullRequest:
+    """A pull request's identity, for :class:`Pull` and :class:`Item` (both have these fields)."""
+
     owner: str
     repo: str
     number: int
-    heads: list[str]
-    """Every head the pull request had, in order; the last one is the current head."""
-    delivered: set[str] = field(default_factory=set)
-    opened: bool = False
 
     @property
-    def key(self) -> tuple[str, str, int]:
+    def pr(self) -> tuple[str, str, int]:
         return (self.owner, self.repo, self.number)
 
     @property
@@ -49,7 +46,18 @@ class Pull:
 
 
 @dataclass
-class Item:
+class Pull(_OnPullRequest):
+    owner: str
+    repo: str
+    number: int
+    heads: list[str]
+    """Every head the pull request had, in order; the last one is the current head."""
+    delivered: set[str] = field(default_factory=set)
+    opened: bool = False
+
+
+@dataclass
+class Item(_OnPullRequest):
     index: int
     kind: str
     """new | redeliver | stale (what the generator meant; see EXPECTED)."""
@@ -66,14 +74,6 @@ class Item:
     origin: int | None = None
     """redeliver: index of the original delivery that is re-sent."""
     deps: tuple[int, ...] = ()
-
-    @property
-    def pr(self) -> tuple[str, str, int]:
-        return (self.owner, self.repo, self.number)
-
-    @property
-    def work_key(self) -> str:
-        return review_work_key(TENANT, PullRequestRef(self.owner, self.repo, self.number))
 
     @property
     def expect(self) -> tuple[str, str]:
