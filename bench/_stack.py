@@ -20,6 +20,7 @@ import psycopg
 
 from simulators import free_port, serve_in_thread
 from simulators.forge import create_forge_app
+from sluicegate.devstack import STARTUP_SECONDS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,7 +67,7 @@ def forge_simulator(token: str, in_thread: bool = False) -> Iterator[str]:
                              "--log-level", "warning"], cwd=ROOT, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + STARTUP_SECONDS  # a start-up budget on a loaded machine, not a speed target
         while True:
             try:
                 httpx.get(f"{url}/_sim/health", timeout=1).raise_for_status()

@@ -24,6 +24,11 @@ from sluicegate.config.settings import Settings, load_settings
 from sluicegate.devstack._dev_server import dev_server_argv
 from sluicegate.devstack._processes import ManagedProcess, StackError, free_port, port_in_use
 
+# How long a process of the stack may take to answer after start. A budget, not a speed target: a
+# process that exits fails at once; on a loaded 2-core machine (CI running every bench's quick pass
+# at once) Python start-up alone has taken more than 30 s.
+STARTUP_SECONDS = 90
+
 
 def _http_ok(url: str) -> bool:
     try:
@@ -117,25 +122,25 @@ class DevStack:
             proc = self._process(name, argv)
             proc.start()
             url = f"http://{addr.host}:{addr.port}/_sim/stats"
-            proc.wait_until(partial(_http_ok, url), 30)
+            proc.wait_until(partial(_http_ok, url), STARTUP_SECONDS)
         if self.encrypted:
             codec = self._process("codec-server", [py, "-m", "sluicegate.temporal.codec_server"])
             codec.start()
-            codec.wait_until(lambda: _http_ok(f"http://{s.codec_server.host}:{s.codec_server.port}/healthz"), 30)
+            codec.wait_until(lambda: _http_ok(f"http://{s.codec_server.host}:{s.codec_server.port}/healthz"), STARTUP_SECONDS)
         if self.with_worker:
             self.start_worker()
         if self.with_api:
             api = self._process("webhook-api", [py, "-m", "webhook_api"])
             api.start()
-            api.wait_until(lambda: _http_ok(f"http://{s.webhook_api.host}:{s.webhook_api.port}/healthz"), 30)
+            api.wait_until(lambda: _http_ok(f"http://{s.webhook_api.host}:{s.webhook_api.port}/healthz"), STARTUP_SECONDS)
 
     def start_temporal(self) -> ManagedProcess:
         """Start the dev server (again, after :meth:`stop_temporal`: same port, same database file)."""
         s = self.settings
         temporal = self._process("temporal", dev_server_argv(s, headless=self.headless, codec=self.encrypted))
         temporal.start()
-        temporal.wait_until(lambda: port_in_use(s.dev_server.ip, s.dev_server.port), 60)
-        temporal.wait_until(lambda: asyncio.run(_temporal_ready(s)), 60)
+        temporal.wait_until(lambda: port_in_use(s.dev_server.ip, s.dev_server.port), STARTUP_SECONDS)
+        temporal.wait_until(lambda: asyncio.run(_temporal_ready(s)), STARTUP_SECONDS)
         return temporal
 
     def stop_temporal(self) -> None:
@@ -146,7 +151,7 @@ class DevStack:
         worker = self._process("worker", [sys.executable, str(self.settings.base_dir / "worker.py")])
         marker_offset = worker.log_path.stat().st_size if worker.log_path.exists() else 0
         worker.start()
-        worker.wait_until(lambda: b"worker polling" in worker.log_path.read_bytes()[marker_offset:], 30)
+        worker.wait_until(lambda: b"worker polling" in worker.log_path.read_bytes()[marker_offset:], STARTUP_SECONDS)
         return worker
 
     def kill_worker(self) -> None:
