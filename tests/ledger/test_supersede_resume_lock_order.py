@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -42,7 +43,11 @@ def _ctx(tenant: str, **kw) -> CapacityContext:
                            {"envelope": {}, "candidate": {}}, **kw)
 
 
-def test_a_delivery_taking_over_a_queued_item_while_the_dispatcher_resumes_it_does_not_deadlock(postgres_url):
+@pytest.mark.parametrize("ordered_versions", [False, True], ids=["unordered", "triage-ordered"])
+def test_a_delivery_taking_over_a_queued_item_while_the_dispatcher_resumes_it_does_not_deadlock(postgres_url,
+                                                                                               ordered_versions):
+    """``triage-ordered``: both accepts also take the version-order lock (ledger/_version_order_lock.py),
+    first of all; the arriving delivery then waits on it instead of on a row."""
     engine = ledger.make_engine(postgres_url)
     try:
         tenant = f"sup-{uuid.uuid4().hex[:8]}"
@@ -58,14 +63,15 @@ def test_a_delivery_taking_over_a_queued_item_while_the_dispatcher_resumes_it_do
         def dispatcher_resumes() -> None:
             dispatcher.append(threading.get_ident())
             try:
-                store.decide(_draft(tenant, key, "2026-12-01T10:00:00Z"),
+                store.decide(replace(_draft(tenant, key, "2026-12-01T10:00:00Z"), ordered_versions=ordered_versions),
                              _ctx(tenant, resume_item=item.id, resume_receipt=item.receipt_id))
             except BaseException as exc:  # noqa: BLE001 - asserted below
                 errors["dispatcher"] = exc
 
         def api_takes_over() -> None:
             try:
-                store.decide(_draft(tenant, key, "2026-12-01T10:05:00Z"), _ctx(tenant))
+                store.decide(replace(_draft(tenant, key, "2026-12-01T10:05:00Z"), ordered_versions=ordered_versions),
+                             _ctx(tenant))
             except BaseException as exc:  # noqa: BLE001 - asserted below
                 errors["api"] = exc
 
