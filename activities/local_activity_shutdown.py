@@ -27,6 +27,11 @@ from temporalio.exceptions import ApplicationError
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
 
+_CANCEL_WAIT_BOUND_SECONDS = 120
+"""Longest wait for the shutdown's cancel (far beyond ``create_worker``'s 10 s graceful window); then the
+failure is returned after all, so a worker whose cancel never comes still stops."""
+
+
 def _retried_by_core(exc: BaseException) -> bool:
     return isinstance(exc, Exception) and not (isinstance(exc, ApplicationError) and exc.non_retryable)
 
@@ -40,7 +45,10 @@ class _LocalShutdownInbound(ActivityInboundInterceptor):
                 raise
             activity.logger.info("local activity failed while the worker shuts down (%s); waiting for the "
                                  "shutdown's cancel instead of a retry the finalized worker cannot take", exc)
-            await activity.wait_for_cancelled()
+            try:
+                await asyncio.wait_for(activity.wait_for_cancelled(), _CANCEL_WAIT_BOUND_SECONDS)
+            except TimeoutError:
+                raise exc from None  # no cancel came: fail as before rather than hold the shutdown
             raise asyncio.CancelledError() from exc
 
 

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -23,10 +25,11 @@ def _probe(*args: str) -> subprocess.CompletedProcess:
                           env=env, capture_output=True, text=True, timeout=180)
 
 
-def test_a_local_activity_failing_during_shutdown_leaves_no_timer_to_panic():
-    unguarded = _probe()
+@pytest.mark.parametrize("grace", ["0", "10"])  # 10: create_worker's graceful_shutdown_timeout
+def test_a_local_activity_failing_during_shutdown_leaves_no_timer_to_panic(grace):
+    unguarded = _probe("--grace", grace)
     assert "done" in unguarded.stdout, unguarded.stderr[-2000:]
     assert "panicked" in unguarded.stderr, "sdk-core no longer panics here: the control does not reproduce"
-    guarded = _probe("--guarded")
+    guarded = _probe("--guarded", "--grace", grace)
     assert "done" in guarded.stdout and "attempts=" in guarded.stdout, guarded.stderr[-2000:]
     assert "panicked" not in guarded.stderr, guarded.stderr[-3000:]

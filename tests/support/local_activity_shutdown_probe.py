@@ -3,7 +3,8 @@ background threads is printed to this process's stderr, after the worker is gone
 
 A workflow runs a local activity that fails (retryably) every attempt; the worker shuts down while
 it is being retried, and the process stays up past the retry's timeout so any timer left armed
-fires. ``--guarded`` registers ``activities.local_activity_shutdown.LocalActivityShutdown``.
+fires. ``--guarded`` registers ``activities.local_activity_shutdown.LocalActivityShutdown``; ``--grace S`` is the
+worker's graceful shutdown window (default 0).
 Prints ``attempts=<n>`` (the activity ran) and ``done``.
 """
 
@@ -45,12 +46,12 @@ class Probe:
             retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1)), local_retry_threshold=timedelta(seconds=2))
 
 
-async def main(guarded: bool) -> None:
+async def main(guarded: bool, grace: float) -> None:
     env = await WorkflowEnvironment.start_time_skipping(
         test_server_existing_path=str(Path(sys.executable).parent / "temporal-test-server"))
     queue = f"la-shutdown-{uuid.uuid4().hex[:8]}"
     worker = Worker(env.client, task_queue=queue, workflows=[Probe], activities=[probe_ledger_write],
-                    workflow_runner=UnsandboxedWorkflowRunner(),
+                    workflow_runner=UnsandboxedWorkflowRunner(), graceful_shutdown_timeout=timedelta(seconds=grace),
                     interceptors=[LocalActivityShutdown()] if guarded else [])
     async with worker:
         await env.client.start_workflow("LocalActivityShutdownProbe", id=queue, task_queue=queue)
@@ -62,4 +63,4 @@ async def main(guarded: bool) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main("--guarded" in sys.argv))
+    asyncio.run(main("--guarded" in sys.argv, float(sys.argv[sys.argv.index("--grace") + 1]) if "--grace" in sys.argv else 0))
