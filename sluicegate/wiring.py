@@ -157,5 +157,5 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
         interceptors=[telemetry or ActivityTelemetry(registry.tool_activity_names()),
                       AttemptInterceptor(),  # receipts written by an activity name its attempt
                       LocalActivityShutdown()],  # no sdk-core retry timer outlives the worker (module doc)
-        graceful_shutdown_timeout=timedelta(seconds=10),
+        graceful_shutdown_timeout=timedelta(seconds=settings.temporal.graceful_shutdown_seconds),
         max_heartbeat_throttle_interval=timedelta(seconds=settings.temporal.heartbeat_throttle_seconds))
