@@ -9,9 +9,10 @@ Every mutation runs through the idempotency ledger under its operation key:
 * a permanent failure (4xx) → recorded ``failed`` and raised non-retryable.
 * a kill in force for the work key, its tenant or everything → refused (``Killed``,
   non-retryable) before anything else, even inside an activity already running. Each
-  mutation runs under a short-lived credential scoped to (tenant, work key, generation),
-  checked again right before the external call: a kill recorded meanwhile (during a slow
-  reconcile, say) has revoked it, and the call is refused.
+  mutation runs under a short-lived credential scoped to (tenant, work key, generation), issued
+  only while no kill covers the work (a kill committed just after the first check is seen
+  there) and checked again right before the external call: a kill recorded meanwhile (during a
+  slow reconcile, say) has revoked it, and the call is refused.
 * an older generation than the work item's (a newer admission superseded it) → refused
   (``FencedOut``, non-retryable, recorded as ``fenced``): a stale holder never mutates.
 * an attempt that lost its claim — a newer attempt began on the same entry while this one
@@ -152,12 +153,17 @@ class ToolGateway:
 
     def _open(self, m: Mutation, attempt: AttemptIdentity) -> tuple[Kill | None, str | None, BeginResult | None]:
         """In a worker thread, in this order: the kill check (a kill in force: nothing else), the
-        mutation's credential, the ledger's claim (``SideEffectLedger.begin``)."""
+        mutation's credential, the ledger's claim (``SideEffectLedger.begin``). The issue checks the
+        kills again, ordered against kill writes (``ledger/_credentials.py``): a kill committed after
+        the first check refuses the credential, so this call too is stopped."""
         if self._kills is not None and (kill := self._kills.active_for(m.work_key, m.tenant or None)):
             return kill, None, None
         credential = None
         if self._credentials is not None:
-            credential = self._credentials.issue(m.tenant or "", m.work_key, m.generation)
+            issued = self._credentials.issue(m.tenant or "", m.work_key, m.generation)
+            if isinstance(issued, Kill):
+                return issued, None, None
+            credential = issued
         return None, credential, self._ledger.begin(
             m.operation_key, work_key=m.work_key, operation=m.operation, target_version=m.target_version,
             generation=m.generation, attempt=attempt)

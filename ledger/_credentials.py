@@ -4,6 +4,12 @@ Each mutation runs under a credential bound to (tenant, work key, generation) wi
 TTL. The gateway checks it immediately before the external call, so a kill recorded while
 an activity is already running (say, during a slow reconcile) revokes the credential and
 the call is refused — revocation takes effect at once, not when the process stops.
+
+Issue and kill are ordered (``ledger/_kill_rows.py``): the issue runs under the shared kill lock and
+inserts the credential only if no kill covers the work, in one statement. A kill committed after the
+gateway's own kill check but before the issue is therefore seen by the issue (no credential: the
+call is refused), and a kill that comes after the issue waits for it and revokes what it issued.
+Without this, that one call ran under a fresh credential the kill never saw.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, col
 
 from ledger._engine import single_read
+from ledger._kill_rows import COVERING, Kill, covering, lock_kills
 from ledger._sql import as_utc, rowcount, utcnow
 
 
@@ -48,12 +55,17 @@ class CredentialBroker:
         self._engine = engine
         self._ttl = ttl
 
-    def issue(self, tenant: str, work_key: str, generation: int) -> str:
+    def issue(self, tenant: str, work_key: str, generation: int) -> str | Kill:
+        """A new credential's token, or the kill in force that covers the work (then none is issued)."""
         now = utcnow()
         token = "sgc_" + secrets.token_urlsafe(24)
-        with self._engine.begin() as conn:  # one Core insert (every mutation issues one)
-            conn.execute(insert(Credential).values(id=token, tenant=tenant, work_key=work_key, generation=generation,
-                                                   issued_at=now, expires_at=now + self._ttl))
+        with self._engine.begin() as conn:  # Core statements (every mutation issues one)
+            lock_kills(conn, shared=True)  # PostgreSQL: after any kill being written has committed
+            issued = conn.execute(_ISSUE_UNLESS_KILLED, {
+                "p_id": token, "p_tenant": tenant, "p_work_key": work_key, "p_generation": generation,
+                "p_issued_at": now, "p_expires_at": now + self._ttl, **covering(work_key, tenant)}).scalar()
+            if issued is None:  # a kill covers the work; read it under the same lock, so it is still in force
+                return Kill.model_validate(conn.execute(COVERING, covering(work_key, tenant)).one()._mapping)
         return token
 
     def problem(self, token: str) -> CredentialProblem | None:
@@ -68,6 +80,15 @@ class CredentialBroker:
             return CredentialProblem(False, "credential expired")
         return None
 
+
+_CREDENTIALS = Credential.__table__  # type: ignore[attr-defined]  # set on table models; not in SQLModel's types
+_ISSUE_UNLESS_KILLED = insert(Credential).from_select(
+    ["id", "tenant", "work_key", "generation", "issued_at", "expires_at"],
+    select(*(bindparam(f"p_{name}", type_=_CREDENTIALS.c[name].type)
+             for name in ("id", "tenant", "work_key", "generation", "issued_at", "expires_at")))
+    .where(~COVERING.exists())).returning(_CREDENTIALS.c.id)
+"""The credential's row, inserted only while no kill covers its work (one statement: check and issue);
+returns its id, or no row (psycopg reports no rowcount for an INSERT ... SELECT: -1)."""
 
 _STANDING = (select(col(Credential.revoked_at), col(Credential.revoked_reason), col(Credential.expires_at))
              .where(col(Credential.id) == bindparam("p_id")))

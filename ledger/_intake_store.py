@@ -27,8 +27,9 @@ slow clock may be ours, and the redelivery after it is fixed must be decided afr
 
 Ordered versions (triage): an accept older than a version of its work key already accepted,
 admitted or done is refused ``stale-version`` (``admission_rules.newer_version_refusal``), read in
-the accept's transaction. Best effort against a race: a newer version accepted by a concurrent
-transaction not yet committed is not seen, and both are admitted (as before this rule).
+the accept's transaction. Race-safe: such an accept first takes its work key's version-order lock
+(``ledger/_version_order_lock.py``, PostgreSQL; SQLite's ``BEGIN IMMEDIATE`` already serializes), so
+of two concurrent accepts of two versions the second reads after the first committed.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ from ledger._inline_read import InlineReader
 from ledger._repeats import RepeatRows, blocking_reason, find_repeat, original_answer, original_final
 from intake.repeats import Repeat
 from ledger._sql import as_utc, dialect_insert, new_id, utcnow
+from ledger._version_order_lock import lock_version_order
 from workflows.contracts import RunStatus
 
 # A version in one of these states blocks another admission of the same version.
@@ -186,6 +188,11 @@ class SqlIntakeStore:
             row = _receipt_row(draft, receipt_id, None, self._policy.version)
             return decide_plain(self._engine, draft, row, self._already_claimed_unknown) or _decision_from_row(row)
         with Session(self._engine, expire_on_commit=False) as s, s.begin():
+            if draft.outcome == Outcome.ACCEPT and draft.ordered_versions and draft.work_key:
+                # First, before any row lock (ledger/_version_order_lock.py gives the order): two accepts
+                # of two versions of this key decide one after the other, so the newer-version check
+                # below (_newer_taken) sees a version the other one accepted.
+                lock_version_order(s, draft.work_key)
             if resume is not None:
                 changed = self._resumed_item_changed(s, resume, capacity.resume_receipt)
                 if changed is not None:

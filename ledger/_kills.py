@@ -6,79 +6,42 @@ the question "why did this stop at 03:12?" always has an answer. The gateway and
 model activity consult :meth:`KillSwitch.active_for` before every external call, so a
 kill takes effect at once even for an activity already running.
 
-Kills and admissions are serialized: an accept's ledger transaction reads the kills in force
-(:func:`kill_in_force`) under a shared lock and a kill is written under the exclusive one
+Kills are serialized with admissions and with credential issues (``ledger/_kill_rows.py``): an
+accept's ledger transaction reads the kills in force (:func:`kill_in_force`), and the credential
+broker issues a tool call's credential only if no kill covers its work, both under a shared lock,
+while a kill is written (and revokes the credentials it covers) under the exclusive one
 (PostgreSQL: a transaction-scoped advisory lock; SQLite: ``BEGIN IMMEDIATE`` already runs one
 writer at a time). So a kill committed while a delivery's freshness read was in flight is seen
 by the accept that follows the read, and an accept committed first is in the ledger before the
-kill is.
+kill is; a kill committed after a tool call's own kill check is seen by its credential issue,
+and a credential issued first is revoked by the kill.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Literal
 
-from sqlalchemy import DateTime, Index, bindparam, or_, text, update
+from sqlalchemy import bindparam, or_, update
 from sqlalchemy.engine import Engine
-from sqlmodel import Field, Session, SQLModel, col, select
+from sqlmodel import Session, col, select
 
 from ledger._credentials import revoke_in
+from ledger._kill_rows import COVERING, Kill, covering, lock_kills
 from ledger._engine import single_read
 from ledger._sql import new_id, rowcount, utcnow
 
 Scope = Literal["work_key", "tenant", "all"]
-_KILL_LOCK = 0x5117_4B11
-"""The PostgreSQL advisory lock key that orders kills against accepts (see the module docstring)."""
-
-
-class Kill(SQLModel, table=True):
-    __tablename__ = "kills"
-    __table_args__ = (Index("ix_kills_scope_target", "scope", "target"),)
-
-    id: str = Field(primary_key=True, max_length=40)
-    scope: str = Field(max_length=16)
-    target: str = Field(max_length=512)
-    actor: str = Field(max_length=128)
-    reason: str = Field(max_length=500)
-    created_at: datetime = Field(sa_type=DateTime(timezone=True))
-    lifted_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
-    lifted_by: str | None = Field(default=None, max_length=128)
-    lift_reason: str | None = Field(default=None, max_length=500)
-
-
-_COVERING = select(Kill).where(
-    col(Kill.lifted_at).is_(None),
-    or_(col(Kill.scope) == "all", (col(Kill.scope) == "work_key") & (col(Kill.target) == bindparam("work_key")),
-        (col(Kill.scope) == "tenant") & (col(Kill.target) == bindparam("tenant")))
-).order_by(col(Kill.created_at)).limit(1)
-"""The oldest kill in force covering a work key or its tenant (``tenant`` None: no tenant kill can match,
-as ``target = NULL`` is never true). Built once: every intake decision and every model and tool call
-asks, and building the expression per call cost ~25 times the database's own work (profiled: 1.4 ms
-against 30 µs on SQLite)."""
-
-
-def _covering(work_key: str, tenant: str | None) -> dict[str, str | None]:
-    """The parameters of :data:`_COVERING`."""
-    return {"work_key": work_key, "tenant": tenant or None}
-
 
 _NEWEST = (select(col(Kill.id)).where(or_(col(Kill.scope) == "all", (col(Kill.scope) == "tenant")
                                           & (col(Kill.target) == bindparam("p_tenant"))))
            .order_by(col(Kill.created_at).desc(), col(Kill.id).desc()).limit(1))
 
 
-def _lock(s: Session, shared: bool) -> None:
-    if s.get_bind().dialect.name == "postgresql":
-        fn = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
-        s.execute(text(f"SELECT {fn}(:key)"), {"key": _KILL_LOCK})
-
-
 def kill_in_force(s: Session, work_key: str, tenant: str | None) -> Kill | None:
     """Inside an accept's transaction: the oldest kill in force covering the work, read after
     any kill being written has committed (the shared side of the kill lock)."""
-    _lock(s, shared=True)
-    return s.execute(_COVERING, _covering(work_key, tenant)).scalars().first()
+    lock_kills(s, shared=True)
+    return s.execute(COVERING, covering(work_key, tenant)).scalars().first()
 
 
 class KillSwitch:
@@ -89,7 +52,7 @@ class KillSwitch:
         row = Kill(id=new_id(), scope=scope, target="*" if scope == "all" else target, actor=actor,
                    reason=reason[:500], created_at=utcnow())
         with Session(self._engine, expire_on_commit=False) as s, s.begin():
-            _lock(s, shared=False)
+            lock_kills(s, shared=False)
             s.add(row)
             revoke_in(s, scope, row.target, f"kill {row.id} by {actor}: {reason}")
         return row
@@ -107,7 +70,7 @@ class KillSwitch:
         :func:`~ledger._engine.single_read` connection: every model and tool call asks, and on SQLite
         a transaction would take the write lock (``BEGIN IMMEDIATE``) and queue behind every writer."""
         with single_read(self._engine) as conn:
-            row = conn.execute(_COVERING, _covering(work_key, tenant)).first()  # Core: no Session per call
+            row = conn.execute(COVERING, covering(work_key, tenant)).first()  # Core: no Session per call
         return None if row is None else Kill.model_validate(row._mapping)
 
     def newest_covering_tenant(self, tenant: str | None) -> str | None:

@@ -21,6 +21,7 @@ from temporalio.worker import Worker
 from activities.artifact_tools import ArtifactTools
 from activities.artifacts import ArtifactStore
 from activities.attempt_context import AttemptInterceptor
+from activities.local_activity_shutdown import LocalActivityShutdown
 from activities.capacity_activities import CapacityActivities
 from activities.egress import EgressPolicy
 from activities.forge_tools import ForgeTools
@@ -154,6 +155,7 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
                     *trigger_activities(client, settings, engine, forge,
                                        TemporalAdmitter(client, settings, search_attributes))],
         interceptors=[telemetry or ActivityTelemetry(registry.tool_activity_names()),
-                      AttemptInterceptor()],  # receipts written by an activity name its attempt
-        graceful_shutdown_timeout=timedelta(seconds=10),
+                      AttemptInterceptor(),  # receipts written by an activity name its attempt
+                      LocalActivityShutdown()],  # no sdk-core retry timer outlives the worker (module doc)
+        graceful_shutdown_timeout=timedelta(seconds=settings.temporal.graceful_shutdown_seconds),
         max_heartbeat_throttle_interval=timedelta(seconds=settings.temporal.heartbeat_throttle_seconds))

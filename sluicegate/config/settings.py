@@ -74,6 +74,10 @@ class TemporalConfig(_Section):
     heartbeat_throttle_seconds: float = Field(default=2.0, gt=0)
     """Longest a worker holds back an activity's heartbeat: a cancel reaches a running model or
     tool call within about this (Temporal delivers cancels in heartbeat answers)."""
+    graceful_shutdown_seconds: float = Field(default=10.0, ge=0)
+    """On SIGTERM the worker stops polling and gives running activities this long to finish before
+    cancelling them; a supervisor must wait longer than this before a SIGKILL (the dev stack waits
+    this + 20 s)."""
 
 
 class DevServerConfig(_Section):

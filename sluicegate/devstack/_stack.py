@@ -159,7 +159,10 @@ class DevStack:
 
     def stop(self) -> None:
         for name in reversed(list(self.processes)):
-            self.processes[name].stop()
+            # The worker gets its whole graceful window (running activities finish or are cancelled, the
+            # worker is finalized) before a SIGKILL; the old 10 s equalled the window and cut it short.
+            grace = self.settings.temporal.graceful_shutdown_seconds + 20 if name == "worker" else 10.0
+            self.processes[name].stop(grace)
 
     def leftover(self) -> list[str]:
         """Names of processes still alive (should be empty after :meth:`stop`)."""

@@ -10,12 +10,11 @@ delivery — decided, committed and admitted — was answered ``503 ledger-unava
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import text
 from sqlmodel import Session
 
 import ledger
@@ -23,6 +22,7 @@ from intake.decision import Outcome, Reason
 from intake.envelope import TriggerKind
 from intake.receipts import ReceiptDraft
 from ledger import Receipt, SqlIntakeStore, WorkItem, WorkStore, WorkVersion
+from tests.support.pause_at_statement import PauseAtStatement, in_threads, started_and_blocked
 from workflows.contracts import RunStatus
 
 pytestmark = pytest.mark.postgres
@@ -35,23 +35,6 @@ def _draft(key: str, version: str) -> ReceiptDraft:
                         tenant="acme")
 
 
-def _waiting_on_a_lock(engine) -> int:
-    with engine.connect() as conn:
-        return conn.execute(text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                                 "AND wait_event_type = 'Lock'")).scalar_one()
-
-
-def _started_and_blocked(engine, target, failure: str) -> threading.Thread:
-    """``target`` started in a thread, once its transaction waits on a row lock (one waiter)."""
-    thread = threading.Thread(target=target)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while _waiting_on_a_lock(engine) == 0 and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert _waiting_on_a_lock(engine) == 1, failure
-    return thread
-
-
 def test_marking_admitted_while_the_run_records_its_end_does_not_deadlock(postgres_url):
     engine = ledger.make_engine(postgres_url)
     try:
@@ -60,17 +43,6 @@ def test_marking_admitted_while_the_run_records_its_end_does_not_deadlock(postgr
         decision = store.decide(_draft(key, version))
         assert decision.outcome == Outcome.ACCEPT
         run_thread: list[int] = []
-        paused, resume = threading.Event(), threading.Event()
-
-        @event.listens_for(engine, "before_cursor_execute")
-        def _pause_the_run(conn, cursor, statement, params, context, executemany):
-            # The run's transaction has updated its version row; hold it there until the API's
-            # mark_admitted is waiting on a lock, then let it go on to the receipt.
-            if run_thread and threading.get_ident() == run_thread[0] and statement.lstrip().startswith(
-                    "UPDATE receipts"):
-                paused.set()
-                resume.wait(10)
-
         errors: dict[str, BaseException] = {}
 
         def run_ends() -> None:
@@ -88,13 +60,17 @@ def test_marking_admitted_while_the_run_records_its_end_does_not_deadlock(postgr
             except BaseException as exc:  # noqa: BLE001 - asserted below
                 errors["api"] = exc
 
-        run = threading.Thread(target=run_ends)
-        run.start()
-        assert paused.wait(10), "the run never reached its receipt update"
-        api = _started_and_blocked(engine, api_marks_admitted, "mark_admitted never waited on the run's row lock")
-        resume.set()
-        run.join(15)
-        api.join(15)
+        # The run's transaction has updated its version row; hold it there until the API's
+        # mark_admitted is waiting on a lock, then let it go on to the receipt.
+        with PauseAtStatement(engine, lambda sql: sql.lstrip().startswith("UPDATE receipts"),
+                              in_thread=in_threads(run_thread)) as held:
+            run = threading.Thread(target=run_ends)
+            run.start()
+            held.wait_reached("the run never reached its receipt update")
+            api = started_and_blocked(engine, api_marks_admitted, "mark_admitted never waited on the run's row lock")
+            held.release()
+            run.join(15)
+            api.join(15)
         assert not run.is_alive() and not api.is_alive()
         assert errors == {}, {k: f"{type(v).__name__}: {v}" for k, v in errors.items()}
         with Session(engine) as s:
@@ -128,7 +104,7 @@ def test_an_accept_chosen_as_a_deadlock_victim_is_decided_again_not_answered_una
             except BaseException as exc:  # noqa: BLE001 - asserted below
                 result["error"] = exc
 
-        worker = _started_and_blocked(engine, accept, "the accept never waited on the work item")
+        worker = started_and_blocked(engine, accept, "the accept never waited on the work item")
         other.execute(text("INSERT INTO deliveries (source, delivery_id, received_at, receipt_id) "
                            "VALUES ('github', :d, now(), 'other') ON CONFLICT DO NOTHING"), {"d": draft.delivery_id})
         tx.rollback()  # the other transaction gives everything back; the accept may now go through

@@ -50,5 +50,6 @@ def test_a_kill_revokes_the_scoped_credentials_it_covers(engine):
     revoked = broker.problem(mine)
     assert revoked.revoked and revoked.message.startswith("credential revoked: kill")
     assert broker.problem(other) is None
-    expired = CredentialBroker(engine, ttl=timedelta(seconds=-1)).issue(tenant, "wk-3", 1)
+    # (not the killed tenant's: while its kill is in force no credential is issued for it at all)
+    expired = CredentialBroker(engine, ttl=timedelta(seconds=-1)).issue(f"{tenant}-other", "wk-3", 1)
     assert broker.problem(expired).message == "credential expired" and not broker.problem(expired).revoked

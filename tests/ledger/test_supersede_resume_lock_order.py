@@ -13,12 +13,11 @@ and re-read every few seconds, and the issue's next edit is exactly the taking-o
 from __future__ import annotations
 
 import threading
-import time
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import event, text
 
 import ledger
 from intake.capacity import Block, CapacityRequest, SlotClaim
@@ -27,6 +26,7 @@ from intake.envelope import TriggerKind
 from intake.ports import CapacityContext
 from intake.receipts import ReceiptDraft
 from ledger import DeferredQueue, SqlIntakeStore
+from tests.support.pause_at_statement import PauseAtStatement, in_threads, until_blocked_or_done
 
 pytestmark = pytest.mark.postgres
 
@@ -43,13 +43,11 @@ def _ctx(tenant: str, **kw) -> CapacityContext:
                            {"envelope": {}, "candidate": {}}, **kw)
 
 
-def _waiting_on_a_lock(engine) -> int:
-    with engine.connect() as conn:
-        return conn.execute(text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                                 "AND wait_event_type = 'Lock'")).scalar_one()
-
-
-def test_a_delivery_taking_over_a_queued_item_while_the_dispatcher_resumes_it_does_not_deadlock(postgres_url):
+@pytest.mark.parametrize("ordered_versions", [False, True], ids=["unordered", "triage-ordered"])
+def test_a_delivery_taking_over_a_queued_item_while_the_dispatcher_resumes_it_does_not_deadlock(postgres_url,
+                                                                                               ordered_versions):
+    """``triage-ordered``: both accepts also take the version-order lock (ledger/_version_order_lock.py),
+    first of all; the arriving delivery then waits on it instead of on a row."""
     engine = ledger.make_engine(postgres_url)
     try:
         tenant = f"sup-{uuid.uuid4().hex[:8]}"
@@ -60,44 +58,35 @@ def test_a_delivery_taking_over_a_queued_item_while_the_dispatcher_resumes_it_do
         assert queued.outcome == Outcome.DEFER
         [item] = [i for i in DeferredQueue(engine).waiting() if i.work_key == key]
         dispatcher: list[int] = []
-        paused, go_on = threading.Event(), threading.Event()
-
-        @event.listens_for(engine, "before_cursor_execute")
-        def _pause_the_dispatcher(conn, cursor, statement, params, context, executemany):
-            # The dispatcher holds the deferred item's lock; stop it before its counters until the
-            # arriving delivery waits on a lock.
-            if dispatcher and threading.get_ident() == dispatcher[0] and "capacity_counters" in statement \
-                    and not paused.is_set():
-                paused.set()
-                go_on.wait(10)
-
         errors: dict[str, BaseException] = {}
 
         def dispatcher_resumes() -> None:
             dispatcher.append(threading.get_ident())
             try:
-                store.decide(_draft(tenant, key, "2026-12-01T10:00:00Z"),
+                store.decide(replace(_draft(tenant, key, "2026-12-01T10:00:00Z"), ordered_versions=ordered_versions),
                              _ctx(tenant, resume_item=item.id, resume_receipt=item.receipt_id))
             except BaseException as exc:  # noqa: BLE001 - asserted below
                 errors["dispatcher"] = exc
 
         def api_takes_over() -> None:
             try:
-                store.decide(_draft(tenant, key, "2026-12-01T10:05:00Z"), _ctx(tenant))
+                store.decide(replace(_draft(tenant, key, "2026-12-01T10:05:00Z"), ordered_versions=ordered_versions),
+                             _ctx(tenant))
             except BaseException as exc:  # noqa: BLE001 - asserted below
                 errors["api"] = exc
 
-        first = threading.Thread(target=dispatcher_resumes)
-        first.start()
-        assert paused.wait(10), "the dispatcher never reached its capacity counters"
-        second = threading.Thread(target=api_takes_over)
-        second.start()
-        deadline = time.monotonic() + 10
-        while _waiting_on_a_lock(engine) == 0 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        go_on.set()
-        first.join(20)
-        second.join(20)
+        # The dispatcher holds the deferred item's lock; stop it before its counters until the
+        # arriving delivery waits on a lock.
+        with PauseAtStatement(engine, lambda sql: "capacity_counters" in sql, in_thread=in_threads(dispatcher)) as held:
+            first = threading.Thread(target=dispatcher_resumes)
+            first.start()
+            held.wait_reached("the dispatcher never reached its capacity counters")
+            second = threading.Thread(target=api_takes_over)
+            second.start()
+            until_blocked_or_done(engine, second)
+            held.release()
+            first.join(20)
+            second.join(20)
         assert not first.is_alive() and not second.is_alive()
         assert errors == {}, {k: f"{type(v).__name__}: {str(v)[:200]}" for k, v in errors.items()}
     finally:

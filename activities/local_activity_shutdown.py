@@ -1,0 +1,59 @@
+"""A local activity that fails while its worker shuts down waits for the shutdown's cancel instead.
+
+sdk-core (temporalio 1.35) retries a failed local activity itself, after a local backoff (while
+it is under the workflow's ``local_retry_threshold``), and arms the retry's timeout timer; neither
+is stopped when the worker is finalized. When one fires after the worker is gone, a background
+thread panics: ``receive half not dropped`` (``local_activities.rs:1120``, the timeout timer) or
+``Receive half of LA request channel cannot be dropped`` (``:813``, the backoff). Seen in CI after
+`make test` had passed: a test's worker shut down while a run's ledger local activity (a claim
+waiting for its admission, a write on a busy ledger) was failing and being retried.
+``tests/test_local_activity_shutdown.py`` reproduces both the panic and its absence with this.
+
+A local activity *cancelled* by the shutdown is not retried (nothing is left armed), so once the
+worker is shutting down a retryable failure is not returned: the attempt waits for the cancel the
+worker sends at the end of its graceful window (at once when the window is zero). Nothing is lost:
+the run's workflow task is evicted by the shutdown anyway, and the worker that picks the run up
+runs the local activity again from its history. A non-retryable failure is returned as it is
+(core does not retry it); regular activities are untouched (the server owns their retries).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
+
+
+_CANCEL_WAIT_BOUND_SECONDS = 120
+"""Longest wait for the shutdown's cancel (far beyond ``create_worker``'s 10 s graceful window); then the
+failure is returned after all, so a worker whose cancel never comes still stops."""
+
+
+def _retried_by_core(exc: BaseException) -> bool:
+    return isinstance(exc, Exception) and not (isinstance(exc, ApplicationError) and exc.non_retryable)
+
+
+class _LocalShutdownInbound(ActivityInboundInterceptor):
+    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        try:
+            return await super().execute_activity(input)
+        except Exception as exc:
+            if not (activity.info().is_local and activity.is_worker_shutdown() and _retried_by_core(exc)):
+                raise
+            activity.logger.info("local activity failed while the worker shuts down (%s); waiting for the "
+                                 "shutdown's cancel instead of a retry the finalized worker cannot take", exc)
+            try:
+                await asyncio.wait_for(activity.wait_for_cancelled(), _CANCEL_WAIT_BOUND_SECONDS)
+            except TimeoutError:
+                raise exc from None  # no cancel came: fail as before rather than hold the shutdown
+            raise asyncio.CancelledError() from exc
+
+
+class LocalActivityShutdown(Interceptor):
+    """Register on the worker: ``Worker(..., interceptors=[LocalActivityShutdown()])``."""
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        return _LocalShutdownInbound(next)
