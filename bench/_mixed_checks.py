@@ -81,8 +81,8 @@ def intake_checks(stream: Stream, r: IntakeResult) -> list[Check]:
                         f"{len(by_work)} (work key, version) pairs called the model, all admitted"
                         if by_work <= allowed else f"calls for never-admitted versions: {_few(by_work - allowed)}"))
     steps = sum((v.result or {}).get("steps", 0) for v in r.versions)
-    checks.append(Check("model calls == steps recorded by admitted runs", r.phase.calls == steps,
-                        f"{r.phase.calls} calls, {steps} steps"))
+    checks.append(Check("model calls == steps recorded by admitted runs, > 0 when work was admitted",
+                        r.phase.calls == steps and (steps > 0 or not admitted), f"{r.phase.calls} calls, {steps} steps"))
 
     per_op: Counter = Counter()
     markers = {marker_for(operation_key(k, POST_COMMENT, v)): (k, v) for k, v in admitted}
@@ -102,12 +102,18 @@ def intake_checks(stream: Stream, r: IntakeResult) -> list[Check]:
 
 
 def naive_checks(stream: Stream, n: NaiveResult) -> list[Check]:
+    """Not vacuous: every delivery's run must have reviewed (ended ``done``, so at least one model
+    call each); a naive run refused at its claim makes no call, and "0 calls == 0 steps" compares
+    intake with nothing."""
     total = len(stream.items)
-    checks = [Check("naive: every workflow started and finished", not n.errors and n.starts == total,
-                    f"{n.starts}/{total} started, {sum(n.statuses.values())} orders finished"
-                    + (f"; errors: {_few(n.errors, 2)}" if n.errors else "")),
-              Check("naive: AgentLoop executions (Temporal) == deliveries", len(n.phase.executions) == total,
-                    f"{len(n.phase.executions)} executions for {total} deliveries"),
-              Check("naive: model calls == steps recorded by the runs", n.phase.calls == n.steps,
-                    f"{n.phase.calls} calls, {n.steps} steps", fatal=False)]
-    return checks
+    done = n.statuses.get("done", 0)
+    return [Check("naive: every workflow started and finished", not n.errors and n.starts == total,
+                  f"{n.starts}/{total} started, {sum(n.statuses.values())} orders finished"
+                  + (f"; errors: {_few(n.errors, 2)}" if n.errors else "")),
+            Check("naive: AgentLoop executions (Temporal) == deliveries", len(n.phase.executions) == total,
+                  f"{len(n.phase.executions)} executions for {total} deliveries"),
+            Check("naive: every delivery reviewed (order done, >= 1 model call each)",
+                  done == total and n.phase.calls >= total,
+                  f"{done}/{total} orders done, {n.phase.calls} model calls; outcomes {dict(n.statuses)}"),
+            Check("naive: model calls == steps recorded by the runs", n.phase.calls == n.steps,
+                  f"{n.phase.calls} calls, {n.steps} steps", fatal=False)]

@@ -27,7 +27,8 @@ import traceback
 from bench._common import BENCH_SCOPE, NO_CAPACITY_LIMITS
 from bench._e2e import run_dir
 from bench._harness import BenchReport, finish, config_of, parser, stage
-from bench._mixed import intake_phase, naive_phase
+from bench._mixed import intake_phase
+from bench._mixed_naive import naive_phase
 from bench._mixed_checks import Check, intake_checks, naive_checks
 from bench._mixed_report import CAPACITY, measurements, out, print_report
 from bench._mixed_results import IntakeResult, NaiveResult
