@@ -16,7 +16,8 @@ committed (or with the exception its own decision raised, its 503); a requester 
 meanwhile does not take its receipt with it. Answers are exactly :meth:`IntakeStore.decide`'s (the
 store decides a failed batch again one draft at a time).
 
-Not thread-safe: one instance per ``IntakeService``, used from its event loop only.
+One instance per ``IntakeService``; batches are per event loop (a draft arriving from another loop
+while a batch is written is decided on its own).
 """
 
 from __future__ import annotations
@@ -48,10 +49,17 @@ class DecideBatcher:
         """``draft`` decided and committed (possibly with others in one transaction)."""
         if draft.activity_attempt is None and (attempt := ACTIVITY_ATTEMPT.get()) is not None:
             draft = replace(draft, activity_attempt=attempt)  # the writer task runs outside this context
-        future: asyncio.Future[IntakeDecision] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        if self._writer is not None and self._writer.get_loop() is not loop:
+            # a batch is being written from another event loop (a test's second loop, say): never mix
+            [answer] = await asyncio.to_thread(self._decide_many, [draft])
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
+        future: asyncio.Future[IntakeDecision] = loop.create_future()
         self._waiting.append((draft, future))
         if self._writer is None:
-            self._writer = asyncio.create_task(self._write())
+            self._writer = loop.create_task(self._write())
         # shield: a requester cancelled meanwhile must not cancel the batch its receipt is in
         return await asyncio.shield(future)
 

@@ -142,10 +142,11 @@ class IntakeService:
             envelope = Envelope(id=delivery_id, source=source, type=event_type or "", subject=None, time=None,
                                 received_at=received_at, trigger_kind=TriggerKind.EVENT, tenant=tenant)
             self._observed(decision, envelope, started)
-            log.info("%s %s from %s: %s (%s), answered before the parse", envelope.type, delivery_id, source,
-                     decision.outcome, decision.reason, extra={"work_key": decision.work_key,
-                                                               "workflow_id": decision.workflow_id,
-                                                               "run_id": decision.run_id})
+            if log.isEnabledFor(logging.DEBUG):  # a repeat: counted, logged at DEBUG (see _log_level)
+                log.debug("%s %s from %s: %s (%s), answered before the parse", envelope.type, delivery_id, source,
+                          decision.outcome, decision.reason, extra={"work_key": decision.work_key,
+                                                                    "workflow_id": decision.workflow_id,
+                                                                    "run_id": decision.run_id})
         return decision
 
     async def submit(self, envelope: Envelope, candidate: WorkCandidate | None,
@@ -157,9 +158,11 @@ class IntakeService:
         self._observed(decision, envelope, started)
         if envelope.trigger_kind == TriggerKind.EVENT:
             self._seen.decided(envelope.source, envelope.id, decision)  # committed; kept only if final
-        log.info("%s %s from %s: %s (%s)", envelope.type, envelope.id, envelope.source, decision.outcome,
-                 decision.reason, extra={"work_key": decision.work_key, "workflow_id": decision.workflow_id,
-                                         "run_id": decision.run_id})
+        level = _log_level(decision)
+        if log.isEnabledFor(level):
+            log.log(level, "%s %s from %s: %s (%s)", envelope.type, envelope.id, envelope.source, decision.outcome,
+                    decision.reason, extra={"work_key": decision.work_key, "workflow_id": decision.workflow_id,
+                                            "run_id": decision.run_id})
         return decision
 
     async def resume(self, item_id: str, payload: dict[str, Any], receipt_id: str | None = None,
@@ -314,6 +317,18 @@ class IntakeService:
                       extra={"work_key": decision.work_key})
             return await asyncio.to_thread(self._store.mark_admission_failed, decision, repr(exc))
         return await asyncio.to_thread(self._store.mark_admitted, decision, workflow_id, run_id)
+
+
+_REPEATS = frozenset({Reason.DUPLICATE_DELIVERY, Reason.REPLAYED_BODY})
+
+
+def _log_level(decision: IntakeDecision) -> int:
+    """INFO for a decision (one line each, its receipt has the details); DEBUG for a repeat
+    (``duplicate-delivery``, ``replayed-body``): it writes nothing and is answered from its original,
+    whose line and receipt already exist, so, like the ledger, it costs a counter
+    (``sluicegate.intake.decisions`` by reason), not a line per resend: a duplicate storm's
+    redeliveries spent most of their answer's CPU formatting and writing this line (py-spy)."""
+    return logging.DEBUG if decision.reason in _REPEATS else logging.INFO
 
 
 def _held_if_killed(decision: IntakeDecision, resume_item: str | None) -> IntakeDecision:
