@@ -87,3 +87,21 @@ async def test_the_activity_attempt_of_the_requester_goes_with_its_draft():
         ACTIVITY_ATTEMPT.reset(token)
     await batcher.decide(_draft(1))
     assert ledger.attempts == [4, None]
+
+
+async def test_a_draft_from_another_event_loop_is_decided_on_its_own():
+    """A batch being written from one event loop never takes a draft of another loop (its future could
+    not be completed from there): that draft is decided alone, in a thread of its own loop."""
+    ledger = _Ledger()
+    batcher = DecideBatcher(ledger.decide_many)
+    other: dict[str, IntakeDecision] = {}
+    thread = threading.Thread(target=lambda: other.setdefault("answer", asyncio.run(batcher.decide(_draft(0)))))
+    thread.start()
+    await _until(ledger.writing)  # the other loop's writer is inside its batch
+    mine = asyncio.create_task(batcher.decide(_draft(1)))
+    await asyncio.sleep(0.01)
+    ledger.release.set()
+    assert (await mine).receipt_id == "r1"
+    await asyncio.to_thread(thread.join, 5)
+    assert other["answer"].receipt_id == "r0"
+    assert sorted(ledger.batches) == [["0"], ["1"]]
