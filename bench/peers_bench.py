@@ -14,14 +14,14 @@ of its own, in one run, after an untimed warm-up storm, the order rotating per r
   signal-with-start per delivery, workflow id = work key@version (Temporal's id dedupe);
 * **dbos** -- ``bench/_peer_front.py --peer dbos``: same front, ``SetWorkflowID(work key@version)``
   and ``DBOS.start_workflow_async`` on a SQLite system database (DBOS 3.4.0).
+Every front runs uvicorn with the same settings (fairness: ``bench._peers.SERVER``, printed).
 
-Counted per side: deliveries/s, p50/p95 (client-observed), forge requests (the forge simulator's
-per-repository count), *runs started* (Sluicegate: admitted versions in the ledger and AgentLoop
-workflows in Temporal; naive: NaiveReview executions in Temporal; DBOS: workflows in its system
-database and executions of its one fake agent step) and model calls seen by the model simulator
-(0 everywhere: no agent runs here, so runs started is the honest proxy for the model calls a
-review would make). Verification (exit 1): every delivery answered below 300, and exactly one run
-started per unique (work key, version) on every side.
+Counted per side: deliveries/s, p50/p95 (client-observed), forge requests (the forge simulator's per-
+repository count), *runs started* (Sluicegate: admitted versions in the ledger and AgentLoop workflows in
+Temporal; naive: NaiveReview executions in Temporal; DBOS: workflows in its system database and executions of
+its one fake agent step) and model calls seen by the model simulator (0 everywhere: no agent runs here, so
+runs started is the honest proxy for the model calls a review would make). Verification (exit 1): every
+delivery answered below 300, and exactly one run started per unique (work key, version) on every side.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import httpx
 from bench import _e2e
 from bench._common import BENCH_SCOPE, NO_CAPACITY_LIMITS, percentile
 from bench._harness import BenchReport, config_of, finish, parser, stage
-from bench._peers import CAPACITY, measurement, runs_started, start_front, table
+from bench._peers import CAPACITY, SERVER, measurement, runs_started, start_front, table
 from drills._stream import build_stream, open_pulls, send_all
 from sluicegate.devstack import DevStack, StackHttp, isolated_overrides
 
@@ -111,7 +111,7 @@ def _run(a) -> BenchReport:
     env = {**isolated_overrides(tmp), "SLUICEGATE_TELEMETRY_EXPORTER": "none", **BENCH_SCOPE, **NO_CAPACITY_LIMITS}
     stack = DevStack(env, headless=True, with_worker=False, log_dir=tmp / "logs")
     _log(f"peers bench{' (quick: verification, not speed)' if a.quick else ''}: {a.deliveries} deliveries for "
-         f"{a.pulls} PRs, {a.in_flight} in flight, {a.rounds} round(s); capacity: {CAPACITY}; tmp={tmp}")
+         f"{a.pulls} PRs, {a.in_flight} in flight, {a.rounds} round(s); capacity: {CAPACITY}; server: {SERVER}; tmp={tmp}")
     try:
         stage("peers bench: starting the dev stack and the peers")
         stack.start()

@@ -94,3 +94,11 @@ class KillGate:
 
     def refusal(self, envelope: Envelope, candidate: WorkCandidate) -> ReceiptDraft | None:
         return kill_refusal(self._lookup.active_for(candidate.work_key, candidate.tenant or None), envelope, candidate)
+
+    def refusal_inline(self, envelope: Envelope, candidate: WorkCandidate) -> tuple[ReceiptDraft | None] | None:
+        """:meth:`refusal` without leaving the event loop when the lookup can answer at once
+        (``active_for_inline``: an SQLite ledger, ``ledger.KillSwitch``): ``(refusal or None,)``;
+        None: call :meth:`refusal` in a thread."""
+        inline = getattr(self._lookup, "active_for_inline", None)
+        found = inline(candidate.work_key, candidate.tenant or None) if inline is not None else None
+        return None if found is None else (kill_refusal(found[0], envelope, candidate),)

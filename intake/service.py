@@ -47,6 +47,7 @@ from intake.admission_rules import (age_refusal, future_refusal, lag_refusal, no
                                    task_refusal)
 from intake.capacity.plan import Block
 from intake.capacity.payload import from_payload
+from intake.decide_batch import DecideBatcher
 from intake.decision import IntakeDecision, Outcome, Reason
 from intake.envelope import Envelope, TriggerKind, WorkCandidate
 from intake.freshness import titled
@@ -107,6 +108,9 @@ class IntakeService:
         self._max_skew = max_skew_seconds
         self._clock = clock
         self._seen = seen if seen is not None else SeenDeliveries()
+        many = getattr(store, "decide_many", None)
+        self._batch = DecideBatcher(many) if many is not None else None
+        """Group commit of the decisions taken before any forge read (``intake/decide_batch.py``)."""
 
     def _rules(self, candidate: WorkCandidate) -> TaskIntake:
         """The candidate's task's reader and rules (its task was checked: ``task_refusal``)."""
@@ -138,10 +142,11 @@ class IntakeService:
             envelope = Envelope(id=delivery_id, source=source, type=event_type or "", subject=None, time=None,
                                 received_at=received_at, trigger_kind=TriggerKind.EVENT, tenant=tenant)
             self._observed(decision, envelope, started)
-            log.info("%s %s from %s: %s (%s), answered before the parse", envelope.type, delivery_id, source,
-                     decision.outcome, decision.reason, extra={"work_key": decision.work_key,
-                                                               "workflow_id": decision.workflow_id,
-                                                               "run_id": decision.run_id})
+            if log.isEnabledFor(logging.DEBUG):  # a repeat: counted, logged at DEBUG (see _log_level)
+                log.debug("%s %s from %s: %s (%s), answered before the parse", envelope.type, delivery_id, source,
+                          decision.outcome, decision.reason, extra={"work_key": decision.work_key,
+                                                                    "workflow_id": decision.workflow_id,
+                                                                    "run_id": decision.run_id})
         return decision
 
     async def submit(self, envelope: Envelope, candidate: WorkCandidate | None,
@@ -153,9 +158,11 @@ class IntakeService:
         self._observed(decision, envelope, started)
         if envelope.trigger_kind == TriggerKind.EVENT:
             self._seen.decided(envelope.source, envelope.id, decision)  # committed; kept only if final
-        log.info("%s %s from %s: %s (%s)", envelope.type, envelope.id, envelope.source, decision.outcome,
-                 decision.reason, extra={"work_key": decision.work_key, "workflow_id": decision.workflow_id,
-                                         "run_id": decision.run_id})
+        level = _log_level(decision)
+        if log.isEnabledFor(level):
+            log.log(level, "%s %s from %s: %s (%s)", envelope.type, envelope.id, envelope.source, decision.outcome,
+                    decision.reason, extra={"work_key": decision.work_key, "workflow_id": decision.workflow_id,
+                                            "run_id": decision.run_id})
         return decision
 
     async def resume(self, item_id: str, payload: dict[str, Any], receipt_id: str | None = None,
@@ -199,23 +206,38 @@ class IntakeService:
                 self._seen.read_back(envelope.source, envelope.id, repeat.seen, True)
             return repeat.seen
         if candidate is None:
-            return await asyncio.to_thread(self._store.decide, not_actionable(envelope))
+            return await self._decide_early(not_actionable(envelope))
         if (unknown := task_refusal(envelope, candidate, self._tasks)) is not None:
-            return await asyncio.to_thread(self._store.decide, unknown)
+            return await self._decide_early(unknown)
         outside = self._out_of_scope(envelope, candidate)
         if outside is not None:
-            return await asyncio.to_thread(self._store.decide, outside)
-        if self._kills is not None and (killed := await asyncio.to_thread(self._kills.refusal, envelope, candidate)):
-            return await asyncio.to_thread(self._store.decide, killed)
+            return await self._decide_early(outside)
+        if self._kills is not None and (killed := await self._kill_refusal(envelope, candidate)):
+            return await self._decide_early(killed)
         if (old := age_refusal(envelope, candidate, max_age_seconds)) is not None:
-            return await asyncio.to_thread(self._store.decide, old)
+            return await self._decide_early(old)
         if (ahead := future_refusal(envelope, candidate, self._max_skew)) is not None:
-            return await asyncio.to_thread(self._store.decide, ahead)
+            return await self._decide_early(ahead)
         if may_decide_early(envelope) and (blocking := repeat.blocking or await taken_meanwhile(
                 self._rules(candidate).reader, self._store, probe, envelope, candidate)) is not None:  # taken: no forge read needed
-            return await asyncio.to_thread(self._store.decide, self._with_key(
+            return await self._decide_early(self._with_key(
                 duplicate_work(envelope, candidate, blocking), envelope, candidate))
         return await self._check_and_decide(envelope, candidate, None)
+
+    async def _kill_refusal(self, envelope: Envelope, candidate: WorkCandidate) -> ReceiptDraft | None:
+        """The kill gate's refusal: on the event loop when the ledger can answer at once (SQLite), else
+        in a worker thread."""
+        assert self._kills is not None
+        if (now := self._kills.refusal_inline(envelope, candidate)) is not None:
+            return now[0]
+        return await asyncio.to_thread(self._kills.refusal, envelope, candidate)
+
+    async def _decide_early(self, draft: ReceiptDraft) -> IntakeDecision:
+        """Decide a draft taken before any forge read (no capacity context): batched with the others
+        arriving meanwhile when the store can (group commit), else in a thread of its own."""
+        if self._batch is not None:
+            return await self._batch.decide(draft)
+        return await asyncio.to_thread(self._store.decide, draft)
 
     async def _check_and_decide(self, envelope: Envelope, candidate: WorkCandidate, resume_item: str | None,
                                 resume_receipt: str | None = None, attempts: int = 0) -> IntakeDecision:
@@ -295,6 +317,18 @@ class IntakeService:
                       extra={"work_key": decision.work_key})
             return await asyncio.to_thread(self._store.mark_admission_failed, decision, repr(exc))
         return await asyncio.to_thread(self._store.mark_admitted, decision, workflow_id, run_id)
+
+
+_REPEATS = frozenset({Reason.DUPLICATE_DELIVERY, Reason.REPLAYED_BODY})
+
+
+def _log_level(decision: IntakeDecision) -> int:
+    """INFO for a decision (one line each, its receipt has the details); DEBUG for a repeat
+    (``duplicate-delivery``, ``replayed-body``): it writes nothing and is answered from its original,
+    whose line and receipt already exist, so, like the ledger, it costs a counter
+    (``sluicegate.intake.decisions`` by reason), not a line per resend: a duplicate storm's
+    redeliveries spent most of their answer's CPU formatting and writing this line (py-spy)."""
+    return logging.DEBUG if decision.reason in _REPEATS else logging.INFO
 
 
 def _held_if_killed(decision: IntakeDecision, resume_item: str | None) -> IntakeDecision:

@@ -58,7 +58,7 @@ from ledger._capacity import stamp_generation
 from ledger._capacity_models import DeferredItem
 from ledger._kills import kill_in_force
 from ledger._models import Delivery, Receipt, WorkItem, WorkVersion
-from ledger._plain_decide import CLAIM, decide_plain, is_plain
+from ledger._plain_decide import CLAIM, decide_plain, decide_plain_many, is_plain
 from ledger._engine import single_read
 from ledger._inline_read import InlineReader
 from ledger._repeats import RepeatRows, blocking_reason, find_repeat, original_answer, original_final
@@ -177,6 +177,33 @@ class SqlIntakeStore:
                         isinstance(exc, OperationalError) and not _rolled_back_by_the_server(exc)):
                     raise
         raise AssertionError("unreachable")
+
+    def decide_many(self, drafts: list[ReceiptDraft]) -> list[IntakeDecision | Exception]:
+        """:meth:`decide` (no capacity context) for each of ``drafts``, answers in the same order. The
+        plain ones (``ledger/_plain_decide.py``) are written in one transaction (group commit); if it
+        fails, nothing of it was written and each is decided on its own, as are the others. An item's
+        answer is the exception its own decision raised (the ledger is unreachable: that caller's 503)."""
+        answers: list[IntakeDecision | Exception | None] = [None] * len(drafts)
+        plain = [i for i, d in enumerate(drafts) if is_plain(d, False, None)]
+        if len(plain) > 1:
+            rows = [_receipt_row(drafts[i], new_id(), None, self._policy.version) for i in plain]
+            try:
+                written = decide_plain_many(self._engine, [(drafts[i], row) for i, row in zip(plain, rows, strict=True)],
+                                            self._already_claimed_unknown)
+            except (IntegrityError, OperationalError):
+                pass  # rolled back whole: decided one by one below, each with decide's own retries
+            else:
+                for i, row, lost in zip(plain, rows, written, strict=True):
+                    answers[i] = lost or _decision_from_row(row)
+        out: list[IntakeDecision | Exception] = []
+        for draft, answer in zip(drafts, answers, strict=True):
+            if answer is None:
+                try:
+                    answer = self.decide(draft)
+                except Exception as exc:  # noqa: BLE001 - handed to that draft's requester, not swallowed
+                    answer = exc
+            out.append(answer)
+        return out
 
     def _decide_once(self, draft: ReceiptDraft, capacity: CapacityContext | None) -> IntakeDecision:
         receipt_id = new_id()

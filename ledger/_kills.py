@@ -22,15 +22,36 @@ from __future__ import annotations
 from typing import Literal
 
 from sqlalchemy import bindparam, or_, update
-from sqlalchemy.engine import Engine
+from sqlalchemy.dialects import sqlite
+from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, col, select
 
 from ledger._credentials import revoke_in
 from ledger._kill_rows import COVERING, Kill, covering, lock_kills
 from ledger._engine import single_read
+from ledger._inline_read import InlineReader
 from ledger._sql import new_id, rowcount, utcnow
 
 Scope = Literal["work_key", "tenant", "all"]
+
+_COVERING_SQLITE = COVERING.compile(dialect=sqlite.dialect())
+""":data:`~ledger._kill_rows.COVERING` compiled once for SQLite, run on the DBAPI cursor by :func:`_any_covering`."""
+
+
+def _any_covering(conn: Connection, params: dict[str, str | None]) -> bool:
+    """Is any kill in force covering these :func:`covering` parameters? :data:`COVERING` on the
+    DBAPI cursor (SQLite): the common answer, "none", without SQLAlchemy's statement machinery, which
+    costs several times SQLite's own work here (as for ``ledger/_repeats.py``)."""
+    values = {**_COVERING_SQLITE.params, **params}
+    driver = conn.connection.driver_connection
+    assert driver is not None  # a checked-out connection has its DBAPI connection
+    cursor = driver.cursor()
+    try:
+        cursor.execute(_COVERING_SQLITE.string, [values[name] for name in _COVERING_SQLITE.positiontup or ()])
+        return cursor.fetchone() is not None
+    finally:
+        cursor.close()
+
 
 _NEWEST = (select(col(Kill.id)).where(or_(col(Kill.scope) == "all", (col(Kill.scope) == "tenant")
                                           & (col(Kill.target) == bindparam("p_tenant"))))
@@ -47,6 +68,8 @@ def kill_in_force(s: Session, work_key: str, tenant: str | None) -> Kill | None:
 class KillSwitch:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
+        self._inline = InlineReader.for_engine(engine)
+        """SQLite: :meth:`active_for_inline` on a connection of its own (``ledger/_inline_read.py``)."""
 
     def kill(self, scope: Scope, target: str, actor: str, reason: str) -> Kill:
         row = Kill(id=new_id(), scope=scope, target="*" if scope == "all" else target, actor=actor,
@@ -72,6 +95,22 @@ class KillSwitch:
         with single_read(self._engine) as conn:
             row = conn.execute(COVERING, covering(work_key, tenant)).first()  # Core: no Session per call
         return None if row is None else Kill.model_validate(row._mapping)
+
+    def active_for_inline(self, work_key: str, tenant: str | None) -> tuple[Kill | None] | None:
+        """:meth:`active_for` on the calling thread (the API's event loop) if it can answer at once:
+        ``(kill or None,)``. SQLite only, its own connection, a 20 ms busy timeout; None (PostgreSQL,
+        or the connection busy): ask :meth:`active_for` in a worker thread. Intake asks before every
+        decision of a new delivery, so on SQLite this saves a thread hop per delivery."""
+        if self._inline is None:
+            return None
+        params = covering(work_key, tenant)
+
+        def read(conn: Connection) -> tuple[Kill | None]:
+            if not _any_covering(conn, params):
+                return (None,)
+            row = conn.execute(COVERING, params).first()  # rare: a kill in force, read typed
+            return (None if row is None else Kill.model_validate(row._mapping),)
+        return self._inline.run(read)
 
     def newest_covering_tenant(self, tenant: str | None) -> str | None:
         """Id of the newest kill ever recorded (lifted or not) for this tenant or for everything.

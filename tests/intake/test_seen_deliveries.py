@@ -144,3 +144,19 @@ async def test_a_killed_delivery_is_not_kept_and_is_decided_afresh(engine):
     with Session(engine) as s:
         assert s.exec(select(Delivery).where(Delivery.delivery_id == env.id)).first() is None  # id not claimed
 
+
+
+async def test_a_repeat_is_counted_not_logged_at_info_and_its_original_is(engine, caplog):
+    """A repeat writes nothing (the original's line and receipt exist): DEBUG, so a storm of
+    redeliveries does not cost a log line each; the decision that wrote a receipt stays INFO."""
+    ref = _ref()
+    SqlIntakeStore(engine).decide(draft_for(*_delivery(ref, V1, "opened"), Outcome.ACCEPT, Reason.ADMITTED, "seed",
+                                            input_version=V1))
+    service, (env, cand) = _service(engine), _delivery(ref, V1)
+    with caplog.at_level("DEBUG", logger="sluicegate.intake"):
+        await service.submit(env, cand)  # duplicate-work: written, INFO
+        assert service.known_delivery("github", env.id, "acme", datetime.now(UTC), env.type) is not None
+        await _service(engine, SeenDeliveries(0)).submit(env, cand)  # the ledger's repeat answer
+    levels = [(r.levelname, "duplicate-work" in r.getMessage()) for r in caplog.records
+              if r.name == "sluicegate.intake"]
+    assert levels == [("INFO", True), ("DEBUG", False), ("DEBUG", False)]
