@@ -43,6 +43,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from intake.admitted_marks import AdmittedMarks
 from intake.admission_rules import (age_refusal, future_refusal, lag_refusal, not_actionable, scope_refusal,
                                    task_refusal)
 from intake.capacity.plan import Block
@@ -107,6 +108,7 @@ class IntakeService:
         self._max_skew = max_skew_seconds
         self._clock = clock
         self._seen = seen if seen is not None else SeenDeliveries()
+        self._marks = AdmittedMarks(store.mark_admitted_many)  # one transaction for concurrent marks
 
     def _rules(self, candidate: WorkCandidate) -> TaskIntake:
         """The candidate's task's reader and rules (its task was checked: ``task_refusal``)."""
@@ -294,7 +296,7 @@ class IntakeService:
             log.error("admission failed for %s@%s: %r", decision.work_key, decision.input_version, exc,
                       extra={"work_key": decision.work_key})
             return await asyncio.to_thread(self._store.mark_admission_failed, decision, repr(exc))
-        return await asyncio.to_thread(self._store.mark_admitted, decision, workflow_id, run_id)
+        return await self._marks.mark(decision, workflow_id, run_id)  # waits for the commit holding it
 
 
 def _held_if_killed(decision: IntakeDecision, resume_item: str | None) -> IntakeDecision:
