@@ -7,40 +7,29 @@ beforehand on the forge simulator; only 202 answers that say ``admitted`` count.
 with the same work-order payload and search attributes the admitter sends, unique ids,
 same concurrency, same dev server and task queue. Nobody runs either side's workflows: the
 stack's capacity limits are lifted (``CAPACITY``), so every delivery is admitted and the
-measurement is about admission, not about slots freeing up (no worker drains).
+measurement is about admission, not about slots freeing up (no worker drains). CPU meter and driver:
+``bench/_e2e_cpu.py``; bare work orders and the verification: ``bench/_e2e_verify.py``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
 import tempfile
 import uuid
 from collections import Counter
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any, Callable
 
 import httpx
-from sqlalchemy import func, select
 
-import ledger
+from bench._common import BENCH_SCOPE, NO_CAPACITY_LIMITS, Comparison, SideRound, head_sha, interleave, signed_pull_request
+from bench._e2e_cpu import CpuMeter, drive, process_cpu
+from bench._e2e_verify import bare_start, verify
 from bench._forge_reads import forge_counters, forge_reads_between
-from bench._common import (BENCH_SCOPE, NO_CAPACITY_LIMITS, BenchError, Comparison, SideRound, head_sha, interleave,
-                           now, signed_pull_request)
-from intake.decision import IntakeDecision, Outcome, Reason
-from intake.github import parse_github_delivery
-from intake.identity import workflow_id_for
-from intake.ports import Admission
-from sluicegate.temporal.admitter import work_order_for
-from ledger import Receipt, WorkVersion
 from sluicegate.devstack import DevStack, isolated_overrides
 from sluicegate.temporal.client import connect
-from workflows import search_attributes as sa
 from workflows.contracts import AGENT_WORKFLOW, WORK_ORDER_SIGNAL, AgentLoopStart
 
-ROOT = Path(__file__).resolve().parents[1]
-CPU_TICK = os.sysconf("SC_CLK_TCK")
+__all__ = ["CAPACITY", "CpuMeter", "measure", "process_cpu", "run_dir", "start_stack"]
 CAPACITY = ("limits lifted (global, per-repository and tenant limits, rate and burst all 1,000,000), no worker: "
             "admitted workflows wait in the task queue, as the bare starts do")
 """How capacity is configured for this measurement; printed and in the JSON."""
@@ -52,53 +41,8 @@ def start_stack(run_dir: Path) -> DevStack:
     return DevStack(env, headless=True, with_worker=False, log_dir=run_dir / "logs").start()
 
 
-def process_cpu(pid: int) -> float:
-    """User + system CPU seconds of one process (all its threads)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / CPU_TICK
-
-
-class CpuMeter:
-    """CPU seconds used per stack process (and this process) while one side ran."""
-
-    def __init__(self, stack: DevStack) -> None:
-        self.pids = {name: p.proc.pid for name, p in stack.processes.items() if p.proc is not None}
-        self.pids["bench"] = os.getpid()
-        self.samples: dict[str, list[dict[str, float]]] = {"intake": [], "baseline": []}
-
-    def snapshot(self) -> dict[str, float]:
-        return {name: process_cpu(pid) for name, pid in self.pids.items()}
-
-    def record(self, side: str, before: dict[str, float], ops: int) -> None:
-        after = self.snapshot()
-        if ops:
-            self.samples[side].append({k: (after[k] - before[k]) * 1000 / ops for k in after})
-
-    def per_op(self, side: str) -> dict[str, float]:
-        """Median over rounds of CPU milliseconds per operation, by process."""
-        rows = self.samples[side]
-        return {k: sorted(r[k] for r in rows)[len(rows) // 2] for k in (rows[0] if rows else {})}
-
-
-async def _drive(items: list, concurrency: int, call: Callable[[Any], Awaitable[bool]]) -> SideRound:
-    """Run ``call`` over ``items`` with ``concurrency`` in flight; ops = calls that returned True."""
-    it = iter(items)
-    ok, lat = 0, []
-
-    async def worker() -> None:
-        nonlocal ok
-        for item in it:
-            t = now()
-            good = await call(item)
-            lat.append(now() - t)
-            ok += good
-
-    start = now()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return SideRound(ok, now() - start, lat)
+def run_dir() -> Path:
+    return Path(tempfile.mkdtemp(prefix="sluicegate-bench-"))
 
 
 async def measure(stack: DevStack, rounds: int, per_round: int, warmup: int, concurrency: int,
@@ -128,9 +72,9 @@ async def measure(stack: DevStack, rounds: int, per_round: int, warmup: int, con
             r.raise_for_status()
             return True
 
-        await _drive(list(range(1, total + 1)), concurrency, create)
+        await drive(list(range(1, total + 1)), concurrency, create)
         deliveries = [signed_pull_request(secret, owner, repo, n, shas[n - 1]) for n in range(1, total + 1)]
-        starts = [_bare_start(s, secret, bare_owner, repo, n, shas[n - 1]) for n in range(1, total + 1)]
+        starts = [bare_start(s, secret, bare_owner, repo, n, shas[n - 1]) for n in range(1, total + 1)]
         log(f"  set-up: {total} open pull requests on the forge simulator, {total} signed deliveries, "
             f"{total} bare work orders")
 
@@ -167,79 +111,18 @@ async def measure(stack: DevStack, rounds: int, per_round: int, warmup: int, con
             async def run_round(n: int) -> SideRound:
                 before = meter.snapshot()
                 chunk = items[warmup + n * per_round: warmup + (n + 1) * per_round]
-                result = await _drive(chunk, concurrency, call)
+                result = await drive(chunk, concurrency, call)
                 meter.record(name, before, result.ops)
                 return result
             return run_round
 
         counters = forge_counters(forge)  # untimed; only intake touches the forge (no worker runs)
-        await _drive(deliveries[:warmup], concurrency, post)
-        await _drive(starts[:warmup], concurrency, start)
+        await drive(deliveries[:warmup], concurrency, post)
+        await drive(starts[:warmup], concurrency, start)
         await interleave(rounds, side("intake", deliveries, post), side("baseline", starts, start), cmp, log)
         cmp.forge_reads = forge_reads_between(counters, forge_counters(forge), total, total)
         cmp.checks.append(cmp.forge_reads.line() + " (one new version per delivery)")
 
     cmp.checks.append("answers: " + ", ".join(f"{k} x{v}" for k, v in sorted(outcomes.items())))
-    await _verify(cmp, s, client, f"{tenant}/github:{owner}/{repo}#", total, outcomes)
+    await verify(cmp, s, client, f"{tenant}/github:{owner}/{repo}#", total, outcomes)
     return cmp, {side: meter.per_op(side) for side in ("intake", "baseline")}
-
-
-def _bare_start(settings, secret: str, owner: str, repo: str, n: int, sha: str):
-    """The same workflow id scheme, argument, work order and search attributes the admitter sends."""
-    headers, body = signed_pull_request(secret, owner, repo, n, sha)
-    parsed = parse_github_delivery(headers, body, source="github", tenant=settings.sources["github"].tenant,
-                                   secrets=[secret], received_at=datetime.now(UTC))
-    cand = parsed.candidate
-    decision = IntakeDecision(Outcome.ACCEPT, str(Reason.ADMITTED), "bench", uuid.uuid4().hex, cand.work_key,
-                              sha, generation=1)
-    order = work_order_for(Admission(decision, parsed.envelope, cand), settings)
-    attrs = sa.at_admission(order.work_key, order.tenant, order.trigger_kind, order.input_version)
-    return workflow_id_for(order.work_key), AgentLoopStart(order.work_key, order.tenant), order, attrs
-
-
-async def _verify(cmp: Comparison, settings, client, key_prefix: str, sent: int, outcomes: Counter) -> None:
-    admitted = outcomes.get("202 accept/admitted", 0)
-    started = outcomes.get("bare started", 0)
-    engine = ledger.make_engine(settings.ledger_url())
-    try:
-        with engine.connect() as conn:
-            ours = Receipt.work_key.like(key_prefix + "%")
-            accepts = conn.execute(select(func.count()).select_from(Receipt).where(
-                ours, Receipt.outcome == str(Outcome.ACCEPT))).scalar_one()
-            with_wf = conn.execute(select(func.count()).select_from(Receipt).where(
-                ours, Receipt.outcome == str(Outcome.ACCEPT), Receipt.workflow_id.is_not(None))).scalar_one()
-            others = conn.execute(select(func.count()).select_from(Receipt).where(
-                ours, Receipt.outcome != str(Outcome.ACCEPT))).scalar_one()
-            versions = conn.execute(select(func.count()).select_from(WorkVersion).where(
-                WorkVersion.work_key.like(key_prefix + "%"), WorkVersion.status == "admitted")).scalar_one()
-    finally:
-        engine.dispose()
-    running = await _running_workflows(client, admitted + started)
-    cmp.checks.append(f"ledger: {accepts} accept receipts ({with_wf} with a workflow id, {others} other outcomes), "
-                      f"{versions} work versions admitted; expected {admitted} (of {sent} sent)")
-    cmp.checks.append(f"temporal: {running} AgentLoop workflows running; expected {admitted} admitted + "
-                      f"{started} bare = {admitted + started}")
-    problems = [f"{k} x{v}" for k, v in outcomes.items() if k not in ("202 accept/admitted", "bare started")]
-    if admitted != sent or started != sent:
-        problems.append(f"{admitted} admitted and {started} bare starts of {sent} each")
-    if not accepts == with_wf == versions == admitted or others:
-        problems.append("ledger counts do not match the admitted answers")
-    if running != admitted + started:
-        problems.append(f"{running} running workflows, expected {admitted + started}")
-    if problems:
-        raise BenchError("verification failed: " + "; ".join(problems))
-
-
-async def _running_workflows(client, expected: int, timeout: float = 30.0) -> int:
-    """Running AgentLoop workflows on the (fresh) dev server; visibility lags, so poll a while."""
-    query = f'WorkflowType = "{AGENT_WORKFLOW}" AND ExecutionStatus = "Running"'
-    deadline = now() + timeout
-    while True:
-        count = (await client.count_workflows(query)).count
-        if count == expected or now() > deadline:
-            return count
-        await asyncio.sleep(0.5)
-
-
-def run_dir() -> Path:
-    return Path(tempfile.mkdtemp(prefix="sluicegate-bench-"))

@@ -8,7 +8,7 @@ pipeline is tested with real adapters or swapped for another engine.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Callable, Protocol, Sequence
 
 from intake.capacity.context import CapacityContext as CapacityContext  # noqa: F401 - re-exported: the port's argument
 from intake.decision import IntakeDecision, Reason
@@ -62,6 +62,11 @@ class IntakeStore(Protocol):
         ...
 
     def mark_admitted(self, decision: IntakeDecision, workflow_id: str, run_id: str | None) -> IntakeDecision:
+        """Record the started run (workflow id, run id) on the version, its receipt and its work item."""
+        ...
+
+    def mark_admitted_many(self, marks: Sequence[tuple[IntakeDecision, str, str | None]]) -> list[IntakeDecision]:
+        """:meth:`mark_admitted` for each (decision, workflow id, run id), in one transaction."""
         ...
 
     def mark_admission_failed(self, decision: IntakeDecision, error: str) -> IntakeDecision:

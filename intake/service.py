@@ -43,6 +43,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from intake.admitted_marks import AdmittedMarks
 from intake.admission_rules import (age_refusal, future_refusal, lag_refusal, not_actionable, scope_refusal,
                                    task_refusal)
 from intake.capacity.plan import Block
@@ -111,6 +112,7 @@ class IntakeService:
         many = getattr(store, "decide_many", None)
         self._batch = DecideBatcher(many) if many is not None else None
         """Group commit of the decisions taken before any forge read (``intake/decide_batch.py``)."""
+        self._marks = AdmittedMarks(store.mark_admitted_many)  # one transaction for concurrent marks
 
     def _rules(self, candidate: WorkCandidate) -> TaskIntake:
         """The candidate's task's reader and rules (its task was checked: ``task_refusal``)."""
@@ -188,13 +190,20 @@ class IntakeService:
             return draft
         return replace(draft, concurrency_key=self._capacity.planner.key_for(candidate, envelope.source))
 
-    async def _capacity_context(self, envelope: Envelope, candidate: WorkCandidate, resume_item: str | None,
-                                resume_receipt: str | None = None) -> CapacityContext | None:
+    def _capacity_context(self, envelope: Envelope, candidate: WorkCandidate, resume_item: str | None,
+                          resume_receipt: str | None = None) -> CapacityContext | None:
         if self._capacity is None:
             if resume_item is None:
                 return None
             raise ValueError("resuming a deferred item needs the capacity gate")
-        return await asyncio.to_thread(self._capacity.context, envelope, candidate, resume_item, resume_receipt)
+        return self._capacity.context(envelope, candidate, resume_item, resume_receipt)
+
+    async def _decide_with_capacity(self, draft: ReceiptDraft, envelope: Envelope, candidate: WorkCandidate,
+                                    resume_item: str | None, resume_receipt: str | None) -> IntakeDecision:
+        """The capacity context and the ledger decision, in one thread hop (one per admission fewer)."""
+        def decide() -> IntakeDecision:
+            return self._store.decide(draft, self._capacity_context(envelope, candidate, resume_item, resume_receipt))
+        return await asyncio.to_thread(decide)
 
     async def _decide(self, envelope: Envelope, candidate: WorkCandidate | None,
                       max_age_seconds: float | None) -> IntakeDecision:
@@ -243,19 +252,19 @@ class IntakeService:
                                 resume_receipt: str | None = None, attempts: int = 0) -> IntakeDecision:
         """Freshness against the source, policy, then the ledger decision with capacity."""
         if resume_item is not None and (refused := await self._refused_on_resume(envelope, candidate)) is not None:
-            ctx = await self._capacity_context(envelope, candidate, resume_item, resume_receipt)
-            return _held_if_killed(await asyncio.to_thread(self._store.decide, refused, ctx), resume_item)
+            return _held_if_killed(await self._decide_with_capacity(refused, envelope, candidate, resume_item,
+                                                                    resume_receipt), resume_item)
         if resume_item is not None and (unknown := task_refusal(envelope, candidate, self._tasks)) is not None:
-            ctx = await self._capacity_context(envelope, candidate, resume_item, resume_receipt)
-            return await asyncio.to_thread(self._store.decide, unknown, ctx)  # disabled since it was queued
+            return await self._decide_with_capacity(unknown, envelope, candidate, resume_item,
+                                                    resume_receipt)  # disabled since it was queued
         rules = self._rules(candidate)
         snapshot = await fresh_snapshot(rules.reader, envelope, candidate, self._unread.deadline_seconds)
         stale = None if isinstance(snapshot, Unread) else rules.freshness(
             candidate.input_version, snapshot, candidate.content_digest)
         if stale == Reason.SOURCE_UNAVAILABLE and (
                 lagged := lag_refusal(envelope, candidate, self._clock(), self._unread.max_lag_seconds)) is not None:
-            ctx = await self._capacity_context(envelope, candidate, resume_item, resume_receipt)
-            return await asyncio.to_thread(self._store.decide, lagged, ctx)  # never shown: waiting cannot help
+            return await self._decide_with_capacity(lagged, envelope, candidate, resume_item,
+                                                    resume_receipt)  # never shown: waiting cannot help
         if stale == Reason.SOURCE_UNAVAILABLE:  # the source lags behind the event: wait (bounded), never reject
             snapshot = Unread(Reason.SOURCE_UNAVAILABLE, LAG_RETRY_SECONDS,
                               f"{candidate.target.target_id}: the source does not show version "
@@ -269,22 +278,23 @@ class IntakeService:
             ctx = await asyncio.to_thread(unread_context, self._capacity, envelope, candidate)
             return await asyncio.to_thread(self._store.decide, unread_draft(envelope, candidate, snapshot, retry), ctx)
         version = candidate.input_version or snapshot.current_version
-        ctx = await self._capacity_context(envelope, candidate, resume_item, resume_receipt)
         if stale is not None:
-            return await asyncio.to_thread(self._store.decide, draft_for(
+            return await self._decide_with_capacity(draft_for(
                 envelope, candidate, Outcome.REJECT, stale,
-                _freshness_message(stale, candidate, snapshot.current_version), input_version=version), ctx)
+                _freshness_message(stale, candidate, snapshot.current_version), input_version=version),
+                envelope, candidate, resume_item, resume_receipt)
         rule = self._policy.evaluate(candidate, snapshot)
         if rule is None and rules.policy is not None:
             rule = rules.policy(candidate, snapshot)
         if rule is not None:
-            return await asyncio.to_thread(self._store.decide, draft_for(
+            return await self._decide_with_capacity(draft_for(
                 envelope, candidate, Outcome.REJECT, rule,
-                f"refused by {rule} under policy {self._policy.version}", input_version=version), ctx)
+                f"refused by {rule} under policy {self._policy.version}", input_version=version),
+                envelope, candidate, resume_item, resume_receipt)
         accept = draft_for(envelope, candidate, Outcome.ACCEPT, Reason.ADMITTED,
                            f"admitting {candidate.work_key} at {version}", input_version=version)
-        decision = await asyncio.to_thread(self._store.decide, replace(accept, ordered_versions=rules.ordered_versions),
-                                           ctx)
+        decision = await self._decide_with_capacity(replace(accept, ordered_versions=rules.ordered_versions),
+                                                    envelope, candidate, resume_item, resume_receipt)
         if decision.outcome != Outcome.ACCEPT:
             return _held_if_killed(decision, resume_item)
         return await self._admit(Admission(decision, envelope, titled(candidate, snapshot)))
@@ -316,7 +326,7 @@ class IntakeService:
             log.error("admission failed for %s@%s: %r", decision.work_key, decision.input_version, exc,
                       extra={"work_key": decision.work_key})
             return await asyncio.to_thread(self._store.mark_admission_failed, decision, repr(exc))
-        return await asyncio.to_thread(self._store.mark_admitted, decision, workflow_id, run_id)
+        return await self._marks.mark(decision, workflow_id, run_id)  # waits for the commit holding it
 
 
 _REPEATS = frozenset({Reason.DUPLICATE_DELIVERY, Reason.REPLAYED_BODY})

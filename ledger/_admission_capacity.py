@@ -40,7 +40,7 @@ def queue_unread(s: Session, draft: ReceiptDraft, ctx: CapacityContext, receipt_
     version is already queued or admitted (``blocked``: why) — then it is ``duplicate-work``."""
     if blocked is not None:
         return duplicate_work(draft, blocked)
-    queued = _deferred.waiting_for(s, draft.tenant or "", draft.work_key)
+    queued = _deferred.waiting_row(s, draft.tenant or "", draft.work_key)
     if (duplicate := _already_queued(draft, queued, None)) is not None:
         return duplicate
     _deferred.enqueue(s, tenant=draft.tenant or "", source=draft.source, work_key=draft.work_key,
@@ -54,7 +54,7 @@ def apply_capacity(s: Session, draft: ReceiptDraft, ctx: CapacityContext, receip
     # Locked before any counter or the work item: the dispatcher re-deciding that item locks it first
     # (``_resumed_item_changed``), and a delivery that took counters and the work item before marking
     # it superseded or replacing its payload deadlocked with it (PostgreSQL aborted the API's side).
-    queued = _deferred.waiting_for(s, draft.tenant or "", draft.work_key, lock=True)
+    queued = _deferred.waiting_row(s, draft.tenant or "", draft.work_key, lock=True)
     # An item queued because its source could not be read waits on nothing this delivery did not
     # just check: it takes the item over (admitted now, or the item re-queued on its limit).
     unread = queued is not None and queued.blocked_on == str(Block.SOURCE) and queued.id != ctx.resume_item

@@ -24,7 +24,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import case, func, or_, select, update
+from sqlalchemy import Row, bindparam, case, func, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col
@@ -53,24 +53,37 @@ def waiting_for(s: Session, tenant: str, work_key: str, lock: bool = False) -> D
 
 
 TENANT_BLOCKS = (str(Block.TENANT), str(Block.QUOTA))
+_TABLE = DeferredItem.__table__  # type: ignore[attr-defined]  # set on table models; not in SQLModel's types
+_WAITING_ROW = select(_TABLE.c.id, _TABLE.c.input_version, _TABLE.c.blocked_on).where(
+    _TABLE.c.tenant == bindparam("tenant"), _TABLE.c.work_key == bindparam("wk"), _TABLE.c.status == "waiting")
+_WAITING_ROW_LOCKED = _WAITING_ROW.with_for_update()
+_AHEAD_ROW = select(_TABLE.c.work_key, _TABLE.c.blocked_on, _TABLE.c.blocked_key).where(
+    _TABLE.c.status == "waiting",
+    or_(_TABLE.c.blocked_on == str(Block.GLOBAL),
+        (_TABLE.c.tenant == bindparam("tenant")) & _TABLE.c.blocked_on.in_(TENANT_BLOCKS),
+        (_TABLE.c.blocked_on == str(Block.RATE)) & (_TABLE.c.blocked_key == bindparam("bucket")),
+        (_TABLE.c.blocked_on == str(Block.KEY)) & _TABLE.c.blocked_key.in_(bindparam("keys", expanding=True)))
+).order_by(_TABLE.c.enqueued_at).limit(1)
+"""The accept path's two queue reads as statements built once (as ``ledger/_accept_sql.py``): the same
+SQL as :func:`waiting_for`'s (and as the ORM form of the queue-ahead read emitted), only the columns
+the capacity step reads."""
+
+
+def waiting_row(s: Session, tenant: str, work_key: str, lock: bool = False) -> Row[Any] | None:
+    """:func:`waiting_for`'s item as a row of (id, input_version, blocked_on); locked with ``lock``."""
+    return s.execute(_WAITING_ROW_LOCKED if lock else _WAITING_ROW, {"tenant": tenant, "wk": work_key}).first()
 
 
 def queue_ahead(s: Session, tenant: str, slot_keys: tuple[str, ...] = (),
-                rate_bucket: str | None = None) -> DeferredItem | None:
-    """A waiting item that new work must not overtake because it waits on a limit the new work
-    needs too: the global slot limit (any tenant), the same tenant's active-run or day limit,
+                rate_bucket: str | None = None) -> Row[Any] | None:
+    """A waiting item (a row of work_key, blocked_on, blocked_key) that new work must not overtake
+    because it waits on a limit the new work needs too: the global slot limit (any tenant), the same tenant's active-run or day limit,
     the same rate bucket, or the same concurrency key. Items waiting on another repository's
     key, another source's bucket or an unreadable source do not hold the newcomer back, nor do
     items waiting on a breaker (the caller checks the breaker's state now: a closed breaker
     must not keep deferring work behind items it once blocked)."""
-    keys = [k for k in slot_keys if k.startswith("key:")]
-    return s.execute(select(DeferredItem).where(
-        col(DeferredItem.status) == "waiting",
-        or_(col(DeferredItem.blocked_on) == str(Block.GLOBAL),
-            (col(DeferredItem.tenant) == tenant) & col(DeferredItem.blocked_on).in_(TENANT_BLOCKS),
-            (col(DeferredItem.blocked_on) == str(Block.RATE)) & (col(DeferredItem.blocked_key) == (rate_bucket or "")),
-            (col(DeferredItem.blocked_on) == str(Block.KEY)) & col(DeferredItem.blocked_key).in_(keys)))
-        .order_by(col(DeferredItem.enqueued_at)).limit(1)).scalars().first()
+    return s.execute(_AHEAD_ROW, {"tenant": tenant, "bucket": rate_bucket or "",
+                                  "keys": [k for k in slot_keys if k.startswith("key:")]}).first()
 
 
 def enqueue(s: Session, *, tenant: str, source: str, work_key: str, input_version: str | None,

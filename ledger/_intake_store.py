@@ -35,6 +35,7 @@ of two concurrent accepts of two versions the second reads after the first commi
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Sequence
 from datetime import timedelta
 
 from sqlalchemy import insert, select, update
@@ -383,19 +384,33 @@ class SqlIntakeStore:
         return generation
 
     def mark_admitted(self, decision: IntakeDecision, workflow_id: str, run_id: str | None) -> IntakeDecision:
-        """Record the started run. Rows are locked in the order the run's own end takes them
-        (``WorkStore.record_outcome``: version, receipt, work item): in the opposite order a run that
-        ended at once deadlocked with this, and PostgreSQL's victim was this transaction — a decided,
-        admitted delivery answered 503. The run's status and run id, if it already recorded its end, are
-        kept; the workflow id is written either way (the run's end does not know it)."""
+        """Record one started run: :meth:`mark_admitted_many` with one mark."""
+        return self.mark_admitted_many([(decision, workflow_id, run_id)])[0]
+
+    def mark_admitted_many(self, marks: Sequence[tuple[IntakeDecision, str, str | None]]) -> list[IntakeDecision]:
+        """Record started runs, all in one transaction (the group commit of ``intake/admitted_marks.py``);
+        returns the decisions marked, in the order given.
+
+        Rows are locked in the order the run's own end takes them (``WorkStore.record_outcome``: version,
+        receipt, work item): in the opposite order a run that ended at once deadlocked with this, and
+        PostgreSQL's victim was this transaction — a decided, admitted delivery answered 503. With many
+        marks, all their versions are updated first, then their receipts, then their work items, each
+        group in (work key, version) order: a run's end, which holds one key's rows in the same order,
+        can never hold a row this transaction waits for while waiting on one it holds, and two replicas'
+        batches take shared rows (one work key's item) in one global order. The run's status and run id,
+        if it already recorded its end, are kept; the workflow id is written either way (the run's end
+        does not know it)."""
+        if not marks:
+            return []
         now = utcnow()
+        ordered = sorted(marks, key=lambda m: (m[0].work_key or "", m[0].input_version or "", m[0].receipt_id))
         with self._engine.begin() as conn:
-            conn.execute(MARK_VERSION, {"wk": decision.work_key, "ver": decision.input_version,
-                                         "gen": decision.generation, "wf": workflow_id, "run": run_id, "now": now})
-            conn.execute(MARK_RECEIPT, {"rid": decision.receipt_id, "wf": workflow_id, "run": run_id})
-            conn.execute(MARK_ITEM, {"wk": decision.work_key, "gen": decision.generation, "wf": workflow_id,
-                                      "now": now})
-        return replace(decision, workflow_id=workflow_id, run_id=run_id)
+            conn.execute(MARK_VERSION, [{"wk": d.work_key, "ver": d.input_version, "gen": d.generation, "wf": wf,
+                                         "run": run, "now": now} for d, wf, run in ordered])
+            conn.execute(MARK_RECEIPT, [{"rid": d.receipt_id, "wf": wf, "run": run} for d, wf, run in ordered])
+            conn.execute(MARK_ITEM, [{"wk": d.work_key, "gen": d.generation, "wf": wf, "now": now}
+                                     for d, wf, run in ordered])
+        return [replace(d, workflow_id=wf, run_id=run) for d, wf, run in marks]
 
     def pending_admissions(self, older_than_seconds: float, limit: int = 100) -> list[PendingAdmission]:
         """Accepted work versions never admitted, whose receipt is older than the grace period."""

@@ -118,3 +118,61 @@ def test_an_accept_chosen_as_a_deadlock_victim_is_decided_again_not_answered_una
     finally:
         other.close()
         engine.dispose()
+
+
+def test_a_batch_of_marks_while_one_of_its_runs_records_its_end_does_not_deadlock(postgres_url):
+    """The group commit (``mark_admitted_many``, ``intake/admitted_marks.py``) marks several versions in one
+    transaction: versions first, then receipts, then work items. One of its runs ending meanwhile holds
+    that key's version and waits for nothing the batch holds, so the batch waits and both go through."""
+    engine = ledger.make_engine(postgres_url)
+    try:
+        run_id = uuid.uuid4().int % 10**8
+        keys = [f"acme/github:acme/api#{run_id}{i}:review" for i in range(3)]
+        store = SqlIntakeStore(engine)
+        decisions = [store.decide(_draft(key, uuid.uuid4().hex)) for key in keys]
+        ending = decisions[1]  # the middle one: the batch has already locked the first key's version
+        run_thread: list[int] = []
+        paused, resume = threading.Event(), threading.Event()
+
+        @event.listens_for(engine, "before_cursor_execute")
+        def _pause_the_run(conn, cursor, statement, params, context, executemany):
+            if run_thread and threading.get_ident() == run_thread[0] and statement.lstrip().startswith(
+                    "UPDATE receipts"):
+                paused.set()
+                resume.wait(10)
+
+        errors: dict[str, BaseException] = {}
+
+        def run_ends() -> None:
+            run_thread.append(threading.get_ident())
+            try:
+                WorkStore(engine).record_outcome(
+                    work_key=ending.work_key, input_version=ending.input_version, generation=ending.generation,
+                    status=RunStatus.DONE, run_id="run-1", result={"reason": "done"}, receipt_id=ending.receipt_id)
+            except BaseException as exc:  # noqa: BLE001 - asserted below
+                errors["run"] = exc
+
+        def api_marks_a_batch() -> None:
+            try:
+                store.mark_admitted_many([(d, f"agent/{d.work_key}", "run-1") for d in decisions])
+            except BaseException as exc:  # noqa: BLE001 - asserted below
+                errors["api"] = exc
+
+        run = threading.Thread(target=run_ends)
+        run.start()
+        assert paused.wait(10), "the run never reached its receipt update"
+        api = _started_and_blocked(engine, api_marks_a_batch, "the batch never waited on the run's row lock")
+        resume.set()
+        run.join(15)
+        api.join(15)
+        assert not run.is_alive() and not api.is_alive()
+        assert errors == {}, {k: f"{type(v).__name__}: {v}" for k, v in errors.items()}
+        with Session(engine) as s:
+            assert s.get(WorkVersion, (ending.work_key, ending.input_version)).status == RunStatus.DONE
+            assert s.get(WorkItem, ending.work_key).status == RunStatus.DONE  # the run's end is kept
+            for d in decisions:
+                assert s.get(Receipt, d.receipt_id).workflow_id == f"agent/{d.work_key}"
+                if d is not ending:
+                    assert s.get(WorkVersion, (d.work_key, d.input_version)).status == "admitted"
+    finally:
+        engine.dispose()
