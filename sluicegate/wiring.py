@@ -53,6 +53,7 @@ from sluicegate.services.intake import enabled_tasks, intake_service
 from sluicegate.services.resources import open_forge, open_ledger
 from sluicegate.temporal.admitter import TemporalAdmitter
 from sluicegate.temporal.client import payload_keys
+from sluicegate.temporal.sandbox_runner import workflow_runner
 from sluicegate.temporal.schedules import retention_policy
 from workflows.agent_loop import AgentLoopWorkflow
 from workflows.capacity_contracts import DispatchRequest
@@ -154,6 +155,7 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
                     *task_activities(settings, forge, gateway, marks, egress),
                     *trigger_activities(client, settings, engine, forge,
                                        TemporalAdmitter(client, settings, search_attributes))],
+        workflow_runner=workflow_runner(),  # the SDK's sandbox, each entry compiled once (sandbox_runner.py)
         interceptors=[telemetry or ActivityTelemetry(registry.tool_activity_names()),
                       AttemptInterceptor(),  # receipts written by an activity name its attempt
                       LocalActivityShutdown()],  # no sdk-core retry timer outlives the worker (module doc)

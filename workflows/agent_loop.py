@@ -28,7 +28,9 @@ re-checked before its first step and ends ``skipped`` if refused or uncheckable
 cancels the step in flight, ends every order ``cancelled`` with who and why, gives the capacity
 back in a scope that cannot be cancelled and closes the workflow CANCELED
 (``workflows/cancellation.py``, ``workflows/order_end.py``); ``lean-loop-steps`` — one marker stands
-for all of those, the ledger bookkeeping runs as local activities (``workflows/lean_steps.py``).
+for all of those, the ledger bookkeeping runs as local activities (``workflows/lean_steps.py``);
+``memo-changes-only`` — stands for ``lean-loop-steps``, and a memo upsert carries only the fields
+that changed (same file).
 """
 
 from __future__ import annotations
@@ -57,10 +59,10 @@ with workflow.unsafe.imports_passed_through():
     from workflows.cancellation import CancelAttribution, attribute
     from workflows.order_end import cancelled_before_start, mark_cancelled, record_outcome, release_capacity, uncancellable
     from workflows.claims import ClaimVerdict
-    from workflows.run_memo import MEMO_PATCH, memo_for
+    from workflows.run_memo import MEMO_PATCH, changed_fields, memo_for
     from workflows.order_claim import ADMISSION_PATCH, CLAIM_ORDER_PATCH, REFUSED, claim_order, unrun_outcome
     from workflows.policy_step import POLICY_FIRST_STEP_PATCH, policy_skipped, recheck_policy
-    from workflows.lean_steps import lean, patched
+    from workflows.lean_steps import lean, memo_changes_only, patched
 
 SUPERSEDE_PATCH = "supersede-at-step-boundary"
 CONTINUE_AS_NEW_PATCH = "continue-as-new-between-orders"
@@ -386,8 +388,14 @@ class AgentLoopWorkflow:
 
     def _upsert_memo(self, order: WorkOrder, cost: float, status: str) -> None:
         """The UI's memo: the current order, its status and cost so far (patch ``memo-cost-so-far``)."""
-        if self._memo:
-            workflow.upsert_memo(memo_for(order, cost, status))
+        if not self._memo:
+            return
+        memo = memo_for(order, cost, status)
+        if memo_changes_only():  # the changed fields only: each is a payload (workflows/lean_steps.py)
+            memo = changed_fields(workflow.memo(), memo)
+            if not memo:
+                return
+        workflow.upsert_memo(memo)
 
     def _set_status(self, order: WorkOrder, status: str) -> None:
         if order.runtime.search_attributes:

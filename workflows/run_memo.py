@@ -11,7 +11,7 @@ hostile: only a string is kept, control characters become spaces, and it is cut 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from intake.hygiene import TITLE_LIMIT, display_title  # noqa: F401 - re-exported (the parser keeps titles short too)
 
@@ -33,6 +33,13 @@ def summary_for(order: Any) -> str:
 def memo_at_start(order: Any) -> dict[str, Any]:
     """The memo a run starts with (unknown fields left out)."""
     return {k: v for k, v in memo_for(order).items() if v is not None}
+
+
+def changed_fields(current: Mapping[str, Any], wanted: dict[str, Any]) -> dict[str, Any]:
+    """The fields of ``wanted`` whose value differs from the run's ``current`` memo (an absent key counts
+    as ``None``, so removing a key that is not there is no change): what an upsert must carry for the
+    memo to read ``wanted`` afterwards (patch ``memo-changes-only``, ``workflows/lean_steps.py``)."""
+    return {k: v for k, v in wanted.items() if current.get(k) != v}
 
 
 def memo_for(order: Any, cost_usd: float = 0.0, status: str = "admitted") -> dict[str, Any]:

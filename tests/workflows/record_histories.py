@@ -24,6 +24,8 @@ Scenarios:
   admitted (which ends 1's admission ``superseded`` in the ledger) and signalled; 1's claim answers
   ``skip``, 2 claims and runs. Recorded for patch ``lean-loop-steps``: one patch marker, the claims,
   the policy re-check, the outcome record and the release as local-activity markers.
+  ``agent_loop_lean_memo_changes_v1`` is the same scenario recorded under patch ``memo-changes-only`` (one
+  marker for both; memo upserts after the first carry only the changed fields).
 * ``artifact-reads``: one order whose diff is stored as an artifact (inline limit 500) and read back
   by the model with ``read_artifact`` in parts (patch ``read-artifact-tool``).
 

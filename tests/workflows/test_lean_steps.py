@@ -29,7 +29,7 @@ from tests.support.agent_runs import accept_in_ledger, start_order, work_order
 from tests.support.sims import settings_for
 from worker import create_worker
 from workflows.agent_loop import AgentLoopWorkflow
-from workflows.lean_steps import LEAN_PATCH, SUBSUMED, finish_then_cancel
+from workflows.lean_steps import LEAN_PATCH, MEMO_CHANGES_PATCH, SUBSUMED, finish_then_cancel
 from workflows.names import (
     CLAIM_ORDER_ACTIVITY, MODEL_ACTIVITY, RECHECK_POLICY_ACTIVITY, RECORD_OUTCOME_ACTIVITY, RELEASE_CAPACITY_ACTIVITY,
 )
@@ -90,7 +90,7 @@ async def test_a_run_replays_and_its_ledger_work_leaves_no_activity_tasks(tempor
             history = await handle.fetch_history()
     assert outcome.status == "done" and outcome.steps > 0
     patches, local, scheduled = _shape(json.loads(history.to_json())["events"])
-    assert patches == [LEAN_PATCH]
+    assert patches == [MEMO_CHANGES_PATCH]  # the newest patch's one marker stands for lean-loop-steps
     assert sorted(set(local)) == sorted(LEDGER_ACTIVITIES)
     assert scheduled.count(MODEL_ACTIVITY) == outcome.steps
     engine = ledger.make_engine(url)

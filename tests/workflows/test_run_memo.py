@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 
 import ledger
 from demo.github_payloads import delivery_headers, encode, pull_request_payload
@@ -24,7 +25,9 @@ from sluicegate.config.settings import load_settings
 from tests.support.agent_runs import start_order, work_order
 from tests.support.sims import settings_for
 from worker import create_worker
-from workflows.run_memo import MEMO_PATCH, TITLE_LIMIT, display_title
+from workflows.contracts import AGENT_WORKFLOW, WORK_ORDER_SIGNAL, AgentLoopResult, AgentLoopStart
+from workflows.lean_steps import MEMO_CHANGES_PATCH
+from workflows.run_memo import MEMO_PATCH, TITLE_LIMIT, changed_fields, display_title, memo_at_start
 
 HISTORY = Path(__file__).parent / "histories" / "agent_loop_memo_v1.json"
 
@@ -95,3 +98,73 @@ def test_the_recorded_history_has_the_patch_and_its_memo_upserts():
     upserts = [e for e in events if e["eventType"] == "EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED"]
     assert MEMO_PATCH in patches
     assert len(upserts) >= 3  # an order's start, its model steps and its end
+
+
+def _memo_upserts(history) -> list[set[str]]:
+    """The field names each memo upsert of a history carried, in order."""
+    return [set(e.workflow_properties_modified_event_attributes.upserted_memo.fields) for e in history.events
+            if e.event_type == EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED]
+
+
+async def test_memo_upserts_carry_only_the_fields_that_changed(temporal_env, sims, tmp_path, task_queue):
+    """Patch ``memo-changes-only``: a run started with intake's memo upserts its status alone when the
+    order starts, the cost alone after a model step, status and cost at the end; the memo reads the
+    same as with full upserts (each field is a payload the worker's SDK converts; issue 11 item 6)."""
+    sims.reset()
+    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+    ledger.upgrade(url)
+    settings = settings_for(sims, url)
+    order = work_order(settings, search_attributes=not temporal_env.supports_time_skipping)
+    async with AsyncExitStack() as stack:
+        async with await create_worker(temporal_env.client, settings, stack, task_queue):
+            handle = await temporal_env.client.start_workflow(
+                AGENT_WORKFLOW, AgentLoopStart(order.work_key, order.tenant), id=f"agent/{order.work_key}/memo",
+                task_queue=task_queue, start_signal=WORK_ORDER_SIGNAL, start_signal_args=[order],
+                memo=memo_at_start(order), result_type=AgentLoopResult)  # as the admitter starts it
+            [outcome] = (await handle.result()).orders
+            history = await handle.fetch_history()
+    upserts = _memo_upserts(history)
+    assert outcome.steps >= 2 and len(upserts) == outcome.steps + 1  # start, a step with tools, ..., end
+    assert upserts[0] == {"status"}
+    assert all(u == {"cost_so_far_usd"} for u in upserts[1:-1])
+    assert upserts[-1] == {"status", "cost_so_far_usd"}
+    assert await (await handle.describe()).memo() == {
+        "pull_request": "acme/api#42", "tenant": "acme", "trigger": "event", "receipt_id": order.receipt_id,
+        "input_version": order.input_version, "status": str(outcome.status),
+        "cost_so_far_usd": round(outcome.cost_usd, 6)}
+
+
+async def test_a_run_started_without_a_memo_gets_every_known_field_once(temporal_env, sims, tmp_path, task_queue):
+    sims.reset()
+    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+    ledger.upgrade(url)
+    settings = settings_for(sims, url)
+    order = work_order(settings, search_attributes=not temporal_env.supports_time_skipping)
+    async with AsyncExitStack() as stack:
+        async with await create_worker(temporal_env.client, settings, stack, task_queue):
+            handle = await start_order(temporal_env.client, task_queue, order)
+            await handle.result()
+            history = await handle.fetch_history()
+    upserts = _memo_upserts(history)
+    assert upserts[0] == set(memo_at_start(order))  # every known field (no title: none known), status running
+    assert all(len(u) <= 2 for u in upserts[1:])
+
+
+def test_changed_fields_counts_an_absent_key_as_none():
+    assert changed_fields({"status": "running", "cost": 0.5}, {"status": "running", "cost": 0.75, "title": None}) == {
+        "cost": 0.75}
+    assert changed_fields({}, {"status": "done", "title": None}) == {"status": "done"}
+    assert changed_fields({"title": "x"}, {"title": None}) == {"title": None}  # a removal is a change
+
+
+def test_the_recorded_memo_changes_history_has_one_marker_and_small_upserts():
+    """``histories/agent_loop_lean_memo_changes_v1.json`` (``record_histories`` scenario ``lean`` after the patch)."""
+    events = json.loads((HISTORY.parent / "agent_loop_lean_memo_changes_v1.json").read_text())["events"]
+    patches = [json.loads(base64.b64decode(p["data"]))["id"] for e in events
+               if e["eventType"] == "EVENT_TYPE_MARKER_RECORDED"
+               and e["markerRecordedEventAttributes"]["markerName"] == "core_patch"
+               for p in e["markerRecordedEventAttributes"]["details"]["patch-data"]["payloads"]]
+    upserts = [set(e["workflowPropertiesModifiedEventAttributes"]["upsertedMemo"]["fields"]) for e in events
+               if e["eventType"] == "EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED"]
+    assert patches == [MEMO_CHANGES_PATCH]
+    assert len(upserts) >= 3 and all(u <= {"status", "cost_so_far_usd"} for u in upserts[1:])

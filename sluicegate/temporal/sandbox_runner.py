@@ -1,0 +1,68 @@
+"""The worker's workflow sandbox: Temporal's ``SandboxedWorkflowRunner``, minus one repeated compile.
+
+The SDK enters a workflow's sandbox by ``exec``-ing a short source string: to activate it, and,
+while encoding and decoding a workflow task, four times for every payload (``get_serialization_context``
+and ``get_external_store_context``). ``exec`` of a string compiles it each time, about a third of the
+~0.15 ms each entry costs (issue 11 item 6: a profile of ``bench/loop_bench.py``; the strings are a
+handful of constants). :class:`CompiledSandboxRunner` compiles each distinct string once and hands the
+code object to the same ``exec``: the same code runs in the same sandbox, with the same restrictions
+and the same per-run module re-import, so determinism protection is unchanged
+(``tests/workflows/test_sandbox_runner.py`` proves a non-deterministic call still fails the task).
+
+It subclasses the SDK's private ``_Instance`` (temporalio is pinned in ``pyproject.toml``); when that
+class does not look as expected, :func:`workflow_runner` falls back to the stock runner.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+from dataclasses import dataclass
+from types import CodeType
+from typing import Any
+
+from temporalio.worker import WorkflowInstance, WorkflowInstanceDetails, WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+
+log = logging.getLogger("sluicegate.worker")
+
+try:  # the SDK's per-run sandbox instance: private, so checked before use
+    from temporalio.worker.workflow_sandbox._runner import _Instance
+except ImportError:  # pragma: no cover - a different SDK layout
+    _Instance = None  # type: ignore[assignment,misc]
+
+
+@functools.lru_cache(maxsize=64)
+def compiled(code: str) -> CodeType:
+    """``code`` compiled as ``exec`` compiles a string (file name ``<string>``), once per process."""
+    return compile(code, "<string>", "exec")
+
+
+def _fits() -> bool:
+    """Does the SDK's ``_Instance`` enter its sandbox through ``_run_code(code, **globals)``?"""
+    run_code = getattr(_Instance, "_run_code", None)
+    return run_code is not None and list(inspect.signature(run_code).parameters)[:2] == ["self", "code"]
+
+
+if _Instance is not None:
+    class _CompiledInstance(_Instance):
+        def _run_code(self, code: Any, **extra_globals: Any) -> None:
+            # The SDK annotates ``code: str`` but only passes it to ``exec``, which takes a code object too.
+            super()._run_code(compiled(code) if isinstance(code, str) else code, **extra_globals)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class CompiledSandboxRunner(SandboxedWorkflowRunner):
+    """``SandboxedWorkflowRunner`` whose instances ``exec`` precompiled code objects."""
+
+    def create_instance(self, det: WorkflowInstanceDetails) -> WorkflowInstance:
+        return _CompiledInstance(det, self.runner_class, self.restrictions)
+
+
+def workflow_runner() -> WorkflowRunner:
+    """The worker's runner: :class:`CompiledSandboxRunner`, or the SDK's own if its internals moved."""
+    if _Instance is not None and _fits():
+        return CompiledSandboxRunner()
+    log.warning("temporalio's sandbox internals changed: using the stock SandboxedWorkflowRunner")
+    return SandboxedWorkflowRunner()

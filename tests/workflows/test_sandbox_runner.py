@@ -1,0 +1,60 @@
+"""The worker's workflow runner (``sluicegate/temporal/sandbox_runner.py``): Temporal's sandbox with
+each sandbox entry compiled once. Same sandbox, same restrictions: a workflow that calls a
+non-deterministic function still fails its workflow task, and the worker Sluicegate builds uses it."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from contextlib import AsyncExitStack
+
+import ledger
+from temporalio.api.enums.v1 import EventType
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+
+from sluicegate.temporal.sandbox_runner import CompiledSandboxRunner, compiled, workflow_runner
+from tests.support.sims import settings_for
+from tests.workflows._sandbox_probe import DeterministicProbe, RandomProbe
+from worker import create_worker
+
+
+def test_the_runner_is_the_compiled_one_and_the_worker_uses_it():
+    assert type(workflow_runner()) is CompiledSandboxRunner
+    assert isinstance(workflow_runner(), SandboxedWorkflowRunner)  # same restrictions, same per-run sandbox
+
+
+async def test_create_worker_runs_workflows_in_the_compiled_sandbox(temporal_env, sims, tmp_path, task_queue):
+    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+    ledger.upgrade(url)
+    async with AsyncExitStack() as stack:
+        worker = await create_worker(temporal_env.client, settings_for(sims, url), stack, task_queue)
+    assert type(worker.config()["workflow_runner"]) is CompiledSandboxRunner
+
+
+async def test_workflows_run_and_sandbox_entries_are_compiled_once(temporal_env, task_queue):
+    before = compiled.cache_info()
+    async with Worker(temporal_env.client, task_queue=task_queue, workflows=[DeterministicProbe],
+                      workflow_runner=workflow_runner()):
+        results = [await temporal_env.client.execute_workflow(DeterministicProbe.run, n, id=f"probe-{uuid.uuid4()}",
+                                                              task_queue=task_queue) for n in range(3)]
+    after = compiled.cache_info()
+    assert results == [1, 2, 3]
+    assert after.hits - before.hits >= 3 * 4  # every run enters its sandbox through cached code objects
+    assert after.currsize <= 16  # a handful of constant strings, not one per call
+
+
+async def test_a_non_deterministic_call_still_fails_the_workflow_task(temporal_env, task_queue):
+    client = temporal_env.client
+    async with Worker(client, task_queue=task_queue, workflows=[RandomProbe], workflow_runner=workflow_runner()):
+        handle = await client.start_workflow(RandomProbe.run, id=f"probe-{uuid.uuid4()}", task_queue=task_queue)
+        failed = None
+        for _ in range(200):
+            async for e in handle.fetch_history_events():
+                if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+                    failed = e.workflow_task_failed_event_attributes.failure.message
+            if failed is not None:
+                break
+            await asyncio.sleep(0.05)
+        await handle.terminate("probe done")
+    assert failed is not None and "Cannot access random.random" in failed, failed  # RestrictedWorkflowAccessError
