@@ -191,8 +191,11 @@ class SqlIntakeStore:
             try:
                 written = decide_plain_many(self._engine, [(drafts[i], row) for i, row in zip(plain, rows, strict=True)],
                                             self._already_claimed_unknown)
-            except (IntegrityError, OperationalError):
-                pass  # rolled back whole: decided one by one below, each with decide's own retries
+            except Exception:  # noqa: BLE001 - re-raised below, to its own draft's requester only
+                # Rolled back whole: decided one by one below, each with decide's own retries. Any
+                # failure (a DataError of one draft's value too), not only the race errors: one
+                # draft's failure must not become every requester of the batch's answer.
+                pass
             else:
                 for i, row, lost in zip(plain, rows, written, strict=True):
                     answers[i] = lost or _decision_from_row(row)
