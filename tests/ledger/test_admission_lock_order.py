@@ -14,7 +14,7 @@ import uuid
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlmodel import Session
 
 import ledger
@@ -161,7 +161,7 @@ def test_a_batch_of_marks_while_one_of_its_runs_records_its_end_does_not_deadloc
         run = threading.Thread(target=run_ends)
         run.start()
         assert paused.wait(10), "the run never reached its receipt update"
-        api = _started_and_blocked(engine, api_marks_a_batch, "the batch never waited on the run's row lock")
+        api = started_and_blocked(engine, api_marks_a_batch, "the batch never waited on the run's row lock")
         resume.set()
         run.join(15)
         api.join(15)
