@@ -61,25 +61,39 @@ class AdmittedMarks:
         return await asyncio.shield(done)  # a cancelled request does not cancel the others' write
 
     async def _flush(self, queue: _Queue) -> None:
-        while queue.waiting:
-            batch, queue.waiting = queue.waiting[:self._max_batch], queue.waiting[self._max_batch:]
-            marks = [mark for mark, _ in batch]
-            self.batches.append(len(marks))
-            try:
-                written = await asyncio.to_thread(self._write_many, marks)
-            except Exception as exc:  # noqa: BLE001 - answered below, per requester
-                if len(batch) == 1:
-                    _settle(batch[0][1], error=exc)
-                    continue
-                log.warning("a batch of %d admitted marks failed (%r); writing them one by one", len(batch), exc)
-                for mark, done in batch:
-                    try:
-                        _settle(done, (await asyncio.to_thread(self._write_many, [mark]))[0])
-                    except Exception as one:  # noqa: BLE001 - this requester's own failure
-                        _settle(done, error=one)
-                continue
-            for (_, done), marked in zip(batch, written, strict=True):
-                _settle(done, marked)
+        batch: list[tuple[Mark, asyncio.Future[IntakeDecision]]] = []
+        try:
+            while queue.waiting:
+                batch, queue.waiting = queue.waiting[:self._max_batch], queue.waiting[self._max_batch:]
+                await self._write(batch)
+                batch = []
+        finally:
+            # Only when the flusher itself ended early (cancelled: the event loop shutting down): the
+            # batch in flight (its transaction may still commit, in its thread) and the marks queued
+            # behind it are answered a cancellation, never left awaiting a future nobody completes.
+            left, queue.waiting = batch + queue.waiting, []
+            for _, done in left:
+                if not done.done():
+                    done.cancel()
+
+    async def _write(self, batch: list[tuple[Mark, asyncio.Future[IntakeDecision]]]) -> None:
+        marks = [mark for mark, _ in batch]
+        self.batches.append(len(marks))
+        try:
+            written = await asyncio.to_thread(self._write_many, marks)
+        except Exception as exc:  # noqa: BLE001 - answered below, per requester
+            if len(batch) == 1:
+                _settle(batch[0][1], error=exc)
+                return
+            log.warning("a batch of %d admitted marks failed (%r); writing them one by one", len(batch), exc)
+            for mark, done in batch:
+                try:
+                    _settle(done, (await asyncio.to_thread(self._write_many, [mark]))[0])
+                except Exception as one:  # noqa: BLE001 - this requester's own failure
+                    _settle(done, error=one)
+            return
+        for (_, done), marked in zip(batch, written, strict=True):
+            _settle(done, marked)
 
 
 def _settle(done: asyncio.Future[IntakeDecision], value: IntakeDecision | None = None,
