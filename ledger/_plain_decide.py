@@ -15,7 +15,8 @@ redelivery or replay) writes nothing and is answered from the winner's row.
 
 Group commit (:func:`decide_plain_many`): the plain decisions that arrive while one transaction is
 committing (``intake/decide_batch.py`` gathers them) are written in the next one, each still its own
-claim-then-receipt pair, in arrival order; a claim lost to a delivery earlier in the same batch is
+claim-then-receipt pair, in (source, delivery id) order (:func:`claim_order`: two replicas' batches
+never wait on each other's claims in a cycle); a claim lost to a delivery earlier in the same batch is
 answered from that delivery's row, which the transaction already sees. Every requester is answered
 only after the commit, so no verified delivery's receipt is lost; a storm of duplicates pays one
 ``BEGIN IMMEDIATE`` / commit (and one WAL append of the touched pages) per batch instead of per
@@ -64,17 +65,26 @@ def decide_plain_many(engine: Engine, items: list[tuple[ReceiptDraft, dict]],
     """:func:`decide_plain` for every ``(draft, row)`` of ``items``, all in ONE transaction (group
     commit): per item None when written, else the answer of the delivery that holds its claim. Raises
     (and writes nothing at all) if any statement fails: the caller decides the items one by one."""
-    answers: list[IntakeDecision | None] = []
+    answers: list[IntakeDecision | None] = [None] * len(items)
     with engine.begin() as conn:
         claim = CLAIM[conn.dialect.name]
-        for draft, row in items:
+        for i in claim_order(items):
+            draft, row = items[i]
             if draft.delivery_id is not None and not leaves_delivery_unclaimed(draft):
                 claimed = conn.execute(claim, {
                     "source": draft.source, "delivery_id": draft.delivery_id, "received_at": draft.received_at,
                     "receipt_id": row["id"], "body_digest": draft.body_digest}).first()
                 if claimed is None:
-                    answers.append(original_answer(find_repeat(conn, draft), draft) or lost(draft))
+                    answers[i] = original_answer(find_repeat(conn, draft), draft) or lost(draft)
                     continue
             conn.execute(_RECEIPT, row)
-            answers.append(None)
     return answers
+
+
+def claim_order(items: list[tuple[ReceiptDraft, dict]]) -> list[int]:
+    """The indexes of ``items`` in (source, delivery id) order, the order every batch takes its claims
+    in: two replicas' batches claiming the same redelivered ids, each in its own arrival order, held one
+    id each while waiting for the other's (PostgreSQL: a deadlock, one batch aborted after
+    ``deadlock_timeout``). Stable: of one id twice in a batch the earlier claims it, the later is
+    answered from its row."""
+    return sorted(range(len(items)), key=lambda i: (items[i][0].source or "", items[i][0].delivery_id or ""))

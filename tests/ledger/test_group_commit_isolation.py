@@ -4,11 +4,14 @@ whatever the database's error class (PostgreSQL: ``DataError`` for a value it ca
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
+from sqlalchemy import text
 from sqlalchemy.exc import DataError
 
 import ledger
@@ -16,6 +19,9 @@ from intake.decision import Outcome, Reason
 from intake.envelope import TriggerKind
 from intake.receipts import ReceiptDraft
 from ledger import SqlIntakeStore
+from ledger._intake_store import _receipt_row
+from ledger._plain_decide import decide_plain_many
+from tests.support.pause_at_statement import waiting_on_a_lock
 
 pytestmark = pytest.mark.postgres
 
@@ -45,4 +51,59 @@ def test_a_data_error_in_one_draft_is_that_drafts_alone(postgres_url):
         # written: each redelivery is answered from its receipt
         assert [store.decide(d).receipt_id for d in good] == [answers[0].receipt_id, answers[2].receipt_id]
     finally:
+        engine.dispose()
+
+
+def _waiting_on_locks(engine, count: int, threads: list[threading.Thread]) -> None:
+    for _ in range(500):
+        if waiting_on_a_lock(engine) >= count or not all(t.is_alive() for t in threads):
+            return
+        time.sleep(0.02)
+
+
+def test_two_replicas_batches_of_the_same_deliveries_in_opposite_orders_do_not_deadlock(postgres_url):
+    """Two API replicas each batch the same two redelivered ids, in the order each received them
+    (A: d1 then d2, B: d2 then d1). Claimed in arrival order, A held d1 waiting for d2 while B held d2
+    waiting for d1: PostgreSQL aborted one batch after its deadlock timeout (its requesters decided
+    again one by one, a second later). Claimed in (source, delivery id) order, B waits for A and is
+    answered from A's rows. A third transaction holding one claim of each batch (x, y) makes both
+    batches take their first claim before either reaches the other's."""
+    engine = ledger.make_engine(postgres_url)
+    other = engine.connect()
+    try:
+        store = SqlIntakeStore(engine)
+        run = uuid.uuid4().hex[:8]
+        d1, d2, x, y = (replace(_draft("sha"), delivery_id=f"{run}-{n}") for n in ("d1", "d2", "x", "y"))
+        tx = other.begin()
+        for held in (x, y):
+            other.execute(text("INSERT INTO deliveries (source, delivery_id, received_at, receipt_id) "
+                               "VALUES ('github', :d, now(), 'other')"), {"d": held.delivery_id})
+        results: dict[str, object] = {}
+
+        def batch(name: str, drafts: list[ReceiptDraft]) -> None:
+            rows = [_receipt_row(d, uuid.uuid4().hex, None, "p") for d in drafts]
+            try:
+                results[name] = decide_plain_many(engine, list(zip(drafts, rows, strict=True)),
+                                                  store._already_claimed_unknown)
+            except BaseException as exc:  # noqa: BLE001 - asserted below
+                results[name] = exc
+
+        threads = [threading.Thread(target=batch, args=("A", [d1, x, d2])),
+                   threading.Thread(target=batch, args=("B", [d2, y, d1]))]
+        for thread in threads:
+            thread.start()
+        _waiting_on_locks(engine, 2, threads)  # both batches wait (old order: A on x, B on y)
+        tx.rollback()
+        for thread in threads:
+            thread.join(30)
+        errors = {k: v for k, v in results.items() if isinstance(v, BaseException)}
+        assert errors == {}, {k: f"{type(v).__name__}: {v}" for k, v in errors.items()}
+        a, b = results["A"], results["B"]
+        assert isinstance(a, list) and isinstance(b, list)
+        # one batch claimed both ids; the other's two were answered from those rows (in its own order)
+        written, repeated = (a, b) if a[0] is None else (b, a)
+        assert written == [None, None, None]
+        assert [r.reason for r in repeated if r is not None] == [Reason.DUPLICATE_DELIVERY] * 2
+    finally:
+        other.close()
         engine.dispose()
