@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from intake.decision import IntakeDecision
+from intake.shielded_answer import shielded_answer
 
 log = logging.getLogger("sluicegate.intake")
 
@@ -58,7 +59,7 @@ class AdmittedMarks:
         queue.waiting.append(((decision, workflow_id, run_id), done))
         if queue.flusher is None or queue.flusher.done():
             queue.flusher = loop.create_task(self._flush(queue))
-        return await asyncio.shield(done)  # a cancelled request does not cancel the others' write
+        return await shielded_answer(done)  # a cancelled request does not cancel the others' write
 
     async def _flush(self, queue: _Queue) -> None:
         batch: list[tuple[Mark, asyncio.Future[IntakeDecision]]] = []

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from intake.decision import IntakeDecision
+from intake.shielded_answer import shielded_answer
 from intake.receipts import ACTIVITY_ATTEMPT, ReceiptDraft
 
 DEFAULT_MAX_BATCH = 64
@@ -61,7 +62,7 @@ class DecideBatcher:
         if self._writer is None:
             self._writer = loop.create_task(self._write())
         # shield: a requester cancelled meanwhile must not cancel the batch its receipt is in
-        return await asyncio.shield(future)
+        return await shielded_answer(future)  # a cancelled request does not cancel the others' write
 
     async def _write(self) -> None:
         batch: list[tuple[ReceiptDraft, asyncio.Future[IntakeDecision]]] = []
