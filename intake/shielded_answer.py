@@ -9,12 +9,12 @@ retrieved", an ERROR line with a traceback per such request.
 from __future__ import annotations
 
 import asyncio
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
 
-def _retrieved(answer: asyncio.Future[object]) -> None:
+def _retrieved(answer: asyncio.Future[Any]) -> None:
     if not answer.cancelled():
         answer.exception()  # marks the error retrieved: the requester that would have raised it is gone
 
