@@ -33,7 +33,10 @@ CANCEL_WAIT_MARGIN_SECONDS = 110
 the default 10 s window); then the failure is returned after all, so a worker whose cancel never comes
 still stops. The bound follows the window: a fixed bound shorter than a configured window
 (``temporal.graceful_shutdown_seconds``) would return the failure before the cancel, and core would
-arm the retry timer this guard exists to avoid."""
+arm the retry timer this guard exists to avoid. The attempt's own start-to-close timeout, when shorter,
+ends the wait first (core times the attempt out; ``tests/test_local_activity_shutdown.py`` at a 10 s
+window over the probe's 5 s timeout shows no panic): the bound matters for the longest ledger local
+activity (``release_capacity``, 2 min) under a window of 2 min or more."""
 
 
 def _retried_by_core(exc: BaseException) -> bool:
