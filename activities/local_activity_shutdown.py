@@ -20,6 +20,7 @@ runs the local activity again from its history. A non-retryable failure is retur
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from typing import Any
 
 from temporalio import activity
@@ -27,9 +28,15 @@ from temporalio.exceptions import ApplicationError
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
 
-_CANCEL_WAIT_BOUND_SECONDS = 120
-"""Longest wait for the shutdown's cancel (far beyond ``create_worker``'s 10 s graceful window); then the
-failure is returned after all, so a worker whose cancel never comes still stops."""
+CANCEL_WAIT_MARGIN_SECONDS = 110
+"""How much longer than the worker's graceful window an attempt waits for the shutdown's cancel (120 s at
+the default 10 s window); then the failure is returned after all, so a worker whose cancel never comes
+still stops. The bound follows the window: a fixed bound shorter than a configured window
+(``temporal.graceful_shutdown_seconds``) would return the failure before the cancel, and core would
+arm the retry timer this guard exists to avoid. The attempt's own start-to-close timeout, when shorter,
+ends the wait first (core times the attempt out; ``tests/test_local_activity_shutdown.py`` at a 10 s
+window over the probe's 5 s timeout shows no panic): the bound matters for the longest ledger local
+activity (``release_capacity``, 2 min) under a window of 2 min or more."""
 
 
 def _retried_by_core(exc: BaseException) -> bool:
@@ -37,6 +44,10 @@ def _retried_by_core(exc: BaseException) -> bool:
 
 
 class _LocalShutdownInbound(ActivityInboundInterceptor):
+    def __init__(self, next: ActivityInboundInterceptor, cancel_wait_seconds: float) -> None:
+        super().__init__(next)
+        self._cancel_wait_seconds = cancel_wait_seconds
+
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
         try:
             return await super().execute_activity(input)
@@ -46,14 +57,18 @@ class _LocalShutdownInbound(ActivityInboundInterceptor):
             activity.logger.info("local activity failed while the worker shuts down (%s); waiting for the "
                                  "shutdown's cancel instead of a retry the finalized worker cannot take", exc)
             try:
-                await asyncio.wait_for(activity.wait_for_cancelled(), _CANCEL_WAIT_BOUND_SECONDS)
+                await asyncio.wait_for(activity.wait_for_cancelled(), self._cancel_wait_seconds)
             except TimeoutError:
                 raise exc from None  # no cancel came: fail as before rather than hold the shutdown
             raise asyncio.CancelledError() from exc
 
 
 class LocalActivityShutdown(Interceptor):
-    """Register on the worker: ``Worker(..., interceptors=[LocalActivityShutdown()])``."""
+    """Register on the worker with its graceful window:
+    ``Worker(..., graceful_shutdown_timeout=g, interceptors=[LocalActivityShutdown(g)])``."""
+
+    def __init__(self, graceful_shutdown: timedelta = timedelta(seconds=10)) -> None:
+        self.cancel_wait_seconds = graceful_shutdown.total_seconds() + CANCEL_WAIT_MARGIN_SECONDS
 
     def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
-        return _LocalShutdownInbound(next)
+        return _LocalShutdownInbound(next, self.cancel_wait_seconds)

@@ -143,6 +143,7 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
     policy = PolicyRecheckActivities(settings.intake.policy(), ForgeTargetReader(forge),
                                      SqlIntakeStore(engine, policy=settings.intake.policy()),
                                      task_readers={s.name: s.reader(forge) for s in enabled_tasks(settings)})
+    graceful = timedelta(seconds=settings.temporal.graceful_shutdown_seconds)
     return Worker(
         client, task_queue=task_queue or settings.temporal.task_queue,
         workflows=[AgentLoopWorkflow, OutboxRelayWorkflow, PruneDeliveriesWorkflow, ScanWorkflow, GoalWorkflow,
@@ -158,6 +159,6 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
         workflow_runner=workflow_runner(),  # the SDK's sandbox, each entry compiled once (sandbox_runner.py)
         interceptors=[telemetry or ActivityTelemetry(registry.tool_activity_names()),
                       AttemptInterceptor(),  # receipts written by an activity name its attempt
-                      LocalActivityShutdown()],  # no sdk-core retry timer outlives the worker (module doc)
-        graceful_shutdown_timeout=timedelta(seconds=settings.temporal.graceful_shutdown_seconds),
+                      LocalActivityShutdown(graceful)],  # no sdk-core retry timer outlives the worker (module doc)
+        graceful_shutdown_timeout=graceful,
         max_heartbeat_throttle_interval=timedelta(seconds=settings.temporal.heartbeat_throttle_seconds))

@@ -12,9 +12,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from contextlib import AsyncExitStack
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+
+import ledger
+from activities.local_activity_shutdown import LocalActivityShutdown
+from tests.support.sims import settings_for
+from worker import create_worker
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,3 +40,18 @@ def test_a_local_activity_failing_during_shutdown_leaves_no_timer_to_panic(grace
     guarded = _probe("--guarded", "--grace", grace)
     assert "done" in guarded.stdout and "attempts=" in guarded.stdout, guarded.stderr[-2000:]
     assert "panicked" not in guarded.stderr, guarded.stderr[-3000:]
+
+
+async def test_create_worker_waits_for_the_cancel_longer_than_its_configured_window(temporal_env, sims, tmp_path,
+                                                                                    task_queue):
+    """``temporal.graceful_shutdown_seconds`` above the old fixed 120 s bound: the guard still outwaits it."""
+    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+    ledger.upgrade(url)
+    settings = settings_for(sims, url)
+    settings = settings.model_copy(update={"temporal": settings.temporal.model_copy(
+        update={"graceful_shutdown_seconds": 300.0})})
+    async with AsyncExitStack() as stack:
+        worker = await create_worker(temporal_env.client, settings, stack, task_queue)
+    [guard] = [i for i in worker.config()["interceptors"] if isinstance(i, LocalActivityShutdown)]
+    assert worker.config()["graceful_shutdown_timeout"] == timedelta(seconds=300)
+    assert guard.cancel_wait_seconds > 300

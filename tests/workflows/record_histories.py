@@ -26,6 +26,8 @@ Scenarios:
   the policy re-check, the outcome record and the release as local-activity markers.
   ``agent_loop_lean_memo_changes_v1`` is the same scenario recorded under patch ``memo-changes-only`` (one
   marker for both; memo upserts after the first carry only the changed fields).
+  ``agent_loop_lean_memo_changes_cancel_v1`` is ``claim-cancel`` under the same patch (the cancel's
+  wind-down upserts, changed fields only).
 * ``artifact-reads``: one order whose diff is stored as an artifact (inline limit 500) and read back
   by the model with ``read_artifact`` in parts (patch ``read-artifact-tool``).
 

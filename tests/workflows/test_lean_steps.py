@@ -4,7 +4,8 @@ bookkeeping as local activities, and histories recorded before it still replayin
 Real parts: the time-skipping (or dev) Temporal server, the real worker and activities, the forge and
 model simulators over HTTP, a SQLite ledger. The recorded histories are
 ``histories/agent_loop_lean_steps_v1.json`` and ``agent_loop_lean_cancel_v1.json``
-(``tests/workflows/record_histories.py``, scenarios ``lean`` and ``claim-cancel``); test_replay.py
+(``tests/workflows/record_histories.py``, scenarios ``lean`` and ``claim-cancel``), and the same two under
+patch ``memo-changes-only`` (``agent_loop_lean_memo_changes_v1`` / ``_cancel_v1``); test_replay.py
 replays every history.
 """
 
@@ -29,7 +30,8 @@ from tests.support.agent_runs import accept_in_ledger, start_order, work_order
 from tests.support.sims import settings_for
 from worker import create_worker
 from workflows.agent_loop import AgentLoopWorkflow
-from workflows.lean_steps import LEAN_PATCH, MEMO_CHANGES_PATCH, SUBSUMED, finish_then_cancel
+from workflows.contracts import AGENT_WORKFLOW, AgentLoopResult, AgentLoopStart
+from workflows.lean_steps import LEAN_PATCH, MEMO_CHANGES_PATCH, SUBSUMED, finish_then_cancel, lean, memo_changes_only
 from workflows.names import (
     CLAIM_ORDER_ACTIVITY, MODEL_ACTIVITY, RECHECK_POLICY_ACTIVITY, RECORD_OUTCOME_ACTIVITY, RELEASE_CAPACITY_ACTIVITY,
 )
@@ -54,10 +56,15 @@ def _shape(events: list[dict]) -> tuple[list[str], list[str], list[str]]:
     return patches, local, scheduled
 
 
+LEAN_HISTORIES = {"agent_loop_lean_steps_v1": LEAN_PATCH, "agent_loop_lean_cancel_v1": LEAN_PATCH,
+                  "agent_loop_lean_memo_changes_v1": MEMO_CHANGES_PATCH,
+                  "agent_loop_lean_memo_changes_cancel_v1": MEMO_CHANGES_PATCH}
+
+
 def test_the_recorded_lean_histories_have_one_patch_marker_and_the_ledger_work_as_local_activities():
-    for name in ("agent_loop_lean_steps_v1", "agent_loop_lean_cancel_v1"):
+    for name, marker in LEAN_HISTORIES.items():
         patches, local, scheduled = _shape(json.loads((HISTORIES / f"{name}.json").read_text())["events"])
-        assert patches == [LEAN_PATCH], name
+        assert patches == [marker], name
         assert CLAIM_ORDER_ACTIVITY in local and RECORD_OUTCOME_ACTIVITY in local, name
         assert RELEASE_CAPACITY_ACTIVITY in local, name
         assert not LEDGER_ACTIVITIES & set(scheduled), name
@@ -135,3 +142,33 @@ async def test_a_cancel_during_a_ledger_write_waits_for_the_write_then_cancels_t
     assert EventType.EVENT_TYPE_TIMER_FIRED in kinds and EventType.EVENT_TYPE_TIMER_CANCELED not in kinds
     assert kinds.index(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED) < kinds.index(
         EventType.EVENT_TYPE_TIMER_FIRED)  # the cancel came first; the write still ran to its end
+
+
+_BRANCHES: list[tuple[bool, bool]] = []
+"""(lean-loop-steps, memo-changes-only) as each memo upsert of a replay saw them (unsandboxed, so shared)."""
+
+
+@workflow.defn(name=AGENT_WORKFLOW)
+class _BranchRecording(AgentLoopWorkflow):
+    @workflow.run
+    async def run(self, start: AgentLoopStart) -> AgentLoopResult:
+        return await super().run(start)
+
+    def _upsert_memo(self, order, cost: float, status: str) -> None:
+        if self._memo:
+            _BRANCHES.append((lean(), memo_changes_only()))
+        super()._upsert_memo(order, cost, status)
+
+
+@pytest.mark.parametrize(("name", "changes_only"), [(n, m == MEMO_CHANGES_PATCH) for n, m in LEAN_HISTORIES.items()])
+async def test_a_replay_takes_the_branch_its_history_recorded(name, changes_only):
+    """A run that recorded ``lean-loop-steps`` alone (started before ``memo-changes-only``) replays, and goes
+    on after a crash or on a new worker, with full memo upserts; one that recorded ``memo-changes-only`` with
+    changed fields only. Replay alone cannot tell: sdk-core does not compare an upsert's fields with the
+    history's (a recorded upsert stripped to one field still replays), so the branch is checked here."""
+    _BRANCHES.clear()
+    history = WorkflowHistory.from_json(name, (HISTORIES / f"{name}.json").read_text())
+    result = await Replayer(workflows=[_BranchRecording], workflow_runner=UnsandboxedWorkflowRunner()).replay_workflow(
+        history, raise_on_replay_failure=True)
+    assert result.replay_failure is None
+    assert _BRANCHES and set(_BRANCHES) == {(True, changes_only)}

@@ -12,6 +12,7 @@ import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
+from sluicegate.temporal.sandbox_runner import workflow_runner
 from workflows.agent_loop import AgentLoopWorkflow
 from workflows.maintenance import PruneDeliveriesWorkflow
 
@@ -26,4 +27,14 @@ def test_there_are_histories_to_replay():
 async def test_history_replays(path: Path):
     history = WorkflowHistory.from_json(path.stem, path.read_text())
     result = await Replayer(workflows=[AgentLoopWorkflow, PruneDeliveriesWorkflow]).replay_workflow(history, raise_on_replay_failure=True)
+    assert result.replay_failure is None
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
+async def test_history_replays_in_the_workers_sandbox(path: Path):
+    """The same histories through the runner ``create_worker`` uses (``CompiledSandboxRunner``), not only the
+    SDK's stock sandbox: a worker replays a run after a crash or an eviction with that runner."""
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    replayer = Replayer(workflows=[AgentLoopWorkflow, PruneDeliveriesWorkflow], workflow_runner=workflow_runner())
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
     assert result.replay_failure is None

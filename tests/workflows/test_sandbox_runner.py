@@ -9,13 +9,14 @@ import uuid
 from contextlib import AsyncExitStack
 
 import ledger
+import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from sluicegate.temporal.sandbox_runner import CompiledSandboxRunner, compiled, workflow_runner
 from tests.support.sims import settings_for
-from tests.workflows._sandbox_probe import DeterministicProbe, RandomProbe
+from tests.workflows._sandbox_probe import RUNS, DeterministicProbe, EscapeProbe, ModuleStateProbe, RandomProbe
 from worker import create_worker
 
 
@@ -41,13 +42,12 @@ async def test_workflows_run_and_sandbox_entries_are_compiled_once(temporal_env,
     after = compiled.cache_info()
     assert results == [1, 2, 3]
     assert after.hits - before.hits >= 3 * 4  # every run enters its sandbox through cached code objects
-    assert after.currsize <= 16  # a handful of constant strings, not one per call
+    assert after.currsize - before.currsize <= 5  # the probe's import and the four entries, not one per call
 
 
-async def test_a_non_deterministic_call_still_fails_the_workflow_task(temporal_env, task_queue):
-    client = temporal_env.client
-    async with Worker(client, task_queue=task_queue, workflows=[RandomProbe], workflow_runner=workflow_runner()):
-        handle = await client.start_workflow(RandomProbe.run, id=f"probe-{uuid.uuid4()}", task_queue=task_queue)
+async def _first_task_failure(client, task_queue, workflow, *args) -> str | None:
+    async with Worker(client, task_queue=task_queue, workflows=[workflow], workflow_runner=workflow_runner()):
+        handle = await client.start_workflow(workflow.run, *args, id=f"probe-{uuid.uuid4()}", task_queue=task_queue)
         failed = None
         for _ in range(200):
             async for e in handle.fetch_history_events():
@@ -57,4 +57,25 @@ async def test_a_non_deterministic_call_still_fails_the_workflow_task(temporal_e
                 break
             await asyncio.sleep(0.05)
         await handle.terminate("probe done")
+    return failed
+
+
+async def test_a_non_deterministic_call_still_fails_the_workflow_task(temporal_env, task_queue):
+    failed = await _first_task_failure(temporal_env.client, task_queue, RandomProbe)
     assert failed is not None and "Cannot access random.random" in failed, failed  # RestrictedWorkflowAccessError
+
+
+@pytest.mark.parametrize(("kind", "refused"), [("clock", "time.time"), ("file", "__builtins__.open")])
+async def test_the_clock_and_files_are_still_refused(temporal_env, task_queue, kind, refused):
+    failed = await _first_task_failure(temporal_env.client, task_queue, EscapeProbe, kind)
+    assert failed is not None and f"Cannot access {refused}" in failed, failed
+
+
+async def test_each_run_imports_the_workflow_module_afresh(temporal_env, task_queue):
+    """Code objects are shared, globals are not: module state a run changes is gone for the next run."""
+    async with Worker(temporal_env.client, task_queue=task_queue, workflows=[ModuleStateProbe],
+                      workflow_runner=workflow_runner(), max_cached_workflows=0):
+        seen = [await temporal_env.client.execute_workflow(ModuleStateProbe.run, n, id=f"probe-{uuid.uuid4()}",
+                                                           task_queue=task_queue) for n in range(3)]
+    assert seen == [[0], [1], [2]]
+    assert RUNS == []  # the worker's own import of the module is untouched
