@@ -19,7 +19,7 @@ runs the local activity again from its history. A non-retryable failure is retur
 Open (review of session 9): with temporalio 1.35 no cancel reached a waiting local activity at the end of
 the graceful window; the attempt's own start-to-close timeout ended the wait. With the probe's 5 s timeout
 inside a 10 s window that is harmless, but the ledger's local activities time out after 30 s / 2 min: the
-stop is held that long and sdk-core still panics (``:813``, the xfail case in the test).
+stop is held that long and sdk-core still panics (``:813``; reproduce: ``python -m tests.support.local_activity_shutdown_probe --guarded --grace 10 --timeout 30``).
 """
 
 from __future__ import annotations
