@@ -15,6 +15,11 @@ worker sends at the end of its graceful window (at once when the window is zero)
 the run's workflow task is evicted by the shutdown anyway, and the worker that picks the run up
 runs the local activity again from its history. A non-retryable failure is returned as it is
 (core does not retry it); regular activities are untouched (the server owns their retries).
+
+Open (review of session 9): with temporalio 1.35 no cancel reached a waiting local activity at the end of
+the graceful window; the attempt's own start-to-close timeout ended the wait. With the probe's 5 s timeout
+inside a 10 s window that is harmless, but the ledger's local activities time out after 30 s / 2 min: the
+stop is held that long and sdk-core still panics (``:813``; reproduce: ``python -m tests.support.local_activity_shutdown_probe --guarded --grace 10 --timeout 30``).
 """
 
 from __future__ import annotations

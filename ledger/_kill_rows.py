@@ -5,7 +5,8 @@ Separate from ``ledger/_kills.py`` (the kill switch) so that the credential brok
 import cycle: a credential is issued only when no kill covers its work, under the same lock.
 
 The lock: PostgreSQL takes a transaction-scoped advisory lock, shared by every reader that must
-not miss a kill being written (an accept, a credential issue) and exclusive for a kill. A reader's
+not miss a kill being written (an accept, a credential issue) and exclusive for a kill and an unkill
+(a reader that saw a kill reads it again and still finds it). A reader's
 next statement starts after any kill that held the lock has committed, so it sees that kill; a kill
 that waits for readers sees (and revokes) what they wrote. SQLite needs no lock of its own:
 ``BEGIN IMMEDIATE`` already runs one writer at a time.

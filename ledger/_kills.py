@@ -84,6 +84,9 @@ class KillSwitch:
         """Lift every kill in force for exactly this scope and target; returns how many."""
         target = "*" if scope == "all" else target
         with Session(self._engine) as s, s.begin():
+            # Exclusive, as a kill: a reader under the shared lock (an accept, a credential issue) that saw
+            # the kill reads it again in its next statement and must still find it (ledger/_credentials.py).
+            lock_kills(s, shared=False)
             return rowcount(s.execute(update(Kill).where(col(Kill.scope) == scope, col(Kill.target) == target,
                                                          col(Kill.lifted_at).is_(None))
                                       .values(lifted_at=utcnow(), lifted_by=actor, lift_reason=reason[:500])))

@@ -22,7 +22,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.gateway import Mutation, ToolGateway
 from ledger import Credential, CredentialBroker, KillSwitch, SideEffectLedger
-from tests.support.pause_at_statement import PauseAtStatement, not_in_this_thread
+from tests.support.pause_at_statement import PauseAtStatement, not_in_this_thread, until_blocked_or_done
 
 
 async def test_a_kill_committed_after_the_check_refuses_the_credential_and_the_call(engine):
@@ -68,3 +68,53 @@ def test_the_issue_refuses_while_a_kill_covers_the_work_and_issues_after_the_unk
     kills.unkill("tenant", tenant, "bob", "resumed")
     token = broker.issue(tenant, work_key, 1)
     assert isinstance(token, str) and broker.problem(token) is None
+
+
+@pytest.mark.postgres
+def test_an_unkill_committed_between_the_issues_insert_and_its_kill_read_is_not_an_error(postgres_url):
+    """The issue's INSERT … WHERE NOT EXISTS sees the kill; an unkill then commits; the issue reads the
+    kill that refused it (its own next statement, READ COMMITTED). The unkill is ordered by the kill
+    lock too, so that read still finds it: the call is refused ``Killed`` rather than failing with
+    ``NoResultFound`` (an unexplained error in the tool call, retried)."""
+    import threading
+
+    import ledger
+    from ledger import Kill
+
+    engine = ledger.make_engine(postgres_url)
+    try:
+        tenant = f"k{uuid.uuid4().hex[:6]}"
+        work_key = f"{tenant}/github:{tenant}/api#9:review"
+        broker, kills = CredentialBroker(engine), KillSwitch(engine)
+        kill = kills.kill("work_key", work_key, "carol", "hold on")
+        issuer: list[int] = []
+        answer: dict[str, object] = {}
+
+        def issue() -> None:
+            issuer.append(threading.get_ident())
+            try:
+                answer["issued"] = broker.issue(tenant, work_key, 1)
+            except BaseException as exc:  # noqa: BLE001 - asserted below
+                answer["issued"] = exc
+
+        def unkill() -> None:
+            answer["lifted"] = kills.unkill("work_key", work_key, "carol", "go on")
+
+        with PauseAtStatement(engine, lambda sql: sql.lstrip().startswith("INSERT INTO credentials"),
+                              in_thread=lambda: threading.get_ident() in issuer, after=True) as held:
+            first = threading.Thread(target=issue)
+            first.start()
+            held.wait_reached("the issue never ran its insert")
+            second = threading.Thread(target=unkill)
+            second.start()
+            until_blocked_or_done(engine, second)  # fixed: the unkill waits for the issue's shared kill lock
+            held.release()
+            first.join(20)
+            second.join(20)
+        assert not first.is_alive() and not second.is_alive()
+        issued = answer["issued"]
+        assert isinstance(issued, Kill) and issued.id == kill.id, repr(issued)
+        assert answer["lifted"] == 1
+        assert isinstance(broker.issue(tenant, work_key, 1), str)  # after the unkill: issued
+    finally:
+        engine.dispose()

@@ -4,7 +4,8 @@ background threads is printed to this process's stderr, after the worker is gone
 A workflow runs a local activity that fails (retryably) every attempt; the worker shuts down while
 it is being retried, and the process stays up past the retry's timeout so any timer left armed
 fires. ``--guarded`` registers ``activities.local_activity_shutdown.LocalActivityShutdown``; ``--grace S`` is the
-worker's graceful shutdown window (default 0).
+worker's graceful shutdown window (default 0); ``--timeout S`` the local activity's start-to-close timeout
+(default 5; the ledger's own local activities use 30).
 Prints ``attempts=<n>`` (the activity ran) and ``done``.
 """
 
@@ -24,7 +25,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from activities.local_activity_shutdown import LocalActivityShutdown
 
-TIMEOUT = timedelta(seconds=5)
+TIMEOUT = timedelta(seconds=float(sys.argv[sys.argv.index("--timeout") + 1]) if "--timeout" in sys.argv else 5)
 attempts: list[int] = []
 failed_once = asyncio.Event()
 
