@@ -32,7 +32,7 @@ def _probe(*args: str) -> subprocess.CompletedProcess:
                           env=env, capture_output=True, text=True, timeout=180)
 
 
-@pytest.mark.parametrize("grace", ["0", "10"])  # 10: create_worker's graceful_shutdown_timeout
+@pytest.mark.parametrize("grace", ["10"])  # create_worker's graceful_shutdown_timeout (0 behaves alike: 37 s more of make test for no new path)
 def test_a_local_activity_failing_during_shutdown_leaves_no_timer_to_panic(grace):
     unguarded = _probe("--grace", grace)
     assert "done" in unguarded.stdout, unguarded.stderr[-2000:]
