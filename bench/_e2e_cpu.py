@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
@@ -33,6 +34,20 @@ class CpuMeter:
 
     def snapshot(self) -> dict[str, float]:
         return {name: process_cpu(pid) for name, pid in self.pids.items()}
+
+    def settle(self, idle_share: float = 0.05, window: float = 0.5, limit: float = 30.0) -> float:
+        """Wait until the stack's processes (not this one) together use under ``idle_share`` of one core
+        over ``window`` seconds, at most ``limit`` seconds; the seconds waited. So a side's timed round
+        does not pay for work another side left behind in a shared process (the Temporal server still
+        working off a previous side's signals and workflow tasks)."""
+        started = time.monotonic()
+        while time.monotonic() - started < limit:
+            before = self.snapshot()
+            time.sleep(window)
+            after = self.snapshot()
+            if sum(after[k] - before[k] for k in after if k != "bench") < idle_share * window:
+                break
+        return time.monotonic() - started
 
     def record(self, side: str, before: dict[str, float], ops: int) -> None:
         after = self.snapshot()

@@ -7,7 +7,7 @@
 The storm is the duplicate-storm drill's (``drills._stream.build_stream``): signed GitHub
 deliveries, one original per pull request, the rest exact redeliveries and same-version
 duplicates, shuffled, ``--in-flight`` at once. Each peer gets the same storm shape on pull requests
-of its own, in one run, after an untimed warm-up storm, the order rotating per round:
+of its own, in one run, after an untimed warm-up storm, the order rotating per round, on an idle stack each:
 
 * **sluicegate** -- the real webhook API of a dev stack (capacity limits lifted, no worker);
 * **naive** -- ``bench/_peer_front.py --peer naive``: same FastAPI + signature front, one
@@ -85,6 +85,7 @@ def _storm(side: str, rnd: int, a, stack: DevStack, web: StackHttp, fronts: dict
     forge0, model0 = web.forge_reads(repo), web.model_stats()["calls"]
     steps0 = httpx.get(f"{fronts['dbos']}/_peer/stats", timeout=10).json()["runs"]
     meter = _e2e.CpuMeter(stack)
+    settled = meter.settle()
     cpu0 = meter.snapshot()
     t = time.perf_counter()
     answers = asyncio.run(send_all(url, stream, a.in_flight))
@@ -97,11 +98,11 @@ def _storm(side: str, rnd: int, a, stack: DevStack, web: StackHttp, fronts: dict
            "p95_ms": percentile(lat, 95) * 1000, "not_2xx": len(bad),
            "forge_requests": web.forge_reads(repo) - forge0,
            "model_calls_seen": web.model_stats()["calls"] - model0,
-           "cpu_ms_per_delivery": {k: round(v, 2) for k, v in cpu.items() if v > 0.005}}
+           "cpu_ms_per_delivery": {k: round(v, 2) for k, v in cpu.items() if v > 0.005}, "settled_s": round(settled, 1)}
     out.update(runs_started(side, stack, pulls, tmp, fronts, steps0))
     _log(f"  round {rnd} {side:<10} {len(stream)} deliveries in {seconds:5.2f}s = {out['deliveries_per_s']:7.1f}/s "
          f"p95 {out['p95_ms']:6.0f} ms, runs started {out['runs_started']} for {len(pulls)} versions, "
-         f"forge requests {out['forge_requests']}, not 2xx {len(bad)}")
+         f"forge requests {out['forge_requests']}, not 2xx {len(bad)}, stack idle after {settled:.1f}s")
     return out
 
 
@@ -131,8 +132,7 @@ def _run(a) -> BenchReport:
         table(rep)
     finally:
         stack.stop()
-        left = stack.leftover()
-        if left:
+        if left := stack.leftover():
             rep.errors.append(f"processes still running after stop: {left}")
         if a.keep:
             _log(f"kept {tmp}")
