@@ -35,7 +35,7 @@ class CpuMeter:
     def snapshot(self) -> dict[str, float]:
         return {name: process_cpu(pid) for name, pid in self.pids.items()}
 
-    def settle(self, idle_share: float = 0.05, window: float = 0.5, limit: float = 30.0) -> float:
+    def settle(self, idle_share: float = 0.10, window: float = 0.5, limit: float = 30.0) -> float:
         """Wait until the stack's processes (not this one) together use under ``idle_share`` of one core
         over ``window`` seconds, at most ``limit`` seconds; the seconds waited. So a side's timed round
         does not pay for work another side left behind in a shared process (the Temporal server still
