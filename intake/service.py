@@ -43,6 +43,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from intake.admissions_in_flight import AdmissionsInFlight
 from intake.admitted_marks import AdmittedMarks
 from intake.admission_rules import (age_refusal, future_refusal, lag_refusal, not_actionable, scope_refusal,
                                    task_refusal)
@@ -113,6 +114,8 @@ class IntakeService:
         self._batch = DecideBatcher(many) if many is not None else None
         """Group commit of the decisions taken before any forge read (``intake/decide_batch.py``)."""
         self._marks = AdmittedMarks(store.mark_admitted_many)  # one transaction for concurrent marks
+        self._in_flight = AdmissionsInFlight()
+        """The versions this process is reading and deciding now (``intake/admissions_in_flight.py``)."""
 
     def _rules(self, candidate: WorkCandidate) -> TaskIntake:
         """The candidate's task's reader and rules (its task was checked: ``task_refusal``)."""
@@ -126,6 +129,11 @@ class IntakeService:
                 self._on_decision(decision, envelope, time.perf_counter() - started)
             except Exception:  # noqa: BLE001 - telemetry must never change a decision
                 log.exception("recording the decision's metrics failed")
+
+    @property
+    def admissions_in_flight(self) -> AdmissionsInFlight:
+        """The versions being read and decided now, which their duplicates wait for (counters)."""
+        return self._in_flight
 
     @property
     def capacity(self) -> CapacityGate | None:
@@ -227,11 +235,26 @@ class IntakeService:
             return await self._decide_early(old)
         if (ahead := future_refusal(envelope, candidate, self._max_skew)) is not None:
             return await self._decide_early(ahead)
-        if may_decide_early(envelope) and (blocking := repeat.blocking or await taken_meanwhile(
-                self._rules(candidate).reader, self._store, probe, envelope, candidate)) is not None:  # taken: no forge read needed
-            return await self._decide_early(self._with_key(
+        if not may_decide_early(envelope):
+            return await self._check_and_decide(envelope, candidate, None)
+        if (blocking := repeat.blocking or await self._taken_meanwhile(probe, envelope, candidate)) is not None:
+            return await self._decide_early(self._with_key(  # taken: no forge read needed
                 duplicate_work(envelope, candidate, blocking), envelope, candidate))
-        return await self._check_and_decide(envelope, candidate, None)
+        flight = self._in_flight.enter(candidate.task, candidate.tenant, candidate.work_key, candidate.input_version)
+        try:  # duplicates of this version arriving meanwhile wait for its decision (_taken_meanwhile)
+            return await self._check_and_decide(envelope, candidate, None, committed=flight.release)
+        finally:
+            flight.release()  # also on a failure or a cancellation (the client went away)
+
+    async def _taken_meanwhile(self, probe: ReceiptDraft, envelope: Envelope, candidate: WorkCandidate) -> str | None:
+        """Why the version was taken while this delivery arrived, or None (then it is read and decided).
+        An intake of the same version deciding in this process is awaited (bounded), then the ledger is
+        asked once (``intake/admissions_in_flight.py``); otherwise, or when that wait gives up, a kept
+        "fresh" snapshot makes the ledger be asked a few times (another process admitting it:
+        ``intake/shared_reads.py``, ``taken_meanwhile``)."""
+        if await self._in_flight.wait(candidate.task, candidate.tenant, candidate.work_key, candidate.input_version):
+            return (await look_up(self._store, probe)).blocking
+        return await taken_meanwhile(self._rules(candidate).reader, self._store, probe, envelope, candidate)
 
     async def _kill_refusal(self, envelope: Envelope, candidate: WorkCandidate) -> ReceiptDraft | None:
         """The kill gate's refusal: on the event loop when the ledger can answer at once (SQLite), else
@@ -249,8 +272,10 @@ class IntakeService:
         return await asyncio.to_thread(self._store.decide, draft)
 
     async def _check_and_decide(self, envelope: Envelope, candidate: WorkCandidate, resume_item: str | None,
-                                resume_receipt: str | None = None, attempts: int = 0) -> IntakeDecision:
-        """Freshness against the source, policy, then the ledger decision with capacity."""
+                                resume_receipt: str | None = None, attempts: int = 0,
+                                committed: Callable[[], None] | None = None) -> IntakeDecision:
+        """Freshness against the source, policy, then the ledger decision with capacity. ``committed``:
+        called once an accept is committed, before the run is started (releases waiting duplicates)."""
         if resume_item is not None and (refused := await self._refused_on_resume(envelope, candidate)) is not None:
             return _held_if_killed(await self._decide_with_capacity(refused, envelope, candidate, resume_item,
                                                                     resume_receipt), resume_item)
@@ -295,6 +320,8 @@ class IntakeService:
                            f"admitting {candidate.work_key} at {version}", input_version=version)
         decision = await self._decide_with_capacity(replace(accept, ordered_versions=rules.ordered_versions),
                                                     envelope, candidate, resume_item, resume_receipt)
+        if committed is not None:
+            committed()
         if decision.outcome != Outcome.ACCEPT:
             return _held_if_killed(decision, resume_item)
         return await self._admit(Admission(decision, envelope, titled(candidate, snapshot)))

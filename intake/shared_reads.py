@@ -139,8 +139,9 @@ class SharedReads:
         self._flights: dict[_Key, _Flight] = {}
         self._kept: TTLCache[_Key, _Kept] | None = (TTLCache(MAX_SNAPSHOTS, snapshot_seconds, timer=timer)
                                        if snapshot_seconds > 0 else None)
-        self.started = self.joined = self.snapshot_rejects = 0
-        """Counters: reads started, reads joined in flight, rejections decided from a snapshot."""
+        self.started = self.joined = self.snapshot_rejects = self.rechecks = 0
+        """Counters: reads started, reads joined in flight, rejections decided from a snapshot, ledger
+        re-checks of a version a kept snapshot says is being admitted (:func:`taken_meanwhile`)."""
 
     async def read(self, ref: PullRequestRef, tenant: str | None = None, *,
                    not_before: datetime | None = None, origin: Origin | None = None) -> TargetSnapshot:
@@ -231,6 +232,7 @@ async def taken_meanwhile(reader: TargetReader, store: IntakeStore, probe: Recei
     for wait in LEDGER_RECHECK_WAITS:
         if wait:
             await asyncio.sleep(wait)
+        reader.rechecks += 1
         repeat = await look_up(store, probe)
         if repeat.blocking is not None:
             return repeat.blocking
