@@ -275,7 +275,8 @@ class IntakeService:
                                 resume_receipt: str | None = None, attempts: int = 0,
                                 committed: Callable[[], None] | None = None) -> IntakeDecision:
         """Freshness against the source, policy, then the ledger decision with capacity. ``committed``:
-        called once an accept is committed, before the run is started (releases waiting duplicates)."""
+        called once the accept draft's decision is committed (accepted, or deferred or rejected by the
+        ledger), before the run is started: it releases duplicates waiting for it."""
         if resume_item is not None and (refused := await self._refused_on_resume(envelope, candidate)) is not None:
             return _held_if_killed(await self._decide_with_capacity(refused, envelope, candidate, resume_item,
                                                                     resume_receipt), resume_item)
