@@ -15,6 +15,7 @@ from typing import Callable
 
 import pytest
 
+from intake.admissions_in_flight import AdmissionsInFlight
 from intake.decision import Outcome, Reason
 from intake.envelope import Envelope, PullRequestRef, TriggerKind
 from intake.forge_reader import ForgeTargetReader
@@ -183,3 +184,20 @@ async def test_a_cancelled_first_intake_releases_its_duplicate(engine, sims, for
     assert admitted.keys == [accepted.work_key]
     registry = service.admissions_in_flight
     assert (registry.timed_out, len(registry)) == (0, 0)
+
+
+async def test_the_registry_holds_one_owner_per_version_and_a_wait_that_gives_up_says_so():
+    """Pure registry rules: a second ``enter`` of a held version gets a no-op handle; no version, no
+    flight; a wait for an owner that never releases gives up (then the caller polls as before)."""
+    registry = AdmissionsInFlight(wait_seconds=0.01)
+    owner = registry.enter("review", "acme", "k", V1)
+    other = registry.enter("review", "acme", "k", V1)
+    assert registry.enter("review", "acme", "k", None) is other  # the shared no-op handle
+    assert (len(registry), registry.held("review", "acme", "k", V1), registry.held("review", "beta", "k", V1)) == \
+        (1, True, False)
+    other.release()  # a non-owner's release leaves the owner's entry
+    assert await registry.wait("review", "acme", "k", V1) is False and registry.timed_out == 1
+    assert await registry.wait("review", "acme", "k", "other") is None  # nothing known: no wait
+    owner.release()
+    owner.release()  # idempotent
+    assert len(registry) == 0 and await registry.wait("review", "acme", "k", V1) is None
