@@ -57,7 +57,7 @@ from intake.kill_gate import HeldByKill, KillGate
 from intake.policy import Policy
 from intake.ports import Admission, Admitter, CapacityContext, IntakeStore, TargetReader, TaskIntake
 from intake.receipts import ReceiptDraft, draft_for
-from intake.repeats import duplicate_work, look_up, may_decide_early
+from intake.repeats import Repeat, duplicate_work, look_up, may_decide_early
 from intake.scope import ScopeRules
 from intake.seen_deliveries import SeenDeliveries
 from intake.shared_reads import fresh_snapshot, taken_meanwhile
@@ -219,9 +219,7 @@ class IntakeService:
                           f"delivery {envelope.id} from {envelope.source} was already decided")
         repeat = await look_up(self._store, probe)  # one read-only statement: intake/repeats.py
         if repeat.seen is not None:
-            if repeat.seen_final and envelope.trigger_kind == TriggerKind.EVENT:
-                self._seen.read_back(envelope.source, envelope.id, repeat.seen, True)
-            return repeat.seen
+            return self._seen_answer(envelope, repeat)
         if candidate is None:
             return await self._decide_early(not_actionable(envelope))
         if (unknown := task_refusal(envelope, candidate, self._tasks)) is not None:
@@ -237,24 +235,38 @@ class IntakeService:
             return await self._decide_early(ahead)
         if not may_decide_early(envelope):
             return await self._check_and_decide(envelope, candidate, None)
-        if (blocking := repeat.blocking or await self._taken_meanwhile(probe, envelope, candidate)) is not None:
+        if repeat.blocking is None:
+            repeat = await self._taken_meanwhile(probe, envelope, candidate)
+            if repeat.seen is not None:  # this delivery id (or body) was decided while it waited
+                return self._seen_answer(envelope, repeat)
+        if repeat.blocking is not None:
             return await self._decide_early(self._with_key(  # taken: no forge read needed
-                duplicate_work(envelope, candidate, blocking), envelope, candidate))
+                duplicate_work(envelope, candidate, repeat.blocking), envelope, candidate))
         flight = self._in_flight.enter(candidate.task, candidate.tenant, candidate.work_key, candidate.input_version)
         try:  # duplicates of this version arriving meanwhile wait for its decision (_taken_meanwhile)
             return await self._check_and_decide(envelope, candidate, None, committed=flight.release)
         finally:
             flight.release()  # also on a failure or a cancellation (the client went away)
 
-    async def _taken_meanwhile(self, probe: ReceiptDraft, envelope: Envelope, candidate: WorkCandidate) -> str | None:
-        """Why the version was taken while this delivery arrived, or None (then it is read and decided).
-        An intake of the same version deciding in this process is awaited (bounded), then the ledger is
-        asked once (``intake/admissions_in_flight.py``); otherwise, or when that wait gives up, a kept
-        "fresh" snapshot makes the ledger be asked a few times (another process admitting it:
+    async def _taken_meanwhile(self, probe: ReceiptDraft, envelope: Envelope, candidate: WorkCandidate) -> Repeat:
+        """What the ledger holds once an intake of the same version deciding in this process is done
+        (awaited, bounded; then the ledger is asked once, ``intake/admissions_in_flight.py``): why the
+        version is taken (``blocking``), or this very delivery's decision (``seen``: an exact redelivery
+        that arrived while its original was being decided — answered as a repeat, not read again), or
+        neither (then it is read and decided). Otherwise, or when that wait gives up, a kept "fresh"
+        snapshot makes the ledger be asked a few times (another process admitting it:
         ``intake/shared_reads.py``, ``taken_meanwhile``)."""
         if await self._in_flight.wait(candidate.task, candidate.tenant, candidate.work_key, candidate.input_version):
-            return (await look_up(self._store, probe)).blocking
-        return await taken_meanwhile(self._rules(candidate).reader, self._store, probe, envelope, candidate)
+            return await look_up(self._store, probe)
+        return Repeat(blocking=await taken_meanwhile(self._rules(candidate).reader, self._store, probe, envelope,
+                                                     candidate))
+
+    def _seen_answer(self, envelope: Envelope, repeat: Repeat) -> IntakeDecision:
+        """A repeat's answer: the original's decision (kept in process when it can no longer change)."""
+        assert repeat.seen is not None
+        if repeat.seen_final and envelope.trigger_kind == TriggerKind.EVENT:
+            self._seen.read_back(envelope.source, envelope.id, repeat.seen, True)
+        return repeat.seen
 
     async def _kill_refusal(self, envelope: Envelope, candidate: WorkCandidate) -> ReceiptDraft | None:
         """The kill gate's refusal: on the event loop when the ledger can answer at once (SQLite), else

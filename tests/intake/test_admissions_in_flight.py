@@ -201,3 +201,22 @@ async def test_the_registry_holds_one_owner_per_version_and_a_wait_that_gives_up
     owner.release()
     owner.release()  # idempotent
     assert len(registry) == 0 and await registry.wait("review", "acme", "k", V1) is None
+
+
+async def test_an_exact_redelivery_that_waited_is_answered_as_a_repeat_without_a_read(engine, sims, forge):
+    """The same delivery id sent again while its original is being read and decided: after the wait
+    it is answered with the original's decision (``seen``), not read and decided again (a review found
+    the wait made it miss the shared read and start a second one)."""
+    ref, real = forge
+    reader, admitted = GatedReader(real), Admitted()
+    service = IntakeService(SqlIntakeStore(engine), reader, admitted, scope=ScopeRules.everything())
+    envelope, candidate = _delivery(ref)
+    first = asyncio.ensure_future(service.submit(envelope, candidate))
+    await _until(lambda: reader.calls == 1)
+    again = asyncio.ensure_future(service.submit(envelope, candidate))
+    await _until(lambda: _waiting(service) == 1 or reader.calls == 2)
+    reader.gate.set()
+    accepted, repeat = await asyncio.gather(first, again)
+    assert (accepted.outcome, accepted.reason) == (Outcome.ACCEPT, Reason.ADMITTED)
+    assert repeat.receipt_id == accepted.receipt_id  # the original's own receipt: a repeat
+    assert (reader.calls, _reads(sims, ref), admitted.keys) == (1, 1, [accepted.work_key])
