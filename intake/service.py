@@ -43,6 +43,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from intake.admissions_in_flight import AdmissionsInFlight
 from intake.admitted_marks import AdmittedMarks
 from intake.admission_rules import (age_refusal, future_refusal, lag_refusal, not_actionable, scope_refusal,
                                    task_refusal)
@@ -56,7 +57,7 @@ from intake.kill_gate import HeldByKill, KillGate
 from intake.policy import Policy
 from intake.ports import Admission, Admitter, CapacityContext, IntakeStore, TargetReader, TaskIntake
 from intake.receipts import ReceiptDraft, draft_for
-from intake.repeats import duplicate_work, look_up, may_decide_early
+from intake.repeats import Repeat, duplicate_work, look_up, may_decide_early
 from intake.scope import ScopeRules
 from intake.seen_deliveries import SeenDeliveries
 from intake.shared_reads import fresh_snapshot, taken_meanwhile
@@ -113,6 +114,8 @@ class IntakeService:
         self._batch = DecideBatcher(many) if many is not None else None
         """Group commit of the decisions taken before any forge read (``intake/decide_batch.py``)."""
         self._marks = AdmittedMarks(store.mark_admitted_many)  # one transaction for concurrent marks
+        self._in_flight = AdmissionsInFlight()
+        """The versions this process is reading and deciding now (``intake/admissions_in_flight.py``)."""
 
     def _rules(self, candidate: WorkCandidate) -> TaskIntake:
         """The candidate's task's reader and rules (its task was checked: ``task_refusal``)."""
@@ -126,6 +129,11 @@ class IntakeService:
                 self._on_decision(decision, envelope, time.perf_counter() - started)
             except Exception:  # noqa: BLE001 - telemetry must never change a decision
                 log.exception("recording the decision's metrics failed")
+
+    @property
+    def admissions_in_flight(self) -> AdmissionsInFlight:
+        """The versions being read and decided now, which their duplicates wait for (counters)."""
+        return self._in_flight
 
     @property
     def capacity(self) -> CapacityGate | None:
@@ -211,9 +219,7 @@ class IntakeService:
                           f"delivery {envelope.id} from {envelope.source} was already decided")
         repeat = await look_up(self._store, probe)  # one read-only statement: intake/repeats.py
         if repeat.seen is not None:
-            if repeat.seen_final and envelope.trigger_kind == TriggerKind.EVENT:
-                self._seen.read_back(envelope.source, envelope.id, repeat.seen, True)
-            return repeat.seen
+            return self._seen_answer(envelope, repeat)
         if candidate is None:
             return await self._decide_early(not_actionable(envelope))
         if (unknown := task_refusal(envelope, candidate, self._tasks)) is not None:
@@ -227,11 +233,40 @@ class IntakeService:
             return await self._decide_early(old)
         if (ahead := future_refusal(envelope, candidate, self._max_skew)) is not None:
             return await self._decide_early(ahead)
-        if may_decide_early(envelope) and (blocking := repeat.blocking or await taken_meanwhile(
-                self._rules(candidate).reader, self._store, probe, envelope, candidate)) is not None:  # taken: no forge read needed
-            return await self._decide_early(self._with_key(
-                duplicate_work(envelope, candidate, blocking), envelope, candidate))
-        return await self._check_and_decide(envelope, candidate, None)
+        if not may_decide_early(envelope):
+            return await self._check_and_decide(envelope, candidate, None)
+        if repeat.blocking is None:
+            repeat = await self._taken_meanwhile(probe, envelope, candidate)
+            if repeat.seen is not None:  # this delivery id (or body) was decided while it waited
+                return self._seen_answer(envelope, repeat)
+        if repeat.blocking is not None:
+            return await self._decide_early(self._with_key(  # taken: no forge read needed
+                duplicate_work(envelope, candidate, repeat.blocking), envelope, candidate))
+        flight = self._in_flight.enter(candidate.task, candidate.tenant, candidate.work_key, candidate.input_version)
+        try:  # duplicates of this version arriving meanwhile wait for its decision (_taken_meanwhile)
+            return await self._check_and_decide(envelope, candidate, None, committed=flight.release)
+        finally:
+            flight.release()  # also on a failure or a cancellation (the client went away)
+
+    async def _taken_meanwhile(self, probe: ReceiptDraft, envelope: Envelope, candidate: WorkCandidate) -> Repeat:
+        """What the ledger holds once an intake of the same version deciding in this process is done
+        (awaited, bounded; then the ledger is asked once, ``intake/admissions_in_flight.py``): why the
+        version is taken (``blocking``), or this very delivery's decision (``seen``: an exact redelivery
+        that arrived while its original was being decided — answered as a repeat, not read again), or
+        neither (then it is read and decided). Otherwise, or when that wait gives up, a kept "fresh"
+        snapshot makes the ledger be asked a few times (another process admitting it:
+        ``intake/shared_reads.py``, ``taken_meanwhile``)."""
+        if await self._in_flight.wait(candidate.task, candidate.tenant, candidate.work_key, candidate.input_version):
+            return await look_up(self._store, probe)
+        return Repeat(blocking=await taken_meanwhile(self._rules(candidate).reader, self._store, probe, envelope,
+                                                     candidate))
+
+    def _seen_answer(self, envelope: Envelope, repeat: Repeat) -> IntakeDecision:
+        """A repeat's answer: the original's decision (kept in process when it can no longer change)."""
+        assert repeat.seen is not None
+        if repeat.seen_final and envelope.trigger_kind == TriggerKind.EVENT:
+            self._seen.read_back(envelope.source, envelope.id, repeat.seen, True)
+        return repeat.seen
 
     async def _kill_refusal(self, envelope: Envelope, candidate: WorkCandidate) -> ReceiptDraft | None:
         """The kill gate's refusal: on the event loop when the ledger can answer at once (SQLite), else
@@ -249,8 +284,11 @@ class IntakeService:
         return await asyncio.to_thread(self._store.decide, draft)
 
     async def _check_and_decide(self, envelope: Envelope, candidate: WorkCandidate, resume_item: str | None,
-                                resume_receipt: str | None = None, attempts: int = 0) -> IntakeDecision:
-        """Freshness against the source, policy, then the ledger decision with capacity."""
+                                resume_receipt: str | None = None, attempts: int = 0,
+                                committed: Callable[[], None] | None = None) -> IntakeDecision:
+        """Freshness against the source, policy, then the ledger decision with capacity. ``committed``:
+        called once the accept draft's decision is committed (accepted, or deferred or rejected by the
+        ledger), before the run is started: it releases duplicates waiting for it."""
         if resume_item is not None and (refused := await self._refused_on_resume(envelope, candidate)) is not None:
             return _held_if_killed(await self._decide_with_capacity(refused, envelope, candidate, resume_item,
                                                                     resume_receipt), resume_item)
@@ -295,6 +333,8 @@ class IntakeService:
                            f"admitting {candidate.work_key} at {version}", input_version=version)
         decision = await self._decide_with_capacity(replace(accept, ordered_versions=rules.ordered_versions),
                                                     envelope, candidate, resume_item, resume_receipt)
+        if committed is not None:
+            committed()
         if decision.outcome != Outcome.ACCEPT:
             return _held_if_killed(decision, resume_item)
         return await self._admit(Admission(decision, envelope, titled(candidate, snapshot)))

@@ -26,7 +26,9 @@ same moment. :class:`SharedReads` wraps the real :class:`~intake.ports.TargetRea
   rests on a read in flight that the delivery started or joined. Instead, a "fresh" snapshot for the
   same version means another intake was just admitting that version: the ledger is asked again
   (:func:`taken_meanwhile`, a few times within 140 ms) and a version taken meanwhile is ``duplicate-work``
-  without a read. Why a snapshot may be trusted to reject: under the rules above it saw a state no
+  without a read. That polling is the fallback for an admission in *another* process: one in this
+  process is awaited instead (``intake/admissions_in_flight.py``: the service waits for its commit,
+  then asks the ledger once, and never reaches :func:`taken_meanwhile` unless that wait gave up). Why a snapshot may be trusted to reject: under the rules above it saw a state no
   older than the event (or it answered an identical event), so the event's version was already
   not current (or the target closed or gone) after the event happened.
 
@@ -139,8 +141,9 @@ class SharedReads:
         self._flights: dict[_Key, _Flight] = {}
         self._kept: TTLCache[_Key, _Kept] | None = (TTLCache(MAX_SNAPSHOTS, snapshot_seconds, timer=timer)
                                        if snapshot_seconds > 0 else None)
-        self.started = self.joined = self.snapshot_rejects = 0
-        """Counters: reads started, reads joined in flight, rejections decided from a snapshot."""
+        self.started = self.joined = self.snapshot_rejects = self.rechecks = 0
+        """Counters: reads started, reads joined in flight, rejections decided from a snapshot, ledger
+        re-checks of a version a kept snapshot says is being admitted (:func:`taken_meanwhile`)."""
 
     async def read(self, ref: PullRequestRef, tenant: str | None = None, *,
                    not_before: datetime | None = None, origin: Origin | None = None) -> TargetSnapshot:
@@ -225,12 +228,15 @@ async def taken_meanwhile(reader: TargetReader, store: IntakeStore, probe: Recei
 
     The other intake may still be inside its decide transaction, so the ledger is asked a few times
     over at most ``sum(LEDGER_RECHECK_WAITS)`` seconds before giving up; the forge read stays the
-    fallback, so a slow ledger costs a read, never a wrong answer."""
+    fallback, so a slow ledger costs a read, never a wrong answer. Only for an admission this process
+    cannot see (another replica's): one in this process is awaited (``intake/admissions_in_flight.py``).
+    Each ledger re-check is counted (``SharedReads.rechecks``)."""
     if not isinstance(reader, SharedReads) or not reader.saw_fresh(envelope, candidate):
         return None
     for wait in LEDGER_RECHECK_WAITS:
         if wait:
             await asyncio.sleep(wait)
+        reader.rechecks += 1
         repeat = await look_up(store, probe)
         if repeat.blocking is not None:
             return repeat.blocking
