@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from temporalio.api.enums.v1 import EventType
 
-import ledger
 from demo.github_payloads import delivery_headers, encode, pull_request_payload
 from intake.github import parse_github_delivery
 from intake.decision import IntakeDecision, Outcome
@@ -23,7 +22,7 @@ from intake.ports import Admission
 from sluicegate.temporal.admitter import TemporalAdmitter
 from sluicegate.config.settings import load_settings
 from tests.support.agent_runs import start_order, work_order
-from tests.support.sims import settings_for
+from tests.support.sims import fresh_settings
 from worker import create_worker
 from workflows.contracts import AGENT_WORKFLOW, WORK_ORDER_SIGNAL, AgentLoopResult, AgentLoopStart
 from workflows.lean_steps import MEMO_CHANGES_PATCH
@@ -74,10 +73,7 @@ async def test_admission_starts_the_run_with_a_summary_and_a_memo(temporal_env, 
 
 
 async def test_the_workflow_keeps_status_and_cost_so_far_in_the_memo(temporal_env, sims, tmp_path, task_queue):
-    sims.reset()
-    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
-    ledger.upgrade(url)
-    settings = settings_for(sims, url)
+    settings = fresh_settings(sims, tmp_path)
     order = work_order(settings, search_attributes=not temporal_env.supports_time_skipping)
     async with AsyncExitStack() as stack:
         async with await create_worker(temporal_env.client, settings, stack, task_queue):
@@ -110,10 +106,7 @@ async def test_memo_upserts_carry_only_the_fields_that_changed(temporal_env, sim
     """Patch ``memo-changes-only``: a run started with intake's memo upserts its status alone when the
     order starts, the cost alone after a model step, status and cost at the end; the memo reads the
     same as with full upserts (each field is a payload the worker's SDK converts; issue 11 item 6)."""
-    sims.reset()
-    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
-    ledger.upgrade(url)
-    settings = settings_for(sims, url)
+    settings = fresh_settings(sims, tmp_path)
     order = work_order(settings, search_attributes=not temporal_env.supports_time_skipping)
     async with AsyncExitStack() as stack:
         async with await create_worker(temporal_env.client, settings, stack, task_queue):
@@ -135,10 +128,7 @@ async def test_memo_upserts_carry_only_the_fields_that_changed(temporal_env, sim
 
 
 async def test_a_run_started_without_a_memo_gets_every_known_field_once(temporal_env, sims, tmp_path, task_queue):
-    sims.reset()
-    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
-    ledger.upgrade(url)
-    settings = settings_for(sims, url)
+    settings = fresh_settings(sims, tmp_path)
     order = work_order(settings, search_attributes=not temporal_env.supports_time_skipping)
     async with AsyncExitStack() as stack:
         async with await create_worker(temporal_env.client, settings, stack, task_queue):
