@@ -15,8 +15,9 @@ redelivery or replay) writes nothing and is answered from the winner's row.
 
 Group commit (:func:`decide_plain_many`): the plain decisions that arrive while one transaction is
 committing (``intake/decide_batch.py`` gathers them) are written in the next one, each still its own
-claim-then-receipt pair, in (source, delivery id) order (:func:`claim_order`: two replicas' batches
-never wait on each other's claims in a cycle); a claim lost to a delivery earlier in the same batch is
+claim-then-receipt pair, in (source, delivery id) order (:func:`claim_order`), after locking the
+batch's body digests in one global order (``ledger/_digest_lock.py``): two replicas' batches never
+wait on each other's claims in a cycle; a claim lost to a delivery earlier in the same batch is
 answered from that delivery's row, which the transaction already sees. Every requester is answered
 only after the commit, so no verified delivery's receipt is lost; a storm of duplicates pays one
 ``BEGIN IMMEDIATE`` / commit (and one WAL append of the touched pages) per batch instead of per
@@ -35,6 +36,7 @@ from intake.admission_rules import leaves_delivery_unclaimed
 from intake.decision import IntakeDecision, Outcome, Reason
 from intake.kill_gate import is_killed
 from intake.receipts import ReceiptDraft
+from ledger._digest_lock import lock_digests
 from ledger._models import Delivery, Receipt
 from ledger._repeats import find_repeat, original_answer
 
@@ -66,11 +68,15 @@ def decide_plain_many(engine: Engine, items: list[tuple[ReceiptDraft, dict]],
     commit): per item None when written, else the answer of the delivery that holds its claim. Raises
     (and writes nothing at all) if any statement fails: the caller decides the items one by one."""
     answers: list[IntakeDecision | None] = [None] * len(items)
+    order = claim_order(items)
+    claims = [i for i in order if _claims(items[i][0])]
     with engine.begin() as conn:
         claim = CLAIM[conn.dialect.name]
-        for i in claim_order(items):
+        if len(claims) > 1:  # the digests first, in one global order (ledger/_digest_lock.py)
+            lock_digests(conn, ((items[i][0].source, items[i][0].body_digest) for i in claims))
+        for i in order:
             draft, row = items[i]
-            if draft.delivery_id is not None and not leaves_delivery_unclaimed(draft):
+            if _claims(draft):
                 claimed = conn.execute(claim, {
                     "source": draft.source, "delivery_id": draft.delivery_id, "received_at": draft.received_at,
                     "receipt_id": row["id"], "body_digest": draft.body_digest}).first()
@@ -79,6 +85,10 @@ def decide_plain_many(engine: Engine, items: list[tuple[ReceiptDraft, dict]],
                     continue
             conn.execute(_RECEIPT, row)
     return answers
+
+
+def _claims(draft: ReceiptDraft) -> bool:
+    return draft.delivery_id is not None and not leaves_delivery_unclaimed(draft)
 
 
 def claim_order(items: list[tuple[ReceiptDraft, dict]]) -> list[int]:

@@ -107,3 +107,57 @@ def test_two_replicas_batches_of_the_same_deliveries_in_opposite_orders_do_not_d
     finally:
         other.close()
         engine.dispose()
+
+
+def test_two_replicas_batches_of_replayed_bodies_in_opposite_digest_orders_do_not_deadlock(postgres_url):
+    """A claim takes two unique keys: the delivery id and the (source, body digest). Claims ordered by
+    delivery id still take the DIGESTS in any order: an attacker replaying two captured signed bodies
+    under fresh delivery ids to two replicas at once (A: 1a=D1, 1z=D2; B: 2a=D2, 2z=D1) made A hold D1
+    waiting for D2 while B held D2 waiting for D1: PostgreSQL aborted one batch after its deadlock
+    timeout, every requester of it decided again alone a second later (DeadlockDetected on the old
+    code). A third transaction holding 1x and 2y makes each batch take its first claim before its last."""
+    engine = ledger.make_engine(postgres_url)
+    other = engine.connect()
+    try:
+        store = SqlIntakeStore(engine)
+        run = uuid.uuid4().hex[:8]
+        d1, d2 = (f"{run}{n}".ljust(64, "0") for n in ("d1", "d2"))
+
+        def draft(name: str, digest: str | None) -> ReceiptDraft:
+            return replace(_draft("sha"), delivery_id=f"{run}-{name}", body_digest=digest)
+
+        a = [draft("1a", d1), draft("1x", None), draft("1z", d2)]
+        b = [draft("2a", d2), draft("2y", None), draft("2z", d1)]
+        tx = other.begin()
+        for held in (a[1], b[1]):
+            other.execute(text("INSERT INTO deliveries (source, delivery_id, received_at, receipt_id) "
+                               "VALUES ('github', :d, now(), 'other')"), {"d": held.delivery_id})
+        results: dict[str, object] = {}
+
+        def batch(name: str, drafts: list[ReceiptDraft]) -> None:
+            rows = [_receipt_row(d, uuid.uuid4().hex, None, "p") for d in drafts]
+            try:
+                results[name] = decide_plain_many(engine, list(zip(drafts, rows, strict=True)),
+                                                  store._already_claimed_unknown)
+            except BaseException as exc:  # noqa: BLE001 - asserted below
+                results[name] = exc
+
+        threads = [threading.Thread(target=batch, args=("A", a)), threading.Thread(target=batch, args=("B", b))]
+        for thread in threads:
+            thread.start()
+        _waiting_on_locks(engine, 2, threads)  # both batches wait (on 1x and 2y, or one on the other)
+        tx.rollback()
+        for thread in threads:
+            thread.join(30)
+        errors = {k: v for k, v in results.items() if isinstance(v, BaseException)}
+        assert errors == {}, {k: f"{type(v).__name__}: {v}" for k, v in errors.items()}
+        ra, rb = results["A"], results["B"]
+        assert isinstance(ra, list) and isinstance(rb, list)
+        # one batch claimed both digests; the other's two replays were answered from those rows
+        written, replayed = (ra, rb) if ra[0] is None else (rb, ra)
+        assert written == [None, None, None]
+        assert [r.reason if r is not None else None for r in replayed] == [Reason.REPLAYED_BODY, None,
+                                                                           Reason.REPLAYED_BODY]
+    finally:
+        other.close()
+        engine.dispose()
