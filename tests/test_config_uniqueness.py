@@ -63,3 +63,15 @@ def test_max_age_is_bounded(value):
 
 def test_the_shipped_config_passes():
     assert load_settings(DEFAULT_CONFIG_FILE, env={}).sources["github"].max_age_seconds == 3600
+
+
+@pytest.mark.parametrize("name", ["manual", "Goal", "replay", "policy", "scan:nightly"])
+def test_a_source_named_like_an_internal_trigger_source_is_refused(name: str):
+    """Deliveries dedupe per (source, delivery id), in the ledger and in the in-process cache of
+    answers (``intake/seen_deliveries.py``). A webhook source named ``manual`` whose sender picks its
+    delivery ids (CloudEvents ``id``) sent ``acme:req-1`` and was answered tenant acme's manual
+    trigger's receipt, then kept for a minute; sent first, it took that id and acme's manual request
+    was answered as a repeat, never decided."""
+    other = json.dumps({"kind": "github", "tenant": "globex", "repositories": ["globex/*"],
+                        "secrets": ["globex-only-token-0123456789"]})
+    _refused({f"SLUICEGATE__SOURCES__{name.upper()}": other}, "Sluicegate's own triggers")

@@ -6,6 +6,12 @@
   as the other — into another tenant — or act as an operator.
 * A source named twice: in YAML the last key silently wins; names differing only in case are two
   URLs for what readers take to be one source.
+* A source named like one of Sluicegate's own trigger sources (:data:`INTERNAL_SOURCES`, a
+  ``scan:`` prefix): deliveries are deduplicated per (source, delivery id) in the ledger and in
+  ``intake/seen_deliveries.py``, so the sender of a webhook source called ``manual`` who picks its
+  delivery ids (a CloudEvents ``id``, a ``webhook-id``) as ``acme:<request id>`` was answered another
+  tenant's manual trigger's receipt (kept in process afterwards), and could claim such an id first so
+  that tenant's manual request was answered as a repeat and never decided.
 
 :class:`UniqueKeyLoader` refuses a repeated mapping key anywhere in the file.
 """
@@ -19,6 +25,11 @@ import yaml
 
 if TYPE_CHECKING:
     from sluicegate.config.settings import Settings
+
+INTERNAL_SOURCES = frozenset({"manual", "replay", "goal", "policy"})
+"""The ledger sources of triggers that are not webhooks (``webhook_api/_manual.py``, ``_replay.py``,
+``workflows/goal_contracts.py``, ``activities/policy_recheck.py``); scans use ``scan:<schedule id>``."""
+INTERNAL_SOURCE_PREFIX = "scan:"
 
 
 class UniqueKeyLoader(yaml.SafeLoader):
@@ -57,4 +68,8 @@ def uniqueness_problems(settings: "Settings") -> list[str]:
         by_name[name.lower()].append(f"sources.{name}")
     problems += [f"{' and '.join(paths)} differ only in case: source names must be unique"
                  for paths in by_name.values() if len(paths) > 1]
+    problems += [f"sources.{name}: {name!r} is the ledger source of Sluicegate's own triggers (manual, replay, "
+                 "goal, policy, scan:*): its senders could read or take those triggers' delivery ids; rename it"
+                 for name in settings.sources
+                 if name.lower() in INTERNAL_SOURCES or name.lower().startswith(INTERNAL_SOURCE_PREFIX)]
     return problems
