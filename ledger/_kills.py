@@ -30,6 +30,7 @@ from ledger._credentials import revoke_in
 from ledger._kill_rows import COVERING, Kill, covering, lock_kills
 from ledger._engine import single_read
 from ledger._inline_read import InlineReader
+from ledger._raw_cursor import run_raw
 from ledger._sql import new_id, rowcount, utcnow
 
 Scope = Literal["work_key", "tenant", "all"]
@@ -43,14 +44,8 @@ def _any_covering(conn: Connection, params: dict[str, str | None]) -> bool:
     DBAPI cursor (SQLite): the common answer, "none", without SQLAlchemy's statement machinery, which
     costs several times SQLite's own work here (as for ``ledger/_repeats.py``)."""
     values = {**_COVERING_SQLITE.params, **params}
-    driver = conn.connection.driver_connection
-    assert driver is not None  # a checked-out connection has its DBAPI connection
-    cursor = driver.cursor()
-    try:
-        cursor.execute(_COVERING_SQLITE.string, [values[name] for name in _COVERING_SQLITE.positiontup or ()])
-        return cursor.fetchone() is not None
-    finally:
-        cursor.close()
+    return run_raw(conn, _COVERING_SQLITE.string, [values[name] for name in _COVERING_SQLITE.positiontup or ()],
+                   lambda cursor: cursor.fetchone() is not None)
 
 
 _NEWEST = (select(col(Kill.id)).where(or_(col(Kill.scope) == "all", (col(Kill.scope) == "tenant")

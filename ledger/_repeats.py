@@ -38,6 +38,7 @@ from intake.admission_rules import repeat_reason
 from intake.decision import IntakeDecision, Outcome
 from intake.receipts import ReceiptDraft
 from intake.seen_deliveries import final
+from ledger._raw_cursor import run_raw
 
 __all__ = ["RepeatRows", "find_repeat", "original_answer", "original_final", "blocking_reason"]
 
@@ -98,14 +99,7 @@ def find_repeat(conn: Connection, draft: ReceiptDraft) -> RepeatRows:
     or from an open transaction (the race path of ``decide``), whose snapshot it then reads."""
     params = {"source": draft.source, "delivery_id": draft.delivery_id, "body_digest": draft.body_digest,
               "work_key": draft.work_key, "input_version": draft.input_version, "tenant": draft.tenant or ""}
-    driver = conn.connection.driver_connection
-    assert driver is not None  # a checked-out connection has its DBAPI connection
-    cursor = driver.cursor()
-    try:
-        cursor.execute(_BY_DIALECT[conn.dialect.name], params)
-        rows = cursor.fetchall()
-    finally:
-        cursor.close()
+    rows = run_raw(conn, _BY_DIALECT[conn.dialect.name], params, lambda cursor: cursor.fetchall())
     found: dict[str, dict] = {}
     for row in rows:
         found.setdefault(row[0], dict(zip(_COLUMNS, row, strict=True)))
