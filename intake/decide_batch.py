@@ -59,7 +59,7 @@ class DecideBatcher:
             return answer
         future: asyncio.Future[IntakeDecision] = loop.create_future()
         self._waiting.append((draft, future))
-        if self._writer is None:
+        if self._writer is None or self._writer.done():  # done: cancelled before it ran (no finally)
             self._writer = loop.create_task(self._write())
         # shield: a requester cancelled meanwhile must not cancel the batch its receipt is in
         return await shielded_answer(future)  # a cancelled request does not cancel the others' write

@@ -105,3 +105,20 @@ async def test_a_draft_from_another_event_loop_is_decided_on_its_own():
     await asyncio.to_thread(thread.join, 5)
     assert other["answer"].receipt_id == "r0"
     assert sorted(ledger.batches) == [["0"], ["1"]]
+
+
+async def test_a_writer_cancelled_before_it_ran_does_not_strand_later_decisions():
+    """Event-loop shutdown cancels every task, a writer that never started included: its ``finally``
+    never runs, so it stays set though done. Later decisions must start a new writer, not queue forever."""
+    ledger = _Ledger()
+    ledger.release.set()
+    batcher = DecideBatcher(ledger.decide_many)
+    stranded = asyncio.create_task(batcher.decide(_draft(0)))
+    await asyncio.sleep(0)  # the requester queued its draft and created the writer, which has not run
+    assert batcher._writer is not None
+    batcher._writer.cancel()
+    await asyncio.sleep(0)
+    answer = await asyncio.wait_for(batcher.decide(_draft(1)), 10)
+    assert answer.receipt_id == "r1"
+    assert ["1"] in [batch[-1:] for batch in ledger.batches]
+    stranded.cancel()
