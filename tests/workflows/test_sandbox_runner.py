@@ -10,11 +10,17 @@ from contextlib import AsyncExitStack
 
 import ledger
 import pytest
-from temporalio.api.enums.v1 import EventType
-from temporalio.worker import Worker
+from temporalio import workflow
+from temporalio.api.common.v1 import Payloads
+from temporalio.api.enums.v1 import CommandType, EventType
+from temporalio.api.failure.v1 import Failure
+from temporalio.converter import DataConverter
+from temporalio.worker import Worker, WorkflowInstanceDetails
+from temporalio.worker._command_aware_visitor import CommandInfo
+from temporalio.worker.workflow_sandbox._runner import _fake_info
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from sluicegate.temporal.sandbox_runner import CompiledSandboxRunner, compiled, workflow_runner
+from sluicegate.temporal.sandbox_runner import CompiledSandboxRunner, _Instance, compiled, workflow_runner
 from tests.support.sims import settings_for
 from tests.workflows._sandbox_probe import RUNS, DeterministicProbe, EscapeProbe, ModuleStateProbe, RandomProbe
 from worker import create_worker
@@ -41,8 +47,8 @@ async def test_workflows_run_and_sandbox_entries_are_compiled_once(temporal_env,
                                                               task_queue=task_queue) for n in range(3)]
     after = compiled.cache_info()
     assert results == [1, 2, 3]
-    assert after.hits - before.hits >= 3 * 4  # every run enters its sandbox through cached code objects
-    assert after.currsize - before.currsize <= 5  # the probe's import and the four entries, not one per call
+    assert after.hits - before.hits >= 3 * 3  # every run enters its sandbox through cached code objects
+    assert after.currsize - before.currsize <= 5  # the probe's import and the entries, not one per call
 
 
 async def _first_task_failure(client, task_queue, workflow, *args) -> str | None:
@@ -79,3 +85,33 @@ async def test_each_run_imports_the_workflow_module_afresh(temporal_env, task_qu
                                                            task_queue=task_queue) for n in range(3)]
     assert seen == [[0], [1], [2]]
     assert RUNS == []  # the worker's own import of the module is untouched
+
+
+def _probe_instance():
+    defn = workflow._Definition.must_from_class(DeterministicProbe)
+    return CompiledSandboxRunner().create_instance(WorkflowInstanceDetails(
+        payload_converter_factory=DataConverter.default._new_payload_converter,
+        failure_converter_class=DataConverter.default.failure_converter_class, interceptor_classes=[], defn=defn,
+        info=_fake_info, randomness_seed=-1, extern_functions={}, disable_eager_activity_execution=False,
+        worker_level_failure_exception_types=[], patch_activation_callback=None,
+        last_completion_result=Payloads(), last_failure=Failure()))
+
+
+@pytest.mark.parametrize("command_info", [
+    None, CommandInfo(CommandType.COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK, 7),
+    CommandInfo(CommandType.COMMAND_TYPE_START_CHILD_WORKFLOW_EXECUTION, 1),
+    CommandInfo(CommandType.COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION, 0)])
+async def test_payload_contexts_are_the_sdks_without_entering_the_sandbox(command_info):
+    instance = _probe_instance()
+    def entries() -> int:
+        info = compiled.cache_info()
+        return info.hits + info.misses
+
+    before = entries()
+    ours = (instance.get_serialization_context(command_info), instance.get_external_store_context(command_info))
+    assert entries() == before  # answered outside: no exec, no restrictions applied
+    sdk = (_Instance.get_serialization_context(instance, command_info),
+           _Instance.get_external_store_context(instance, command_info))
+    assert entries() == before + 2  # the SDK's own way enters the sandbox for each
+    assert ours == sdk and ours[0] is not None and ours[1].target is not None
+    assert instance.importer.restriction_context.is_runtime is False
