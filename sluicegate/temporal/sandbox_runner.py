@@ -22,12 +22,15 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import sys
 from dataclasses import dataclass
 from types import CodeType
 from typing import Any
 
 from temporalio.worker import WorkflowInstance, WorkflowInstanceDetails, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+
+from sluicegate.temporal.module_code import cache_module_code
 
 log = logging.getLogger("sluicegate.worker")
 
@@ -91,7 +94,14 @@ if _Instance is not None:
 
 @dataclass(frozen=True)
 class CompiledSandboxRunner(SandboxedWorkflowRunner):
-    """``SandboxedWorkflowRunner`` whose instances ``exec`` precompiled code objects."""
+    """``SandboxedWorkflowRunner`` whose instances ``exec`` precompiled code objects, and whose
+    workflow modules are compiled once per process (``sluicegate/temporal/module_code.py``)."""
+
+    def prepare_workflow(self, defn: Any) -> None:
+        module = sys.modules.get(defn.cls.__module__)
+        if module is not None:
+            cache_module_code(module)
+        super().prepare_workflow(defn)
 
     def create_instance(self, det: WorkflowInstanceDetails) -> WorkflowInstance:
         return _CompiledInstance(det, self.runner_class, self.restrictions)

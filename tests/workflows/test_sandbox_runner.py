@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from contextlib import AsyncExitStack
+from pathlib import Path
 
 import ledger
 import pytest
@@ -20,6 +21,7 @@ from temporalio.worker._command_aware_visitor import CommandInfo
 from temporalio.worker.workflow_sandbox._runner import _fake_info
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
+from sluicegate.temporal.module_code import cache_module_code, compiled_source
 from sluicegate.temporal.sandbox_runner import CompiledSandboxRunner, _Instance, compiled, workflow_runner
 from tests.support.sims import settings_for
 from tests.workflows._sandbox_probe import RUNS, DeterministicProbe, EscapeProbe, ModuleStateProbe, RandomProbe
@@ -115,3 +117,22 @@ async def test_payload_contexts_are_the_sdks_without_entering_the_sandbox(comman
     assert entries() == before + 2  # the SDK's own way enters the sandbox for each
     assert ours == sdk and ours[0] is not None and ours[1].target is not None
     assert instance.importer.restriction_context.is_runtime is False
+
+
+async def test_workflow_modules_are_compiled_once_and_still_run_afresh_per_run(temporal_env, task_queue):
+    """The worker's runner caches the compile of a workflow's module (``module_code.py``), not the module:
+    runs still see their own module state, and the source is compiled once however many runs import it."""
+    import tests.workflows._sandbox_probe as probe
+
+    compiled_source.cache_clear()
+    async with Worker(temporal_env.client, task_queue=task_queue, workflows=[ModuleStateProbe],
+                      workflow_runner=workflow_runner(), max_cached_workflows=0):
+        seen = [await temporal_env.client.execute_workflow(ModuleStateProbe.run, n, id=f"probe-{uuid.uuid4()}",
+                                                           task_queue=task_queue) for n in range(3)]
+    assert seen == [[0], [1], [2]]  # each run executed the module from the top, in its own sandbox
+    cache = compiled_source.cache_info()
+    assert cache.misses == 1 and cache.hits >= 3, cache  # the worker's validation + 3 runs, one compile
+    assert cache_module_code(probe) is True and not cache_module_code(uuid)  # a stdlib module is left alone
+    source = Path(probe.__file__).read_bytes()
+    assert compiled_source(source, probe.__file__) is compiled_source(source, probe.__file__)
+    assert compiled_source(source + b"\nEDITED = 1\n", probe.__file__) is not compiled_source(source, probe.__file__)
