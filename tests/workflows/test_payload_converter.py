@@ -5,6 +5,8 @@ errors included, and a whole review runs through it on a real Temporal server.""
 from __future__ import annotations
 
 import gc
+import uuid
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 
 import ledger
@@ -32,6 +34,16 @@ class Inner:
 
 
 @dataclass
+class Odd:
+    """Values ``json`` cannot write itself: the SDK's encoder turns them into JSON, after asdict or not."""
+    when: datetime
+    ids: set[str]
+    pair: tuple[int, int]
+    uid: uuid.UUID
+    nested: list[Inner]
+
+
+@dataclass
 class Outer:
     name: str
     inner: Inner | None = None
@@ -54,6 +66,8 @@ def test_it_writes_the_same_bytes_and_reads_back_what_the_sdk_reads(sims, tmp_pa
     settings = settings_for(sims, f"sqlite:///{tmp_path / 'l.sqlite'}")
     outer = Outer("x", Inner(1, ["a"]), {"k": Inner(2)})
     outer.seen = 5
+    odd = Odd(datetime(2026, 12, 1, 19, 40, tzinfo=timezone.utc), {"b"}, (1, 2), uuid.UUID(int=7), [Inner(3, ["t"])])
+    assert OURS.to_payloads([odd]) == SDK.to_payloads([odd])
     for value in [*_samples(settings), outer, Outer("y")]:
         payloads = OURS.to_payloads([value])
         assert payloads == SDK.to_payloads([value])
