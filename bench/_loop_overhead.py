@@ -16,6 +16,8 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 
 import httpx
+from temporalio.client import Client
+from temporalio.converter import DataConverter
 from temporalio.worker import Worker
 
 import ledger
@@ -59,6 +61,9 @@ async def measure_overhead(stack: DevStack, tmp: Path, rounds: int, orders: int,
         agent_shas = [head_sha("agent", run, n) for n in range(total)]
         open_pulls(sims.forge.base_url, f"agent-{run}", agent_shas)
         client = await connect(settings)
+        # The baselines are bare Temporal: the SDK's own data converter, not Sluicegate's
+        # (sluicegate/temporal/converter.py); same connection and interceptors.
+        bare = Client(**{**client.config(), "data_converter": DataConverter.default})
         loop_tq, bare_tq, agent_tq = f"bench-loop-{run}", f"bench-bare-{run}", f"bench-agent-{run}"
         pids = {"temporal": stack.processes["temporal"].proc.pid, result.bench_proc: os.getpid()}
         if not sims_in_process:
@@ -77,7 +82,7 @@ async def measure_overhead(stack: DevStack, tmp: Path, rounds: int, orders: int,
             outcomes["loop"] += [(o.status, o.steps) for o in res.orders]
 
         async def bare_one(i: int) -> None:
-            handle = await client.start_workflow(BARE_WORKFLOW, BareStart(f"bare-{run}-{uuid.uuid4().hex[:8]}"),
+            handle = await bare.start_workflow(BARE_WORKFLOW, BareStart(f"bare-{run}-{uuid.uuid4().hex[:8]}"),
                                                  id=f"bench-bare/{run}/{uuid.uuid4().hex[:12]}", task_queue=bare_tq,
                                                  result_type=BareResult)
             handles["bare"].append(handle)
@@ -89,7 +94,7 @@ async def measure_overhead(stack: DevStack, tmp: Path, rounds: int, orders: int,
             order = work_order(settings, owner="bench", repo=f"agent-{run}", number=n + 1, version=agent_shas[n])
             start = agent_start(order, f"bare-agent/{run}/{n + 1}", settings.budgets.step_max_output_tokens)
             agent_starts[start.key] = start
-            handle = await client.start_workflow(AGENT_WORKFLOW, start, id=f"bench-agent/{run}/{n + 1}",
+            handle = await bare.start_workflow(AGENT_WORKFLOW, start, id=f"bench-agent/{run}/{n + 1}",
                                                  task_queue=agent_tq, result_type=AgentResult)
             handles["bare_agent"].append(handle)
             agent_results.append(await handle.result())
@@ -97,7 +102,7 @@ async def measure_overhead(stack: DevStack, tmp: Path, rounds: int, orders: int,
         sides = {"loop": loop_one, "bare": bare_one, "bare_agent": agent_one}
         async with AsyncExitStack() as resources:
             loop_worker = await create_worker(client, settings, resources, loop_tq)
-            bare_worker = Worker(client, task_queue=bare_tq, workflows=[BareLoopWorkflow],
+            bare_worker = Worker(bare, task_queue=bare_tq, workflows=[BareLoopWorkflow],
                                  activities=[bare_model, bare_tool])
             model = make_openai_client(settings.model.base_url, settings.model.api_key.get_secret_value(),
                                        settings.model.timeout_seconds)
@@ -105,7 +110,7 @@ async def measure_overhead(stack: DevStack, tmp: Path, rounds: int, orders: int,
             forge = ForgeClient(settings.forge.base_url, settings.forge.token.get_secret_value()
                                 if settings.forge.token else None, timeout_seconds=settings.forge.timeout_seconds)
             resources.push_async_callback(forge.aclose)
-            agent_worker = Worker(client, task_queue=agent_tq, workflows=[BareAgentWorkflow],
+            agent_worker = Worker(bare, task_queue=agent_tq, workflows=[BareAgentWorkflow],
                                   activities=BareAgentActivities(model, forge, "acme").activities)
             async with loop_worker, bare_worker, agent_worker:
                 if warmup:
