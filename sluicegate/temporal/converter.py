@@ -9,7 +9,7 @@ the workflow sandbox through its restricted builtins. It was most of a work orde
 inputs, results in the workflow, local activities; issue 11 item 6, ``docs/performance.md``).
 
 :class:`DataclassHints` is a ``JSONTypeConverter`` (the SDK's hook for custom types, tried before its
-own rules) that does what the SDK's dataclass rule does, with the hints cached per class (weakly: a
+own rules) that does what the SDK's dataclass rule does, with the hints cached on the class itself (a
 class defined in a sandboxed workflow module is a new class per run, and must not be kept alive).
 
 Encoding, the SDK's JSON encoder turns a dataclass into a dict with ``dataclasses.asdict``, which
@@ -25,7 +25,6 @@ from __future__ import annotations
 import collections.abc
 import dataclasses
 import typing
-import weakref
 from typing import Any
 
 from temporalio.converter import (
@@ -33,14 +32,21 @@ from temporalio.converter import (
     JSONTypeConverter, value_to_type,
 )
 
-_hints: weakref.WeakKeyDictionary[type, dict[str, Any]] = weakref.WeakKeyDictionary()
+HINTS_ATTR = "_sluicegate_field_hints"
+"""Where a dataclass keeps its resolved field types: on the class itself, so they live and die with it."""
 
 
 def field_hints(cls: type) -> dict[str, Any]:
-    """``typing.get_type_hints(cls)``, computed once per class (a failure is not cached)."""
-    hints = _hints.get(cls)
+    """``typing.get_type_hints(cls)``, computed once per class (a failure is not cached).
+
+    Kept in the class's own ``__dict__`` (not inherited by a subclass), not in a table keyed by the class:
+    the hints name other classes, and a class of a sandboxed workflow module (a new one per run) reaches
+    its module, and so itself, through any sibling class's methods. A weak-keyed table would hold that
+    value strongly and keep every run's module alive."""
+    hints = cls.__dict__.get(HINTS_ATTR)
     if hints is None:
-        hints = _hints[cls] = typing.get_type_hints(cls)
+        hints = typing.get_type_hints(cls)
+        type.__setattr__(cls, HINTS_ATTR, hints)
     return hints
 
 
@@ -74,12 +80,36 @@ class DataclassHints(JSONTypeConverter):
 CONVERTERS: list[JSONTypeConverter] = [DataclassHints()]
 
 
+_ATOMS = (str, int, float, bool, type(None))
+_NATIVE = (dict, list, tuple, str, int, float)
+
+
+def _fields_as_json_reads_them(value: Any) -> bool:
+    """Does ``json`` write ``value`` as ``dataclasses.asdict`` would leave it? Not when, inside the plain
+    containers ``asdict`` walks, there is a dataclass ``json`` writes itself (a ``dict`` or ``list``
+    subclass: ``asdict`` writes its fields, ``json`` its items) or a container subclass ``asdict``
+    rebuilds through its constructor (a ``defaultdict`` fails there). Nested dataclasses are not walked:
+    ``json`` hands them back to :meth:`DataclassFieldsEncoder.default`, which asks again."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return True
+    if kind is list or kind is tuple:
+        return all(_fields_as_json_reads_them(item) for item in value)
+    if kind is dict:
+        return all(_fields_as_json_reads_them(k) and _fields_as_json_reads_them(v) for k, v in value.items())
+    if dataclasses.is_dataclass(value):
+        return not isinstance(value, _NATIVE)
+    return not isinstance(value, (dict, list, tuple))
+
+
 class DataclassFieldsEncoder(AdvancedJSONEncoder):
-    """The SDK's encoder, a dataclass given to ``json`` as its fields (no ``asdict`` deep copy)."""
+    """The SDK's encoder, a dataclass given to ``json`` as its fields (no ``asdict`` deep copy) unless its
+    values hold something ``json`` would write otherwise than ``asdict`` leaves it (then ``asdict``)."""
 
     def default(self, o: Any) -> Any:
         if dataclasses.is_dataclass(o) and not isinstance(o, type):
-            return {f.name: getattr(o, f.name) for f in dataclasses.fields(o)}
+            fields = {f.name: getattr(o, f.name) for f in dataclasses.fields(o)}
+            return fields if _fields_as_json_reads_them(fields) else dataclasses.asdict(o)
         return super().default(o)
 
 

@@ -5,7 +5,10 @@ errors included, and a whole review runs through it on a real Temporal server.""
 from __future__ import annotations
 
 import gc
+import sys
+import types
 import uuid
+import weakref
 from datetime import datetime, timezone
 from dataclasses import dataclass, field
 
@@ -94,13 +97,19 @@ def test_hints_are_cached_per_class_and_not_kept_alive():
     class Passing:  # as a class of a sandboxed workflow module is: a new class per run
         n: int
 
-    payloads = OURS.to_payloads([{"n": 1}])
+    @dataclass
+    class Later(Passing):  # a subclass resolves its own hints, never its base's
+        m: str = ""
+
+    payloads = OURS.to_payloads([{"n": 1, "m": "x"}])
     assert OURS.from_payloads(payloads, [Passing]) == [Passing(1)]
-    assert conv._hints[Passing] == {"n": int}
-    count = len(conv._hints)
-    del Passing, payloads
+    assert vars(Passing)[conv.HINTS_ATTR] == {"n": int}
+    assert OURS.from_payloads(payloads, [Later]) == [Later(1, "x")]
+    assert vars(Later)[conv.HINTS_ATTR] == {"n": int, "m": str}
+    gone = weakref.ref(Passing)
+    del Passing, Later, payloads
     gc.collect()
-    assert len(conv._hints) == count - 1
+    assert gone() is None
 
 
 def test_the_client_converter_is_this_one_with_the_codec_when_keyed(sims, tmp_path):
@@ -108,9 +117,10 @@ def test_the_client_converter_is_this_one_with_the_codec_when_keyed(sims, tmp_pa
     dc = data_converter(settings)
     assert dc.payload_converter_class is conv.PayloadConverter and dc.payload_codec is None
     order = work_order(settings)
-    conv._hints.pop(WorkOrder, None)
+    if conv.HINTS_ATTR in vars(WorkOrder):
+        delattr(WorkOrder, conv.HINTS_ATTR)
     assert dc.payload_converter.from_payloads(dc.payload_converter.to_payloads([order]), [WorkOrder]) == [order]
-    assert WorkOrder in conv._hints  # decoded by DataclassHints (the SDK's wrapper calls it)
+    assert conv.HINTS_ATTR in vars(WorkOrder)  # decoded by DataclassHints (the SDK's wrapper calls it)
 
 
 async def test_a_review_runs_through_the_converter(temporal_env, sims, tmp_path, task_queue):
@@ -125,3 +135,58 @@ async def test_a_review_runs_through_the_converter(temporal_env, sims, tmp_path,
     assert isinstance(outcome, RunOutcome) and (outcome.status, outcome.steps) == ("done", 3)
     assert isinstance(order, WorkOrder) and len(sims.comments()) == comments + 1
     assert outcome.usage.input > 0
+
+
+_RUN_MODULE = '''
+from __future__ import annotations
+from dataclasses import dataclass, field
+
+@dataclass
+class Leaf:
+    n: int
+
+@dataclass
+class Branch:
+    leaf: Leaf
+    kids: list[Branch] = field(default_factory=list)
+'''
+
+
+def test_a_class_whose_hints_name_its_own_module_is_not_kept_alive():
+    """A sandboxed workflow module is a new module per run; a dataclass there whose field types name a class
+    of that module (itself, a sibling) must not be kept alive by the hint cache, nor its module with it."""
+    gone = []
+    for run in range(3):
+        module = sys.modules["sluicegate_converter_probe"] = types.ModuleType("sluicegate_converter_probe")
+        exec(compile(_RUN_MODULE, "sluicegate_converter_probe.py", "exec"), module.__dict__)
+        payloads = OURS.to_payloads([{"leaf": {"n": run}, "kids": [{"leaf": {"n": 1}}]}])
+        [branch] = OURS.from_payloads(payloads, [module.Branch])
+        assert type(branch.kids[0].leaf) is module.Leaf and branch.leaf.n == run
+        gone.append(weakref.ref(module.Branch))
+        del sys.modules["sluicegate_converter_probe"], module, branch  # the sandbox drops its modules after a run
+    gc.collect()
+    assert [ref() for ref in gone] == [None, None, None]
+
+
+@dataclass
+class AsDict(dict):
+    """A dataclass ``json`` writes itself (a dict): ``asdict`` writes its fields when it is nested."""
+    x: int = 0
+
+
+@dataclass
+class AsList(list):
+    y: int = 0
+
+
+@dataclass
+class Holder:
+    d: AsDict
+    items: list[AsList]
+    plain: dict[str, AsDict]
+
+
+def test_nested_dataclasses_json_writes_natively_are_written_as_the_sdk_writes_them():
+    value = Holder(AsDict(x=1), [AsList(y=2)], {"k": AsDict(x=3)})
+    assert OURS.to_payloads([value]) == SDK.to_payloads([value])
+    assert OURS.to_payloads([[value]]) == SDK.to_payloads([[value]])
