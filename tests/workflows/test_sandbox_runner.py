@@ -22,8 +22,9 @@ from temporalio.worker.workflow_sandbox._runner import _fake_info
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from sluicegate.temporal.module_code import cache_module_code, compiled_source
-from sluicegate.temporal.sandbox_runner import CompiledSandboxRunner, _Instance, compiled, workflow_runner
+from sluicegate.temporal.sandbox_runner import CompiledSandboxRunner, _CompiledInstance, _Instance, compiled, workflow_runner
 from tests.support.sims import settings_for
+from tests.workflows._context_probe import ContextProbe, ContextProbeChild, echo
 from tests.workflows._sandbox_probe import RUNS, DeterministicProbe, EscapeProbe, ModuleStateProbe, RandomProbe
 from worker import create_worker
 
@@ -136,3 +137,59 @@ async def test_workflow_modules_are_compiled_once_and_still_run_afresh_per_run(t
     source = Path(probe.__file__).read_bytes()
     assert compiled_source(source, probe.__file__) is compiled_source(source, probe.__file__)
     assert compiled_source(source + b"\nEDITED = 1\n", probe.__file__) is not compiled_source(source, probe.__file__)
+
+
+ASKED: list[tuple[str, object, object]] = []
+
+
+class _ComparingRunner(CompiledSandboxRunner):
+    """The worker's runner, each payload context answered both ways: outside the sandbox (the runner's way)
+    and by the SDK's own ``_Instance`` (an exec in the sandbox)."""
+
+    def create_instance(self, det: WorkflowInstanceDetails):
+        return _ComparingInstance(det, self.runner_class, self.restrictions)
+
+
+class _ComparingInstance(_CompiledInstance):
+    def get_serialization_context(self, command_info):
+        ours = super().get_serialization_context(command_info)
+        ASKED.append((_kind(command_info), ours, _Instance.get_serialization_context(self, command_info)))
+        return ours
+
+    def get_external_store_context(self, command_info):
+        ours = super().get_external_store_context(command_info)
+        ASKED.append((_kind(command_info), ours, _Instance.get_external_store_context(self, command_info)))
+        return ours
+
+
+def _kind(command_info) -> str:
+    return "none" if command_info is None else CommandType.Name(command_info.command_type)
+
+
+async def test_payload_contexts_match_the_sdks_for_every_command_kind(temporal_env, task_queue):
+    """A real run issuing an activity, a local activity, a child workflow, a signal to it, a memo upsert,
+    an update, a query and a continue-as-new: every context the worker asked for is the SDK's."""
+    ASKED.clear()
+    wf_id = f"ctx-{uuid.uuid4()}"
+    async with Worker(temporal_env.client, task_queue=task_queue, workflows=[ContextProbe, ContextProbeChild],
+                      activities=[echo], workflow_runner=_ComparingRunner()):
+        handle = await temporal_env.client.start_workflow(ContextProbe.run, True, id=wf_id, task_queue=task_queue)
+        assert await handle.query(ContextProbe.state) == "q"
+        assert await handle.execute_update(ContextProbe.release, "u") == "u"
+        second = temporal_env.client.get_workflow_handle(wf_id)
+        for _ in range(600):  # the continued run: same id, a new run
+            desc = await second.describe()
+            if desc.run_id != handle.first_execution_run_id and desc.status is not None and desc.status.name == "RUNNING":
+                break
+            await asyncio.sleep(0.05)
+        await second.execute_update(ContextProbe.release, "v")
+        assert await second.result() == "abc"
+    kinds = {kind for kind, _, _ in ASKED}
+    expected = {"none", "COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK", "COMMAND_TYPE_START_CHILD_WORKFLOW_EXECUTION",
+                "COMMAND_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION", "COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION"}
+    # (the SDK's visitor asks for a local activity as SCHEDULE_ACTIVITY_TASK, and for continue-as-new, memo
+    # upserts, queries and updates with no command: the workflow's own context)
+    assert expected <= kinds, sorted(kinds)
+    assert [(kind, ours, sdk) for kind, ours, sdk in ASKED if ours != sdk] == []
+    assert any(getattr(ours, "activity_type", None) == "ContextProbeEcho" and ours.is_local for _, ours, _ in ASKED)
+    assert any(getattr(ours, "workflow_id", None) == f"{wf_id}-child" for _, ours, _ in ASKED)
