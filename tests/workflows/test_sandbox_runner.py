@@ -55,6 +55,7 @@ async def test_workflows_run_and_sandbox_entries_are_compiled_once(temporal_env,
 
 
 async def _first_task_failure(client, task_queue, workflow, *args) -> str | None:
+    before = compiled_source.cache_info().hits
     async with Worker(client, task_queue=task_queue, workflows=[workflow], workflow_runner=workflow_runner()):
         handle = await client.start_workflow(workflow.run, *args, id=f"probe-{uuid.uuid4()}", task_queue=task_queue)
         failed = None
@@ -66,6 +67,9 @@ async def _first_task_failure(client, task_queue, workflow, *args) -> str | None
                 break
             await asyncio.sleep(0.05)
         await handle.terminate("probe done")
+    # the sandbox imported the probe's module through the once-compiled code (module_code.py), so the
+    # refusal below is proved on that path, not only on a fresh compile
+    assert compiled_source.cache_info().hits > before
     return failed
 
 
