@@ -5,6 +5,8 @@ non-deterministic function still fails its workflow task, and the worker Sluiceg
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import sys
 import uuid
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -53,6 +55,19 @@ async def test_workflows_run_and_sandbox_entries_are_compiled_once(temporal_env,
     assert after.hits - before.hits >= 3 * 3  # every run enters its sandbox through cached code objects
     assert after.currsize - before.currsize <= 5  # the probe's import and the entries, not one per call
 
+
+
+@pytest.fixture(autouse=True)
+def _no_bytecode_for_the_probes(monkeypatch):
+    """The compile-cache assertions need the probes' source compiled on import, as on a tree without
+    bytecode (CI sets ``PYTHONDONTWRITEBYTECODE=1``): a ``.pyc`` left by a run without it is removed,
+    and none is written during the test, whatever the environment."""
+    import tests.workflows._context_probe as context_probe
+    import tests.workflows._sandbox_probe as sandbox_probe
+
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    for module in (sandbox_probe, context_probe):
+        Path(importlib.util.cache_from_source(module.__file__)).unlink(missing_ok=True)
 
 async def _first_task_failure(client, task_queue, workflow, *args) -> str | None:
     before = compiled_source.cache_info().hits
