@@ -15,6 +15,9 @@ from bench._common import SideRound, median, now, percentile
 
 Log = Callable[[str], None]
 MODEL_STEPS, TOOL_STEPS = 3, 2
+SIDES = ("loop", "bare", "bare_agent")
+"""The AgentLoop, the bare no-op activity loop, the bare agent loop (model + forge calls, no runtime)."""
+BASELINES = {"bare": "bare no-op", "bare_agent": "bare agent"}
 """The simulator's reviewer: model -> get diff -> model -> post comment -> model (stop)."""
 
 
@@ -24,7 +27,9 @@ class Overhead:
     concurrency: int
     loop: list[SideRound] = field(default_factory=list)
     bare: list[SideRound] = field(default_factory=list)
-    cpu: dict[str, dict[str, list[float]]] = field(default_factory=lambda: {"loop": {}, "bare": {}})
+    bare_agent: list[SideRound] = field(default_factory=list)
+    """The bare agent (``bench/_bare_agent.py``): the same shape, making the model and forge calls."""
+    cpu: dict[str, dict[str, list[float]]] = field(default_factory=lambda: {s: {} for s in SIDES})
     """side -> process -> per-round CPU ms per model step."""
     checks: list[str] = field(default_factory=list)
     events: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -48,9 +53,17 @@ class Overhead:
 
     @property
     def ratios(self) -> list[float]:
-        """Per round: loop ms/step / bare ms/step (the two sides ran back to back)."""
-        return [(lo.seconds / lo.ops) / (b.seconds / b.ops) for lo, b in zip(self.loop, self.bare, strict=False)
-                if lo.ops and b.ops]
+        """Per round: loop ms/step / bare (no-op) ms/step (the sides ran back to back)."""
+        return self.ratios_vs("bare")
+
+    def ratios_vs(self, base: str) -> list[float]:
+        """Per round: loop ms/step / ``base`` ms/step (``bare`` or ``bare_agent``)."""
+        return [(lo.seconds / lo.ops) / (b.seconds / b.ops) for lo, b in zip(self.loop, getattr(self, base),
+                                                                              strict=False) if lo.ops and b.ops]
+
+    def cpu_ratio(self, base: str, proc: str) -> float:
+        """Loop CPU ms per step / ``base``'s, in process ``proc`` (medians over rounds)."""
+        return self.cpu_ms("loop", proc) / self.cpu_ms(base, proc)
 
     def cpu_ms(self, side: str, proc: str) -> float:
         return median(self.cpu[side].get(proc, []))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from bench._common import median
 from bench._crash_calls import Batch
 from bench._harness import BenchReport, Measurement
-from bench._loop import Overhead
+from bench._loop import SIDES, Overhead
 from bench._loop_report import report_calls_per_pr, report_overhead, report_restart
 from bench._loop_restart import Restart
 
@@ -27,14 +27,13 @@ def add_rows(a, rep: BenchReport, overhead: Overhead | None, restart: Restart | 
             m.checks = list(overhead.checks)
             m.figures = {side: {"ms_per_model_step": overhead.per_step_ms(side),
                                 "p50_ms_per_step": overhead.latency_per_step_ms(side, 50),
-                                "p95_ms_per_step": overhead.latency_per_step_ms(side, 95)} for side in ("loop", "bare")}
+                                "p95_ms_per_step": overhead.latency_per_step_ms(side, 95)} for side in SIDES}
             m.figures.update(orders=overhead.orders, concurrency=overhead.concurrency, rounds=len(overhead.loop),
                              history_events_per_model_step=overhead.events,
                              sims_in_process=overhead.sims_in_process,
                              cpu_ms_per_model_step={side: {k: overhead.cpu_ms(side, k) for k in overhead.cpu[side]}
-                                                    for side in ("loop", "bare")})
-            m.ratios = {"step": median(overhead.ratios), "step_target_max": 1.2, "step_per_round": overhead.ratios,
-                        "p95": overhead.latency_per_step_ms("loop", 95) / overhead.latency_per_step_ms("bare", 95)}
+                                                    for side in SIDES})
+            m.ratios = overhead_ratios(overhead)
     limits = f"dev config limits (per repository {repo_limit})"
     if not a.no_restart:
         m = rep.add(Measurement("worker SIGKILL mid-run", f"{limits}, the stack's worker drains; {a.reviews} reviews "
@@ -58,3 +57,19 @@ def add_rows(a, rep: BenchReport, overhead: Overhead | None, restart: Restart | 
             m.checks = [f"{'PASS' if ok else 'CHECK'} {name}" for name, ok in verdicts]
             m.figures = {b.scenario: {"reviews": b.reviews, "calls": b.calls, "calls_per_pr": b.per_pr,
                                       "steps": b.steps, "retries": b.retries, "comments": b.comments} for b in batches}
+
+
+def overhead_ratios(o: Overhead) -> dict:
+    """Loop / bare no-op (``step``, kept as it always was) and loop / bare agent (``step_vs_bare_agent``):
+    wall (median of the per-round ratios), p95, and CPU per model step of the bench process (both workers)
+    and of Temporal; every scalar with the issue's target, 1.2, beside it."""
+    out: dict = {}
+    for base, prefix in (("bare", "step"), ("bare_agent", "step_vs_bare_agent")):
+        cpu = prefix.replace("step", "cpu_bench_proc", 1)
+        temporal = prefix.replace("step", "cpu_temporal", 1)
+        out.update({prefix: median(o.ratios_vs(base)), f"{prefix}_target_max": 1.2,
+                    f"{prefix}_per_round": o.ratios_vs(base),
+                    prefix.replace("step", "p95", 1): o.latency_per_step_ms("loop", 95) / o.latency_per_step_ms(base, 95),
+                    cpu: o.cpu_ratio(base, o.bench_proc), f"{cpu}_target_max": 1.2,
+                    temporal: o.cpu_ratio(base, "temporal"), f"{temporal}_target_max": 1.2})
+    return out

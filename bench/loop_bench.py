@@ -8,8 +8,9 @@ One dev stack (own temp dir, free ports, telemetry off), started without its wor
 
 1. **overhead** -- the real ``AgentLoop`` workflow with the real worker wiring (``create_worker``,
    in this process) against in-process forge and model simulators, vs. ``bench/_bare_workflow.py``
-   (5 no-op activities per order: 3 "model" + 2 "tool"), same dev server, interleaved rounds.
-   Prints ms per model step for both and the ratio loop / bare.
+   (5 no-op activities per order: 3 "model" + 2 "tool") and vs. ``bench/_bare_agent.py`` (the same
+   5 activities making the same model and forge calls, no runtime), same dev server, interleaved
+   rounds. Prints ms and CPU per model step for all three and the ratios loop / each.
 2. **restart** -- the stack's worker process is started, the model simulator is made slow,
    K reviews are admitted through the webhook API, the worker is SIGKILLed while the second
    model calls are in flight and a new one started; prints the model simulator's calls and

@@ -9,6 +9,7 @@ from temporalio.converter import DataConverter
 from temporalio.runtime import Runtime
 from temporalio.service import TLSConfig
 
+from sluicegate.temporal.converter import PayloadConverter
 from sluicegate.temporal.codec import EncryptionCodec, PayloadKeyError, PayloadKeys, parse_key
 from sluicegate.config.settings import ConfigError, Settings
 from sluicegate.observability.telemetry import tracing_interceptor
@@ -52,6 +53,7 @@ def payload_codec(settings: Settings, accept_plaintext: bool | None = None) -> E
 
 
 def data_converter(settings: Settings) -> DataConverter:
-    """The default converter, with the encryption codec when a payload key is configured."""
-    codec = payload_codec(settings)
-    return dataclasses.replace(DataConverter.default, payload_codec=codec) if codec else DataConverter.default
+    """The default converter with dataclass field types resolved once (``sluicegate/temporal/converter.py``:
+    the same payloads), and the encryption codec when a payload key is configured."""
+    return dataclasses.replace(DataConverter.default, payload_converter_class=PayloadConverter,
+                               payload_codec=payload_codec(settings))
