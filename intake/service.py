@@ -270,7 +270,7 @@ class IntakeService:
 
     async def _kill_refusal(self, envelope: Envelope, candidate: WorkCandidate) -> ReceiptDraft | None:
         """The kill gate's refusal: on the event loop when the ledger can answer at once (SQLite), else
-        in a worker thread."""
+        in a worker thread. Asked before the decision and again just before the run is started."""
         assert self._kills is not None
         if (now := self._kills.refusal_inline(envelope, candidate)) is not None:
             return now[0]
@@ -354,8 +354,7 @@ class IntakeService:
 
     async def _admit(self, admission: Admission) -> IntakeDecision:
         decision = admission.decision
-        if self._kills is not None and (
-                killed := await asyncio.to_thread(self._kills.refusal, admission.envelope, admission.candidate)):
+        if self._kills is not None and (killed := await self._kill_refusal(admission.envelope, admission.candidate)):
             # Accepted just before a kill committed: start nothing while the kill is in force; the
             # version stays ``accepted`` and the outbox relay starts it after the unkill.
             return await asyncio.to_thread(self._store.mark_admission_failed, decision,

@@ -10,7 +10,7 @@ docs/architecture.md: version, receipt, work item).
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, case, func, insert, update
+from sqlalchemy import bindparam, case, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ledger._models import Receipt, WorkItem, WorkVersion
@@ -19,6 +19,11 @@ _RECEIPTS = Receipt.__table__  # type: ignore[attr-defined]  # set on table mode
 _ITEMS = WorkItem.__table__  # type: ignore[attr-defined]  # set on table models; not in SQLModel's types
 _VERSIONS = WorkVersion.__table__  # type: ignore[attr-defined]
 RECEIPT_INSERT = insert(_RECEIPTS)
+VERSION_LOCK = select(_VERSIONS.c.status).where(
+    _VERSIONS.c.work_key == bindparam("wk"), _VERSIONS.c.input_version == bindparam("ver")).with_for_update()
+"""Does the accept's (work key, version) have a row? Read and locked (``FOR UPDATE`` on PostgreSQL) as the
+ORM's ``Session.get(..., with_for_update=True)`` does, without loading an entity: a new version (the common
+case) has none; an existing one is then loaded as the entity (already locked) to be read and updated."""
 VERSION_INSERT = insert(_VERSIONS)
 ADMIT_ITEM = {name: d.insert(_ITEMS).values(
     work_key=bindparam("wk"), tenant=bindparam("tenant"), target_id=bindparam("target"), generation=1,

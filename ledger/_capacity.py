@@ -1,9 +1,10 @@
 """Taking and giving back capacity, inside the ledger transaction that decides the admission.
 
-``acquire`` runs in the decide transaction: every counter the run needs is raised with
-a conditional ``UPDATE … SET active = active + 1 WHERE active < limit`` (atomic on
-SQLite and PostgreSQL; counters are always raised in key order, so two admissions never
-deadlock), then the day quota the same way, then a rate-bucket token. If any step is
+``acquire`` runs in the decide transaction: every counter the run needs is raised with one
+conditional upsert, ``INSERT … ON CONFLICT DO UPDATE SET active = active + 1 WHERE active < limit
+RETURNING`` (atomic on SQLite and PostgreSQL; a limit below 1 takes the older ensure-then-``UPDATE``
+pair; counters are always raised in key order, so two admissions never deadlock), then the day
+quota the same way, then a rate-bucket token. If any step is
 refused, the steps before it are undone in the same transaction and
 :class:`CapacityRefused` says which limit and for how long. A work key that already
 holds its slots (a newer version superseding a running one) reuses them.
@@ -12,7 +13,8 @@ The statements of the decide path (counters, quota, rate bucket, holds) are SQLA
 statements built once at import and executed with parameter dicts, as ``ledger/_kills.py`` and
 ``ledger/_plain_decide.py`` do: building ORM expressions per call cost several times the
 database's own work (profiled: the acquire was 11% of the webhook API's samples with the limits
-lifted). Same SQL, same order of statements and locks as the ORM form it replaces.
+lifted). Same order of rows and locks as the ORM form it replaced; since session 10 a counter and the
+day quota take one statement each instead of two (the accept's transaction: 21 statements → 17).
 """
 
 from __future__ import annotations
@@ -44,11 +46,28 @@ _DIALECTS = (("sqlite", sqlite), ("postgresql", postgresql))
 
 _COUNTER_ENSURE = {name: d.insert(_COUNTERS).on_conflict_do_nothing() for name, d in _DIALECTS}
 """``INSERT (key, active 0, updated_at) ... ON CONFLICT DO NOTHING``: the counter row exists."""
+_COUNTER_TAKE = {name: d.insert(_COUNTERS).values(key=bindparam("k"), active=1, updated_at=bindparam("now"))
+                 .on_conflict_do_update(index_elements=["key"],
+                                        set_={"active": _COUNTERS.c.active + 1, "updated_at": bindparam("now")},
+                                        where=_COUNTERS.c.active < bindparam("lim"))
+                 .returning(_COUNTERS.c.active) for name, d in _DIALECTS}
+"""One statement for a limit of at least 1: a new counter row at 1, or the existing one raised if under the
+limit (``ON CONFLICT DO UPDATE ... WHERE``: no row changed, so none returned, when it is at the limit; RETURNING,
+not the row count, which psycopg does not report for an upsert). The same rows, in the
+same key order, and the same end state as :data:`_COUNTER_ENSURE` then :data:`_COUNTER_RAISE`, one statement
+fewer per slot. One difference, PostgreSQL only: a counter at its limit is now locked by the refused
+transaction too (``DO UPDATE`` locks the row it conflicts with even when its ``WHERE`` is false) until that
+transaction (which queues the work) commits; the order of locks is unchanged, so no new deadlock."""
 _COUNTER_RAISE = update(_COUNTERS).where(_COUNTERS.c.key == bindparam("k"), _COUNTERS.c.active < bindparam("lim")) \
     .values(active=_COUNTERS.c.active + 1, updated_at=bindparam("now"))
 _COUNTER_LOWER = update(_COUNTERS).where(_COUNTERS.c.key == bindparam("k"), _COUNTERS.c.active > 0) \
     .values(active=_COUNTERS.c.active - 1, updated_at=bindparam("now"))
 _QUOTA_ENSURE = {name: d.insert(_QUOTAS).on_conflict_do_nothing() for name, d in _DIALECTS}
+_QUOTA_TAKE = {name: d.insert(_QUOTAS).values({"tenant": bindparam("t"), "day": bindparam("d"), "count": 1})
+               .on_conflict_do_update(index_elements=["tenant", "day"], set_={"count": _QUOTAS.c["count"] + 1},
+                                      where=_QUOTAS.c["count"] < bindparam("lim"))
+               .returning(_QUOTAS.c["count"]) for name, d in _DIALECTS}
+"""The day quota's :data:`_COUNTER_TAKE`: one statement instead of ensure-then-raise (a limit of at least 1)."""
 _QUOTA_RAISE = update(_QUOTAS).where(_QUOTAS.c.tenant == bindparam("t"), _QUOTAS.c.day == bindparam("d"),
                                      _QUOTAS.c["count"] < bindparam("lim")).values({"count": _QUOTAS.c["count"] + 1})
 _QUOTA_LOWER = update(_QUOTAS).where(_QUOTAS.c.tenant == bindparam("t"), _QUOTAS.c.day == bindparam("d"),
@@ -64,6 +83,9 @@ _BUCKET_SET = update(_BUCKETS).where(_BUCKETS.c.key == bindparam("k")).values(to
 
 def _raise_slot(s: Session, key: str, limit: int) -> bool:
     now = utcnow()
+    if limit >= 1:  # the common case in one statement (a new row starts at 1, under any such limit)
+        taken = s.execute(_COUNTER_TAKE[s.get_bind().dialect.name], {"k": key, "lim": limit, "now": now}).first()
+        return taken is not None
     s.execute(_COUNTER_ENSURE[s.get_bind().dialect.name], {"key": key, "active": 0, "updated_at": now})
     return rowcount(s.execute(_COUNTER_RAISE, {"k": key, "lim": limit, "now": now})) == 1
 
@@ -73,6 +95,8 @@ def _lower_slot(s: Session, key: str) -> None:
 
 
 def _raise_quota(s: Session, tenant: str, day: str, limit: int) -> bool:
+    if limit >= 1:
+        return s.execute(_QUOTA_TAKE[s.get_bind().dialect.name], {"t": tenant, "d": day, "lim": limit}).first() is not None
     s.execute(_QUOTA_ENSURE[s.get_bind().dialect.name], {"tenant": tenant, "day": day, "count": 0})
     return rowcount(s.execute(_QUOTA_RAISE, {"t": tenant, "d": day, "lim": limit})) == 1
 

@@ -53,7 +53,8 @@ from intake.policy import Policy
 from intake.ports import CapacityContext
 from intake.receipts import ACTIVITY_ATTEMPT, ReceiptDraft
 from ledger import _deferred
-from ledger._accept_sql import ADMIT_ITEM, MARK_ITEM, MARK_RECEIPT, MARK_VERSION, RECEIPT_INSERT, VERSION_INSERT
+from ledger._accept_sql import (ADMIT_ITEM, MARK_ITEM, MARK_RECEIPT, MARK_VERSION, RECEIPT_INSERT, VERSION_INSERT,
+                               VERSION_LOCK)
 from ledger._admission_capacity import apply_capacity, queue_unread
 from ledger._capacity import stamp_generation
 from ledger._capacity_models import DeferredItem
@@ -244,7 +245,7 @@ class SqlIntakeStore:
             elif draft.outcome == Outcome.ACCEPT:
                 # Locked (FOR UPDATE on PostgreSQL; SQLite's BEGIN IMMEDIATE already serializes):
                 # two replicas re-admitting one ended version decide one after the other.
-                existing = s.get(WorkVersion, (draft.work_key, draft.input_version), with_for_update=True)
+                existing = _locked_version(s, draft)
                 draft = self._policy_rerun(s, draft, existing)
                 blocked = self._blocking_reason(s, draft, existing)
                 limited = readmission_refusal(draft, existing.readmissions, self._max_readmissions) \
@@ -438,3 +439,11 @@ class SqlIntakeStore:
         with Session(self._engine) as s, s.begin():
             s.execute(update(Receipt).where(Receipt.id == decision.receipt_id).values(message=message))
         return replace(decision, message=message)
+
+
+def _locked_version(s: Session, draft: ReceiptDraft) -> WorkVersion | None:
+    """The accept's work version, locked (FOR UPDATE on PostgreSQL; SQLite's BEGIN IMMEDIATE already
+    serializes): one Core statement, and the entity loaded only when the row exists (a re-admission)."""
+    if s.execute(VERSION_LOCK, {"wk": draft.work_key, "ver": draft.input_version}).first() is None:
+        return None
+    return s.get(WorkVersion, (draft.work_key, draft.input_version), with_for_update=True)

@@ -219,3 +219,42 @@ def test_the_refusal_names_who_which_scope_and_why():
     assert (draft.outcome, draft.reason) == ("reject", "killed")
     assert draft.message == "killed by alice (everything, kill k1): incident 42"
     assert kill_refusal(None, _envelope(ref, "acme"), review_candidate("acme", ref, None)) is None
+
+
+class KillsBeforeTheStart:
+    """The real kill lookup; a kill is committed just before its second question (the one asked after
+    the accept committed, before the run is started). ``inline``: how many answers came on the event
+    loop (SQLite's ``active_for_inline``); PostgreSQL answers in a thread (``active_for``)."""
+
+    def __init__(self, kills: KillSwitch, kill) -> None:
+        self._kills, self._kill, self.asked, self.inline = kills, kill, 0, 0
+
+    def _ask(self) -> None:
+        self.asked += 1
+        if self.asked == 2:
+            self._kill()
+
+    def active_for(self, work_key, tenant):
+        self._ask()
+        return self._kills.active_for(work_key, tenant)
+
+    def active_for_inline(self, work_key, tenant):
+        found = self._kills.active_for_inline(work_key, tenant)
+        if found is None:
+            return None  # PostgreSQL: asked again with active_for, in a thread
+        self._ask()
+        self.inline += 1
+        return found if self.asked < 2 else self._kills.active_for_inline(work_key, tenant)
+
+
+async def test_a_kill_committed_after_the_accept_holds_the_start(gate_parts, sims, empty_ledger_url):
+    engine, forge = gate_parts
+    tenant = f"k{uuid.uuid4().hex[:6]}"
+    ref, kills, starts, store = _pull(sims, tenant), KillSwitch(engine), CountsStarts(), SqlIntakeStore(engine)
+    lookup = KillsBeforeTheStart(kills, lambda: kills.kill("tenant", tenant, "alice", "after the accept"))
+    service = IntakeService(store, ForgeTargetReader(forge), starts, CapacityGate(CapacityPlanner(CapacityLimits())),
+                            scope=ScopeRules.everything(), kills=KillGate(lookup))
+    held = await service.submit(_envelope(ref, tenant), review_candidate(tenant, ref, None))
+    assert held.outcome == "accept" and "held: " in held.message and starts.started == []
+    assert [p.receipt_id for p in store.pending_admissions(0)] == [held.receipt_id]  # left for the outbox relay
+    assert lookup.asked == 2 and lookup.inline == (2 if empty_ledger_url.startswith("sqlite") else 0)

@@ -18,7 +18,7 @@ from intake.decision import Outcome, Reason
 from intake.envelope import TriggerKind
 from intake.ports import CapacityContext
 from intake.receipts import ReceiptDraft
-from ledger import CapacityHold, CapacityLedger, DeferredItem, DeferredQueue, SqlIntakeStore
+from ledger import AdmissionCount, CapacityHold, CapacityLedger, DeferredItem, DeferredQueue, SqlIntakeStore
 
 
 def _draft(tenant: str, work_key: str, version: str = "v1") -> ReceiptDraft:
@@ -99,6 +99,31 @@ def test_day_quota_and_rate_limit_defer_with_a_retry_after(engine):
     assert outcomes[2].reason == "rate-limited" and 1.0 <= outcomes[2].retry_after_seconds <= 2.0 * 1.2 + 0.2
     # a refused rate token gives back the slots it had taken
     assert CapacityLedger(engine).counters()[f"tenant:{tenant}"] == 2
+
+
+def test_a_refused_slot_or_quota_leaves_its_count_as_it_was(engine):
+    """A slot and the day quota are each taken in one upsert (``ledger/_capacity.py``): at the limit it
+    must change nothing (and take nothing), and a limit of 0 refuses from the start."""
+    tenant = f"full-{uuid.uuid4().hex[:8]}"
+    store = SqlIntakeStore(engine)
+    ctx = _ctx(tenant, 1, day_quota=5)
+    outcomes = [store.decide(_draft(tenant, f"{tenant}/github:{tenant}/r#{n}:review"), ctx) for n in range(2)]
+    assert [o.outcome for o in outcomes] == [Outcome.ACCEPT, Outcome.DEFER]
+    counters = CapacityLedger(engine).counters()
+    assert counters[f"key:{tenant}-repo"] == 1 and counters[f"tenant:{tenant}"] == 1
+    with Session(engine) as s:
+        assert s.exec(select(AdmissionCount.count).where(AdmissionCount.tenant == tenant)).one() == 1
+
+    tenant = f"zero-{uuid.uuid4().hex[:8]}"
+    refused = store.decide(_draft(tenant, f"{tenant}/github:{tenant}/r#1:review"), _ctx(tenant, 0, day_quota=5))
+    assert refused.outcome == Outcome.DEFER and refused.reason == "capacity"
+    assert CapacityLedger(engine).counters()[f"key:{tenant}-repo"] == 0
+
+    tenant = f"noquota-{uuid.uuid4().hex[:8]}"
+    refused = store.decide(_draft(tenant, f"{tenant}/github:{tenant}/r#1:review"), _ctx(tenant, 3, day_quota=0))
+    assert refused.outcome == Outcome.DEFER and refused.reason == "quota"
+    counters = CapacityLedger(engine).counters()
+    assert counters[f"key:{tenant}-repo"] == 0 and counters[f"tenant:{tenant}"] == 0  # given back
 
 
 def _key_ctx(tenant: str, repo: str, limit: int = 1) -> CapacityContext:
