@@ -35,6 +35,7 @@ from intake.errors import InvalidDelivery
 from intake.github import parse_github_delivery
 from sluicegate.config.settings import load_settings
 from webhook_api._body import bounded_headers, read_limited
+from webhook_api._serving import UVICORN
 
 MAX_BODY = 1024 * 1024
 NAIVE_WORKFLOW, NAIVE_SIGNAL, NAIVE_QUEUE = "NaiveReview", "delivery", "bench-naive"
@@ -123,7 +124,7 @@ def main() -> None:
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--dbos-db", help="SQLite file of DBOS's system database (--peer dbos)")
     a = p.parse_args()
-    uvicorn.run(create_app(a.peer, a.dbos_db), host="127.0.0.1", port=a.port, log_config=None, access_log=False)
+    uvicorn.run(create_app(a.peer, a.dbos_db), host="127.0.0.1", port=a.port, **UVICORN)  # as the webhook API
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ from sluicegate.temporal.client import connect
 from workflows.contracts import AGENT_WORKFLOW
 
 SERVER = ("every front (Sluicegate's webhook API and both peers') runs uvicorn with the same settings: one "
-          "process, its default asyncio loop and h11 HTTP, access log off; none gets a setting the others lack")
+          "process, uvloop (installed: uvicorn's loop 'auto') and h11, access log off; none gets a "
+          "setting the others lack")
 CAPACITY = ("limits lifted (NO_CAPACITY_LIMITS), no worker: Sluicegate's admitted runs and naive Temporal's "
             "runs wait in their task queues; DBOS runs its one-step workflow in the front process at once")
 

@@ -61,6 +61,7 @@ class ServerThread:
         log_level: str = "warning",
         startup_timeout: float = 10.0,
         graceful_timeout: int = 2,
+        http: str = "auto",
     ) -> None:
         self.app = app
         self.host = host
@@ -76,6 +77,7 @@ class ServerThread:
             access_log=False,
             timeout_graceful_shutdown=graceful_timeout,
             lifespan="auto",
+            http=http,
         )
         self._server = uvicorn.Server(self._config)
         self._sock: socket.socket | None = None

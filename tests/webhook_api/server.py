@@ -15,13 +15,14 @@ from simulators import ServerThread
 from sluicegate.config.settings import Settings
 from tests.support.sims import Sims, settings_for
 from webhook_api import create_app
+from webhook_api._serving import HTTP_PROTOCOL
 
 
 @contextlib.contextmanager
 def running_api(sims: Sims, temporal_env, ledger_url: str, **env: str) -> Iterator[tuple[ServerThread, Settings]]:
     settings = settings_for(sims, ledger_url, **env)
     server = ServerThread(create_app(settings, client=temporal_env.client, search_attributes=False),
-                          name="webhook-api").start()
+                          name="webhook-api", http=HTTP_PROTOCOL).start()
     try:
         yield server, settings
     finally:

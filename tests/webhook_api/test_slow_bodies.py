@@ -101,3 +101,28 @@ def test_bodies_read_at_once_are_capped_per_source(api):
         for sock in slow:
             sock.close()
         assert grown(before, table_counts(url)) == {}
+
+
+def test_a_flood_of_header_lines_is_refused_before_it_ends(api):
+    """The request head is bounded before anything else (h11, ``webhook_api/_serving.py``): 4 MB of
+    header lines get a 400 (or a reset) long before they are all read, and no row. (uvicorn's
+    httptools protocol read all of it and waited for more.)"""
+    start, url = api
+    with start() as (server, _):
+        before = table_counts(url)
+        parts = urlsplit(server.base_url)
+        sock = socket.create_connection((parts.hostname, parts.port), timeout=20)
+        sock.sendall(b"POST /webhooks/github HTTP/1.1\r\nHost: x\r\n")  # a head that never ends
+        sent = 0
+        try:
+            while sent < 4_000_000:
+                sock.sendall(b"x-pad-%d: %s\r\n" % (sent, b"a" * 4000))
+                sent += 4000
+        except OSError:  # reset or broken pipe: the server gave up on the head
+            pass
+        try:
+            status = _status(sock)
+        except ConnectionResetError:
+            status = None  # closed without an answer: refused all the same
+        assert status in (400, 431, None) and status != 200
+        assert grown(before, table_counts(url)) == {}
