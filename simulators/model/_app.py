@@ -121,7 +121,7 @@ def _stalling(payload: dict, after: int, seconds: float, state: ModelState) -> R
 
     async def chunks():
         yield body[:after]
-        await state.fault_delay(seconds)
+        await state.delays.wait(seconds)
         yield body[after:]
 
     return StreamingResponse(chunks(), media_type="application/json")
@@ -183,7 +183,7 @@ def create_model_app(
         stall = fault if fault is not None and fault.get("stall_after_bytes") is not None else None
         if fault is not None and stall is None:
             if fault["delay_seconds"]:
-                await state.fault_delay(fault["delay_seconds"])
+                await state.delays.wait(fault["delay_seconds"])
             if fault["status"] is not None:
                 return finish(fault_error(fault))
         try:

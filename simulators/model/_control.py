@@ -95,6 +95,6 @@ def build_control_router(state: ModelState) -> APIRouter:
 
     @router.post("/faults/release")
     async def release_delays() -> dict[str, int]:
-        return {"released": state.release_delays()}
+        return {"released": state.delays.release()}
 
     return router

@@ -20,14 +20,12 @@ unique for the life of the process.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import threading
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from simulators._faults import FaultList
+from simulators._faults import FaultDelays, FaultList
 from simulators.model._usage import cached_tokens, prefix_digests
 
 __all__ = ["ModelState"]
@@ -44,8 +42,7 @@ class ModelState:
         self.models = tuple(models)
         self.faults = FaultList()
         self._lock = threading.Lock()
-        self._release = asyncio.Event()
-        self._delayed = 0
+        self.delays = FaultDelays()
         self._seq = 0
         self.reset()
 
@@ -59,23 +56,6 @@ class ModelState:
             self._tokens: Counter[str] = Counter()
             self._known_prefixes: set[str] = set()
             self.faults.clear()
-
-    async def fault_delay(self, seconds: float) -> None:
-        """Wait out a fault's ``delay_seconds``, or until :meth:`release_delays` (on the server's loop)."""
-        release = self._release
-        self._delayed += 1
-        try:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(release.wait(), seconds)
-        finally:
-            self._delayed -= 1
-
-    def release_delays(self) -> int:
-        """End every fault delay being waited out now (they answer as their fault says); later ones wait
-        in full. Returns how many were released."""
-        release, self._release = self._release, asyncio.Event()
-        release.set()
-        return self._delayed
 
     def next_seq(self) -> int:
         with self._lock:

@@ -57,6 +57,10 @@ class Sims:
             assert time.monotonic() < deadline, f"fewer than {calls} model calls after {timeout:.0f} s"
             await asyncio.sleep(0.05)
 
+    def release_forge_hangs(self) -> int:
+        """End the forge fault hangs and stalls under way now; how many there were."""
+        return self.forge_ctl("POST", "/faults/release").json()["released"]
+
     def release_model_calls(self) -> int:
         """Answer the held model calls now; how many were held."""
         return self.model_ctl("POST", "/faults/release").json()["released"]
