@@ -11,12 +11,14 @@ removed. Each fault gets an increasing ``id`` so a listing is stable.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["FaultList", "FaultSpecError", "check_number", "check_route", "check_status", "route_matches"]
+__all__ = ["FaultDelays", "FaultList", "FaultSpecError", "check_number", "check_route", "check_status", "route_matches"]
 
 
 class FaultSpecError(ValueError):
@@ -112,3 +114,30 @@ class FaultList:
                         del self._faults[index]
                 return dict(fault)
         return None
+
+
+class FaultDelays:
+    """The waits faults impose (a delay, a hang, a stall), which ``POST /_sim/faults/release`` ends
+    early: a test holds a request "as long as needed" and ends the wait once it has seen what it
+    waited for, instead of guessing a duration a loaded machine may outrun. Used on the server's
+    event loop only."""
+
+    def __init__(self) -> None:
+        self._release = asyncio.Event()
+        self._waiting = 0
+
+    async def wait(self, seconds: float) -> None:
+        """``seconds``, or less when :meth:`release` is called meanwhile."""
+        release = self._release
+        self._waiting += 1
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(release.wait(), seconds)
+        finally:
+            self._waiting -= 1
+
+    def release(self) -> int:
+        """End every wait under way now (later ones wait in full); how many there were."""
+        release, self._release = self._release, asyncio.Event()
+        release.set()
+        return self._waiting

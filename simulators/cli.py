@@ -17,6 +17,10 @@ simulator_app = typer.Typer(help="Simulators (NOT the real services): real HTTP 
 
 HOST = typer.Option("127.0.0.1", help="address to bind")
 LOG_LEVEL = typer.Option("info", help="uvicorn log level")
+GRACEFUL_SECONDS = 2
+"""On SIGTERM, requests still in flight (a fault that hangs for minutes) get this long, then are
+cancelled: as :class:`simulators.ServerThread` does (without it uvicorn waits for them for ever and
+the stack's stop has to SIGKILL the simulator after its own grace)."""
 
 
 @simulator_app.command("model")
@@ -39,7 +43,7 @@ def model(
     tenant_keys = dict(item.split("=", 1) for item in tenant_key)
     app = create_model_app(ModelState(models or DEFAULT_MODELS), api_key=api_key, tenant_keys=tenant_keys)
     print(f"model simulator (NOT OpenAI) on http://{host}:{port}/v1", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=GRACEFUL_SECONDS)
 
 
 def _refuse(exc: Exception) -> None:
@@ -78,7 +82,7 @@ def forge(
     except (OSError, ValueError, FixtureError) as exc:
         _refuse(exc)
     print(f"forge simulator (NOT GitHub) on http://{host}:{port}", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=GRACEFUL_SECONDS)
 
 
 def _app_spec(app_id: str | None, key_file: str | None, installations_given: list[str], slug: str):

@@ -26,18 +26,36 @@ from worker import create_worker
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _probe(*args: str) -> subprocess.CompletedProcess:
+def _start_probe(*args: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "tests.support.local_activity_shutdown_probe", *args], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=180)
+    return subprocess.Popen([sys.executable, "-m", "tests.support.local_activity_shutdown_probe", *args], cwd=ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _finish(probe: subprocess.Popen) -> subprocess.CompletedProcess:
+    try:
+        out, err = probe.communicate(timeout=180)
+    except subprocess.TimeoutExpired:
+        probe.kill()
+        out, err = probe.communicate()
+        raise AssertionError(f"probe {probe.args} ran past 180 s:\n{err[-2000:]}") from None
+    return subprocess.CompletedProcess(probe.args, probe.returncode, out, err)
 
 
 @pytest.mark.parametrize("grace", ["10"])  # create_worker's graceful_shutdown_timeout (0 behaves alike: 37 s more of make test for no new path)
 def test_a_local_activity_failing_during_shutdown_leaves_no_timer_to_panic(grace):
-    unguarded = _probe("--grace", grace)
+    # The control and the guarded run are separate processes, each with its own time-skipping server
+    # and task queue: they run side by side (most of each is the wait past the retry's timers).
+    probes = [_start_probe("--grace", grace), _start_probe("--guarded", "--grace", grace)]
+    try:
+        unguarded, guarded = [_finish(probe) for probe in probes]
+    finally:
+        for probe in probes:  # the other one, when the first ran out of time
+            if probe.poll() is None:
+                probe.kill()
+                probe.communicate()
     assert "done" in unguarded.stdout, unguarded.stderr[-2000:]
     assert "panicked" in unguarded.stderr, "sdk-core no longer panics here: the control does not reproduce"
-    guarded = _probe("--guarded", "--grace", grace)
     assert "done" in guarded.stdout and "attempts=" in guarded.stdout, guarded.stderr[-2000:]
     assert "panicked" not in guarded.stderr, guarded.stderr[-3000:]
 

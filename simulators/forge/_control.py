@@ -18,6 +18,8 @@
   pull_request}``; 404 if there is neither.
 * ``GET /_sim/comments`` -- every stored comment with owner/repo/number.
 * ``POST|GET|DELETE /_sim/faults`` -- add / list / clear faults (``_gate``).
+* ``POST /_sim/faults/release`` -- end every ``hang_seconds`` wait under way now (a hung request
+  answers as its fault says, a stall sends the rest of its body): ``{"released": n}``.
 * ``POST /_sim/apps`` -- register (replace) the GitHub App until the next reset:
   ``{"app_id", "public_key": PEM, "installations": {"<id>": "<account>"},
   "granted"?: {...}, "token_lifetime_seconds"?: n}``; ``{"app_id": null}`` turns
@@ -145,6 +147,10 @@ def build_control_router(state: ForgeState) -> APIRouter:
     @router.delete("/faults")
     async def clear_faults() -> dict[str, int]:
         return {"cleared": state.faults.clear()}
+
+    @router.post("/faults/release")
+    async def release_faults() -> dict[str, int]:
+        return {"released": state.delays.release()}
 
     @router.post("/users", status_code=201)
     async def add_user(request: Request) -> Response:

@@ -37,7 +37,6 @@ Fault semantics (one fault per request, first match wins; ``method``, ``path`` (
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import AsyncIterable, Awaitable, Callable, Mapping
 from http import HTTPStatus
@@ -48,7 +47,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.routing import Match
 from starlette.types import Scope
 
-from simulators._faults import FaultSpecError, check_number, check_route, check_status, route_matches
+from simulators._faults import FaultDelays, FaultSpecError, check_number, check_route, check_status, route_matches
 from simulators.forge._identity import identify
 from simulators.forge._render import error_body
 from simulators.forge._state import ForgeState
@@ -138,7 +137,7 @@ def install_gate(app: FastAPI, state: ForgeState, token: str | None) -> None:
                 return JSONResponse(limited.body, status_code=limited.status, headers=limited.headers)
         accept = request.headers.get("accept", "")
         response = await _answer(request, call_next, state.faults.take(
-            lambda f: route_matches(f, method, path) and (not f.get("accept") or f["accept"] in accept)))
+            lambda f: route_matches(f, method, path) and (not f.get("accept") or f["accept"] in accept)), state.delays)
         if response.status_code == 304 and getattr(request.state, "caller", None) is not None:
             state.rate_limits.refund(request.state.caller)  # a conditional hit is free, as on GitHub
         response.headers.update(headers)
@@ -146,21 +145,21 @@ def install_gate(app: FastAPI, state: ForgeState, token: str | None) -> None:
 
 
 async def _answer(request: Request, call_next: Callable[[Request], Awaitable[Response]],
-                  fault: Mapping[str, Any] | None) -> Response:
+                  fault: Mapping[str, Any] | None, delays: FaultDelays) -> Response:
     """The handler's answer, shaped by ``fault`` (see the module docstring)."""
     if fault is None:
         return await call_next(request)
     if fault.get("stall_after_bytes") is not None:
-        return _stalling(await call_next(request), int(fault["stall_after_bytes"]), fault["hang_seconds"])
+        return _stalling(await call_next(request), int(fault["stall_after_bytes"]), fault["hang_seconds"], delays)
     if not fault["after_commit"]:
         if fault["hang_seconds"]:
-            await asyncio.sleep(fault["hang_seconds"])
+            await delays.wait(fault["hang_seconds"])
         if fault["status"] is not None:
             return _fault_response(fault)
         return await call_next(request)
     response = await call_next(request)
     if fault["hang_seconds"]:
-        await asyncio.sleep(fault["hang_seconds"])
+        await delays.wait(fault["hang_seconds"])
     if fault["status"] is None:
         return response
     async for _ in _body(response):  # drain the discarded response
@@ -173,7 +172,7 @@ def _body(response: Response) -> AsyncIterable[str | bytes | memoryview]:
     return cast(StreamingResponse, response).body_iterator
 
 
-def _stalling(response: Response, after: int, seconds: float) -> Response:
+def _stalling(response: Response, after: int, seconds: float, delays: FaultDelays) -> Response:
     """``response`` sent as it is, except that its body stops after ``after`` bytes for ``seconds``."""
     async def chunks():
         sent, stalled = 0, False
@@ -183,7 +182,7 @@ def _stalling(response: Response, after: int, seconds: float) -> Response:
                 head, chunk = chunk[:after - sent], chunk[after - sent:]
                 if head:
                     yield head
-                await asyncio.sleep(seconds)
+                await delays.wait(seconds)
                 stalled = True
             sent += len(chunk)
             if chunk:

@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from simulators._faults import FaultList
+from simulators._faults import FaultDelays, FaultList
 from simulators.forge._apps import GitHubApps
 from simulators.forge._identity import Users
 from simulators.forge._issues import (
@@ -85,6 +85,8 @@ class ForgeState:
         self.clock = clock
         self.commenter = commenter
         self.faults = FaultList()
+        self.delays = FaultDelays()
+        """The hangs and stalls faults impose, ended early by ``POST /_sim/faults/release``."""
         self.apps = GitHubApps(is_pull=self.is_pull)
         """GitHub App mode (``_apps``): off until an app is registered."""
         self.users = Users()

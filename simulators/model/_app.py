@@ -24,7 +24,6 @@ count; owner ``default`` for ``api_key``, ``unknown`` for a refused key), never 
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import json
@@ -116,13 +115,13 @@ def _completion(request: ChatRequest, state: ModelState, seq: int, created: int)
     }
 
 
-def _stalling(payload: dict, after: int, seconds: float) -> Response:
+def _stalling(payload: dict, after: int, seconds: float, state: ModelState) -> Response:
     """A 200 whose body stops after ``after`` bytes for ``seconds``, then ends: stuck mid-response."""
     body = json.dumps(payload).encode()
 
     async def chunks():
         yield body[:after]
-        await asyncio.sleep(seconds)
+        await state.delays.wait(seconds)
         yield body[after:]
 
     return StreamingResponse(chunks(), media_type="application/json")
@@ -184,7 +183,7 @@ def create_model_app(
         stall = fault if fault is not None and fault.get("stall_after_bytes") is not None else None
         if fault is not None and stall is None:
             if fault["delay_seconds"]:
-                await asyncio.sleep(fault["delay_seconds"])
+                await state.delays.wait(fault["delay_seconds"])
             if fault["status"] is not None:
                 return finish(fault_error(fault))
         try:
@@ -200,7 +199,7 @@ def create_model_app(
             return finish(openai_error(400, exc.message, param=exc.param, code=exc.code))
         payload = _completion(chat, state, seq, int(time.time()))
         if stall is not None:
-            return finish(_stalling(payload, int(stall["stall_after_bytes"]), stall["delay_seconds"]),
+            return finish(_stalling(payload, int(stall["stall_after_bytes"]), stall["delay_seconds"], state),
                           payload["usage"])
         return finish(JSONResponse(payload), payload["usage"])
 

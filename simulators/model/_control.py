@@ -12,6 +12,9 @@
   before the rest is sent: a provider stuck mid-response. Faults apply to
   ``/v1/chat/completions`` only, in order added, one per request.
 * ``GET /_sim/faults`` lists, ``DELETE /_sim/faults`` clears.
+* ``POST /_sim/faults/release`` -- ends every ``delay_seconds`` being waited out now (a delayed request
+  answers as its fault says, a stall sends the rest of its body): ``{"released": n}``. Lets a test hold
+  a call for "as long as needed" (a long delay) and end it when it has seen what it waited for.
 
 Bad fault specs (unknown keys, wrong types) answer 400 ``{"message"}``.
 """
@@ -89,5 +92,9 @@ def build_control_router(state: ModelState) -> APIRouter:
     @router.delete("/faults")
     async def clear_faults() -> dict[str, int]:
         return {"cleared": state.faults.clear()}
+
+    @router.post("/faults/release")
+    async def release_delays() -> dict[str, int]:
+        return {"released": state.delays.release()}
 
     return router

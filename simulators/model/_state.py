@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from simulators._faults import FaultList
+from simulators._faults import FaultDelays, FaultList
 from simulators.model._usage import cached_tokens, prefix_digests
 
 __all__ = ["ModelState"]
@@ -42,6 +42,7 @@ class ModelState:
         self.models = tuple(models)
         self.faults = FaultList()
         self._lock = threading.Lock()
+        self.delays = FaultDelays()
         self._seq = 0
         self.reset()
 

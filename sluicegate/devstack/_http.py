@@ -55,6 +55,10 @@ class StackHttp:
     def clear_model_faults(self) -> None:
         httpx.delete(f"{self.model}/_sim/faults", timeout=10).raise_for_status()
 
+    def release_model_delays(self) -> int:
+        """End the fault delays model calls are waiting out now (``POST /_sim/faults/release``)."""
+        return httpx.post(f"{self.model}/_sim/faults/release", timeout=10).raise_for_status().json()["released"]
+
     def model_stats(self) -> dict:
         return httpx.get(f"{self.model}/_sim/stats", timeout=10).json()
 

@@ -15,7 +15,7 @@ import sys
 import time
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import httpx
 
@@ -105,8 +105,6 @@ class DevStack:
             raise StackError("temporal.payload_key is set but codec_server.token (SLUICEGATE_CODEC_TOKEN) is not: "
                              "the codec server that lets the UI read encrypted payloads needs one")
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.start_temporal()
-        ledger.upgrade(s.ledger_url())
         forge_args = [py, "-m", "simulators.forge", "--host", s.simulators.forge.host,
                       "--port", str(s.simulators.forge.port)]
         if s.simulators.forge.fixtures:
@@ -117,22 +115,30 @@ class DevStack:
             forge_args += ["--commenter", s.forge.bot_login]
         model_args = [py, "-m", "simulators.model", "--host", s.simulators.model.host,
                       "--port", str(s.simulators.model.port), "--api-key", s.model.api_key.get_secret_value()]
+        # Every process is started before any is waited for: they start side by side (most of a start
+        # is Python importing). What needs what is kept: the worker and the API are started only once
+        # the dev server answers and the ledger is migrated; each process is checked ready (or reported
+        # failed) in the same order as before.
+        ready: list[tuple[ManagedProcess, Callable[[], bool]]] = []
         for name, argv, addr in (("forge-simulator", forge_args, s.simulators.forge),
                                  ("model-simulator", model_args, s.simulators.model)):
             proc = self._process(name, argv)
             proc.start()
-            url = f"http://{addr.host}:{addr.port}/_sim/stats"
-            proc.wait_until(partial(_http_ok, url), STARTUP_SECONDS)
+            ready.append((proc, partial(_http_ok, f"http://{addr.host}:{addr.port}/_sim/stats")))
         if self.encrypted:
             codec = self._process("codec-server", [py, "-m", "sluicegate.temporal.codec_server"])
             codec.start()
-            codec.wait_until(lambda: _http_ok(f"http://{s.codec_server.host}:{s.codec_server.port}/healthz"), STARTUP_SECONDS)
+            ready.append((codec, partial(_http_ok, f"http://{s.codec_server.host}:{s.codec_server.port}/healthz")))
+        self.start_temporal()
+        ledger.upgrade(s.ledger_url())
         if self.with_worker:
-            self.start_worker()
+            ready.append(self._launch_worker())
         if self.with_api:
             api = self._process("webhook-api", [py, "-m", "webhook_api"])
             api.start()
-            api.wait_until(lambda: _http_ok(f"http://{s.webhook_api.host}:{s.webhook_api.port}/healthz"), STARTUP_SECONDS)
+            ready.append((api, partial(_http_ok, f"http://{s.webhook_api.host}:{s.webhook_api.port}/healthz")))
+        for proc, check in ready:
+            proc.wait_until(check, STARTUP_SECONDS)
 
     def start_temporal(self) -> ManagedProcess:
         """Start the dev server (again, after :meth:`stop_temporal`: same port, same database file)."""
@@ -148,11 +154,16 @@ class DevStack:
         self.processes["temporal"].stop()
 
     def start_worker(self) -> ManagedProcess:
+        worker, polling = self._launch_worker()
+        worker.wait_until(polling, STARTUP_SECONDS)
+        return worker
+
+    def _launch_worker(self) -> tuple[ManagedProcess, Callable[[], bool]]:
+        """The worker process, started; and its readiness check (it logged that it polls)."""
         worker = self._process("worker", [sys.executable, str(self.settings.base_dir / "worker.py")])
         marker_offset = worker.log_path.stat().st_size if worker.log_path.exists() else 0
         worker.start()
-        worker.wait_until(lambda: b"worker polling" in worker.log_path.read_bytes()[marker_offset:], STARTUP_SECONDS)
-        return worker
+        return worker, lambda: b"worker polling" in worker.log_path.read_bytes()[marker_offset:]
 
     def kill_worker(self) -> None:
         self.processes["worker"].kill()

@@ -85,7 +85,11 @@ async def _run(sims, ledger_url, dev_env, task_queue, owner, head):
         async with worker:
             handle = await start_order(dev_env.client, task_queue, order)
             [outcome] = (await handle.result()).orders
-            return outcome, await handle.fetch_history()
+            history = await handle.fetch_history()
+            # The stalled attempt 1 still waits on the rest of its answer inside this worker: send it,
+            # so the worker stops now rather than after its graceful window.
+            sims.release_forge_hangs()
+            return outcome, history
 
 
 async def _retried_on_heartbeat_timeout(dev_env, history, activity_type: str) -> ToolResult:

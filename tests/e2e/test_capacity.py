@@ -114,6 +114,9 @@ def test_slots_of_a_terminated_run_are_reaped_and_the_queue_moves(stack_factory)
     capacity = CapacityLedger(engine)  # the second run gives its slot back too, right after it is done
     assert wait_for(lambda: capacity.counters().get(KEY, 0) == 0, timeout=30), capacity.counters()
     engine.dispose()
+    # The terminated run's model call is still held by the simulator (its worker attempt is running):
+    # answer it, so the worker stops at once instead of waiting out its graceful window.
+    web.release_model_delays()
 
 
 def test_model_breaker_opens_on_429s_defers_intake_and_lets_work_back_after(stack_factory):

@@ -25,10 +25,12 @@ def _starter(stack, *args: str) -> subprocess.CompletedProcess:
 def test_kill_by_tenant_stops_a_running_review_and_unkill_is_recorded(stack_factory):
     stack = stack_factory()
     s, web = stack.settings, StackHttp(stack)
-    # Every model answer takes 15 s, so the run is still working (its comment not yet posted) while
-    # the CLI starts and records the kill, even on a loaded machine: with 3 s the run had finished
-    # before a slow `starter.py kill` got to the ledger (seen at load 12: ``done`` not ``killed``).
-    web.model_fault(delay_seconds=15, times=None)
+    # Every model answer is held (up to 5 min), so the run is still working (its comment not yet posted)
+    # while the CLI starts and records the kill, however loaded the machine: with a fixed 3 s the run had
+    # finished before a slow `starter.py kill` got to the ledger (seen at load 12: ``done`` not
+    # ``killed``). Once the kill is recorded the held answer is released, instead of waiting out a
+    # fixed 15 s as this test did before.
+    web.model_fault(delay_seconds=300, times=None)
     assert web.send_opened("acme/api", 44).status_code == 202
     assert wait_for(lambda: httpx.get(f"{web.model}/_sim/stats").json()["calls"] >= 1, timeout=30)
 
@@ -37,6 +39,8 @@ def test_kill_by_tenant_stops_a_running_review_and_unkill_is_recorded(stack_fact
     # Visibility is eventually consistent: the signal may miss a run started a moment ago; the
     # recorded kill stops it anyway at its next model or tool call.
     assert "kill" in killed.stdout and "recorded" in killed.stdout
+    web.clear_model_faults()
+    assert web.release_model_delays() >= 1  # the run's model call was still waiting: it answers now
     [version] = wait_for_runs(s, timeout=120)
     assert version.status == "killed" and version.result["reason"].startswith(("killed by alice", "model-error"))
     assert web.comments() == []

@@ -18,32 +18,15 @@ import pytest
 from intake.admissions_in_flight import AdmissionsInFlight
 from intake.decision import Outcome, Reason
 from intake.envelope import Envelope, PullRequestRef, TriggerKind
-from intake.forge_reader import ForgeTargetReader
-from intake.freshness import TargetSnapshot
 from intake.identity import review_candidate
-from intake.ports import Admission, TargetReader
+from intake.ports import Admission
 from intake.scope import ScopeRules
 from intake.service import IntakeService
 from intake.shared_reads import SharedReads
 from ledger import SqlIntakeStore
-from sluicegate.forge.client import ForgeClient
-from tests.support.sims import FORGE_TOKEN
+from tests.support.forge_targets import GatedReader, forge_reads, seeded_target
 
 V1 = hashlib.sha1(b"in flight v1").hexdigest()
-
-
-class GatedReader:
-    """A real forge reader whose reads wait at a gate until the test opens it; counts the reads asked."""
-
-    def __init__(self, reader: TargetReader) -> None:
-        self._reader = reader
-        self.gate = asyncio.Event()
-        self.calls = 0
-
-    async def read(self, ref: PullRequestRef, tenant: str | None = None) -> TargetSnapshot:
-        self.calls += 1
-        await self.gate.wait()
-        return await self._reader.read(ref, tenant)
 
 
 class GatedStore(SqlIntakeStore):
@@ -77,10 +60,6 @@ def _delivery(ref: PullRequestRef, version: str = V1):
     return env, review_candidate("acme", ref, version)
 
 
-def _reads(sims, ref: PullRequestRef) -> int:
-    return sims.forge_ctl("GET", "/stats").json()["by_repository"].get(f"{ref.owner}/{ref.repo}".lower(), 0)
-
-
 def _waiting(service: IntakeService) -> int:
     """Duplicates waiting for an admission in flight (0 where there is no such registry: the tests
     then fail on their assertions instead of hanging)."""
@@ -99,11 +78,8 @@ async def _until(condition: Callable[[], bool]) -> None:
 
 @pytest.fixture
 async def forge(sims):
-    ref = PullRequestRef("acme", f"inflight-{uuid.uuid4().hex[:8]}", 1)
-    sims.forge_ctl("POST", f"/pulls/{ref.owner}/{ref.repo}/1", json={"head_sha": V1})
-    client = ForgeClient(sims.forge.base_url, FORGE_TOKEN)
-    yield ref, ForgeTargetReader(client)
-    await client.aclose()
+    async with seeded_target(sims, "inflight", V1) as target:
+        yield target
 
 
 async def test_a_duplicate_waits_for_the_first_decision_and_reads_nothing(engine, sims, forge):
@@ -119,7 +95,7 @@ async def test_a_duplicate_waits_for_the_first_decision_and_reads_nothing(engine
     assert (accepted.outcome, accepted.reason) == (Outcome.ACCEPT, Reason.ADMITTED)
     assert (duplicate.outcome, duplicate.reason) == (Outcome.REJECT, Reason.DUPLICATE_WORK)
     assert accepted.receipt_id in duplicate.message and "without a forge read" in duplicate.message
-    assert (reader.calls, _reads(sims, ref), admitted.keys) == (1, 1, [accepted.work_key])
+    assert (reader.calls, forge_reads(sims, ref), admitted.keys) == (1, 1, [accepted.work_key])
     registry = service.admissions_in_flight
     assert (registry.waited, registry.timed_out, len(registry)) == (1, 0, 0)  # nothing left behind
 
@@ -141,7 +117,7 @@ async def test_a_duplicate_waits_instead_of_polling_the_ledger_while_the_first_c
     finally:
         store.gate.set()
     assert (accepted.outcome, duplicate.reason) == (Outcome.ACCEPT, Reason.DUPLICATE_WORK)
-    assert (shared.started, _reads(sims, ref)) == (1, 1)
+    assert (shared.started, forge_reads(sims, ref)) == (1, 1)
     assert shared.rechecks == 0
     assert admitted.keys == [accepted.work_key]
 
@@ -219,4 +195,4 @@ async def test_an_exact_redelivery_that_waited_is_answered_as_a_repeat_without_a
     accepted, repeat = await asyncio.gather(first, again)
     assert (accepted.outcome, accepted.reason) == (Outcome.ACCEPT, Reason.ADMITTED)
     assert repeat.receipt_id == accepted.receipt_id  # the original's own receipt: a repeat
-    assert (reader.calls, _reads(sims, ref), admitted.keys) == (1, 1, [accepted.work_key])
+    assert (reader.calls, forge_reads(sims, ref), admitted.keys) == (1, 1, [accepted.work_key])

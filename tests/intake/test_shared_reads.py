@@ -13,27 +13,18 @@ import pytest
 
 from intake.decision import Reason
 from intake.envelope import Envelope, PullRequestRef, TriggerKind
-from intake.forge_reader import ForgeTargetReader
 from intake.freshness import TargetSnapshot, assess_freshness
 from intake.identity import review_candidate
 from intake.shared_reads import SharedReads, fresh_snapshot
-from sluicegate.forge.client import ForgeClient
-from tests.support.sims import FORGE_TOKEN
+from tests.support.forge_targets import forge_reads, seeded_target
 
 HEAD = hashlib.sha1(b"shared head").hexdigest()
 
 
 @pytest.fixture
 async def target(sims):
-    ref = PullRequestRef("acme", f"shared-{uuid.uuid4().hex[:8]}", 1)
-    sims.forge_ctl("POST", f"/pulls/{ref.owner}/{ref.repo}/1", json={"head_sha": HEAD})
-    forge = ForgeClient(sims.forge.base_url, FORGE_TOKEN)
-    yield ref, ForgeTargetReader(forge)
-    await forge.aclose()
-
-
-def _reads(sims, ref: PullRequestRef) -> int:
-    return sims.forge_ctl("GET", "/stats").json()["by_repository"].get(f"{ref.owner}/{ref.repo}".lower(), 0)
+    async with seeded_target(sims, "shared", HEAD) as target:
+        yield target
 
 
 def _hang(sims, ref: PullRequestRef, seconds: float = 0.5) -> None:
@@ -55,7 +46,7 @@ async def test_concurrent_intakes_of_one_target_share_one_read(sims, target):
     snapshots = await asyncio.gather(*(shared.since(*_delivery(ref, f"v{n}", received)).read(ref, "acme")
                                        for n in range(6)))
     assert {s.current_version for s in snapshots} == {HEAD}
-    assert (_reads(sims, ref), shared.started, shared.joined) == (1, 1, 5)
+    assert (forge_reads(sims, ref), shared.started, shared.joined) == (1, 1, 5)
 
 
 async def test_a_read_begun_before_a_delivery_arrived_is_shared_only_with_an_identical_event(sims, target):
@@ -70,7 +61,7 @@ async def test_a_read_begun_before_a_delivery_arrived_is_shared_only_with_an_ide
     closed = await shared.since(*_delivery(ref, HEAD, datetime.now(UTC), "closed")).read(ref, "acme")
     await asyncio.gather(early, same, opened)  # "opened" and "synchronize" of one head: the same news
     assert newer.current_version == closed.current_version == HEAD
-    assert (_reads(sims, ref), shared.started, shared.joined) == (3, 3, 2)
+    assert (forge_reads(sims, ref), shared.started, shared.joined) == (3, 3, 2)
 
 
 async def test_a_kept_snapshot_rejects_a_delivery_it_answers_but_not_a_later_other_event(sims, target):
@@ -81,11 +72,11 @@ async def test_a_kept_snapshot_rejects_a_delivery_it_answers_but_not_a_later_oth
     first = await fresh_snapshot(shared, *_delivery(ref, HEAD, before), deadline=4)
     waiting = await fresh_snapshot(shared, *_delivery(ref, HEAD, before), deadline=4)  # arrived before the read
     assert assess_freshness(HEAD, first) == assess_freshness(HEAD, waiting) == Reason.TARGET_CLOSED
-    assert (_reads(sims, ref), shared.snapshot_rejects) == (1, 1)
+    assert (forge_reads(sims, ref), shared.snapshot_rejects) == (1, 1)
     same = await fresh_snapshot(shared, *_delivery(ref, HEAD, datetime.now(UTC)), deadline=4)  # identical event
-    assert assess_freshness(HEAD, same) == Reason.TARGET_CLOSED and (_reads(sims, ref), shared.snapshot_rejects) == (1, 2)
+    assert assess_freshness(HEAD, same) == Reason.TARGET_CLOSED and (forge_reads(sims, ref), shared.snapshot_rejects) == (1, 2)
     reopened = await fresh_snapshot(shared, *_delivery(ref, HEAD, datetime.now(UTC), "reopened"), deadline=4)
-    assert isinstance(reopened, TargetSnapshot) and (_reads(sims, ref), shared.snapshot_rejects) == (2, 2)
+    assert isinstance(reopened, TargetSnapshot) and (forge_reads(sims, ref), shared.snapshot_rejects) == (2, 2)
 
 
 async def test_a_kept_snapshot_never_admits(sims, target):
@@ -95,7 +86,7 @@ async def test_a_kept_snapshot_never_admits(sims, target):
     first = await fresh_snapshot(shared, *_delivery(ref, HEAD, before), deadline=4)
     second = await fresh_snapshot(shared, *_delivery(ref, HEAD, before), deadline=4)
     assert assess_freshness(HEAD, first) is None and assess_freshness(HEAD, second) is None
-    assert (_reads(sims, ref), shared.snapshot_rejects) == (2, 0)  # "fresh" was read again, not taken from memory
+    assert (forge_reads(sims, ref), shared.snapshot_rejects) == (2, 0)  # "fresh" was read again, not taken from memory
     assert shared.saw_fresh(*_delivery(ref, HEAD, before))  # ... after asking the ledger (taken_meanwhile)
 
 
@@ -109,7 +100,7 @@ async def test_a_failed_read_is_shared_and_not_kept(sims, target):
                                      for _ in range(3)))
     assert [a.reason for a in answers] == [Reason.SOURCE_UNAVAILABLE] * 3
     assert shared.rejecting_snapshot(*_delivery(ref, "other", received)) is None
-    assert (_reads(sims, ref), shared.started, shared.joined) == (1, 1, 2)
+    assert (forge_reads(sims, ref), shared.started, shared.joined) == (1, 1, 2)
 
 
 def _manual(ref: PullRequestRef, received_at: datetime):
@@ -129,10 +120,10 @@ async def test_manual_triggers_without_a_version_share_only_reads_begun_after_th
     await asyncio.sleep(0.1)  # that read is in flight now; the next trigger arrives after it began
     await shared.since(*_manual(ref, datetime.now(UTC))).read(ref, "acme")
     await early
-    assert (_reads(sims, ref), shared.started, shared.joined) == (2, 2, 0)
+    assert (forge_reads(sims, ref), shared.started, shared.joined) == (2, 2, 0)
     later = _manual(ref, datetime.now(UTC))
     assert not shared.saw_fresh(*later) and shared.rejecting_snapshot(*later) is None  # the kept one is older
     together = datetime.now(UTC)  # both received before the read below starts: one read answers both
     _hang(sims, ref)
     await asyncio.gather(*(shared.since(*_manual(ref, together)).read(ref, "acme") for _ in range(2)))
-    assert (_reads(sims, ref), shared.started, shared.joined) == (3, 3, 1)
+    assert (forge_reads(sims, ref), shared.started, shared.joined) == (3, 3, 1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import time
 
 import httpx
@@ -128,3 +129,29 @@ def test_accept_narrows_a_fault_to_one_media_type(forge_http: httpx.Client) -> N
     _fault(forge_http, method="GET", path="/pulls/42$", accept=DIFF_TYPE, status=502)
     assert forge_http.get("/repos/acme/api/pulls/42").status_code == 200  # the JSON read
     assert forge_http.get("/repos/acme/api/pulls/42", headers={"Accept": DIFF_TYPE}).status_code == 502
+
+
+def test_release_ends_the_hangs_and_stalls_under_way_now_and_not_later_ones(forge_http: httpx.Client) -> None:
+    assert forge_http.post("/_sim/faults/release").json() == {"released": 0}
+    _fault(forge_http, method="POST", path="/comments$", status=504, hang_seconds=300)
+    _fault(forge_http, method="GET", path="/pulls/42$", stall_after_bytes=50, hang_seconds=300)
+
+    def stalled_read() -> bytes:
+        with forge_http.stream("GET", "/repos/acme/api/pulls/42", timeout=60) as response:
+            return b"".join(response.iter_bytes())
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        hung = pool.submit(forge_http.post, COMMENTS, json={"body": "x"}, timeout=60)
+        stalled = pool.submit(stalled_read)
+        released, deadline = 0, time.monotonic() + 60
+        while not (hung.done() and stalled.done()):  # released as each reaches its wait (each once)
+            assert time.monotonic() < deadline, "the held requests were not released"
+            released += forge_http.post("/_sim/faults/release").json()["released"]
+            time.sleep(0.05)
+        assert released == 2
+        assert hung.result().status_code == 504  # answered as its fault says, long before 300 s
+        assert forge_http.get("/repos/acme/api/pulls/42").json() == json.loads(stalled.result())
+    _fault(forge_http, method="GET", path="/pulls/42$", hang_seconds=300)  # a hang that starts after the release
+    with pytest.raises(httpx.ReadTimeout):
+        forge_http.get("/repos/acme/api/pulls/42", timeout=0.5)
+    assert forge_http.post("/_sim/faults/release").json() == {"released": 1}  # it was still waiting

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import httpx
@@ -120,3 +121,39 @@ async def test_a_stall_mid_body_sends_the_first_bytes_then_holds_the_rest(model_
     assert b"".join(pieces).startswith(b'{"id": "chatcmpl-') and b'"finish_reason": "stop"' in b"".join(pieces)
     for bad in ({"stall_after_bytes": 10}, {"stall_after_bytes": 10, "delay_seconds": 1, "status": 500}):
         assert model_http.post("/_sim/faults", json=bad).status_code == 400
+
+
+async def _seen(model_http: httpx.Client, calls: int) -> None:
+    while model_http.get("/_sim/stats").json()["calls"] < calls:
+        await asyncio.sleep(0.05)
+
+
+async def test_release_ends_the_delays_waited_out_now_and_not_later_ones(
+        model_client: openai.AsyncOpenAI, model_http: httpx.Client) -> None:
+    assert model_http.post("/_sim/faults/release").json() == {"released": 0}
+    _fault(model_http, status=503, delay_seconds=300)
+    _fault(model_http, delay_seconds=300)
+    refused = asyncio.ensure_future(_ask(model_client.with_options(max_retries=0), timeout=60))
+    await _seen(model_http, 1)
+    answered = asyncio.ensure_future(_ask(model_client, timeout=60))
+    await _seen(model_http, 2)
+    assert model_http.post("/_sim/faults/release").json() == {"released": 2}
+    with pytest.raises(openai.InternalServerError):  # answered as its fault says, long before 300 s (or 60 s)
+        await refused
+    assert (await answered).choices[0].finish_reason == "stop"
+    _fault(model_http, delay_seconds=300)  # a delay that starts after the release waits in full
+    with pytest.raises(openai.APITimeoutError):
+        await _ask(model_client.with_options(max_retries=0), timeout=0.5)
+    assert model_http.post("/_sim/faults/release").json() == {"released": 1}  # it was still waiting
+
+
+async def test_release_ends_a_stall_mid_body(model_http: httpx.Client) -> None:
+    _fault(model_http, stall_after_bytes=25, delay_seconds=300)
+    body = {"model": "sim-reviewer-1", "messages": MESSAGES}
+    async with httpx.AsyncClient(base_url=str(model_http.base_url), timeout=60) as client:
+        async with client.stream("POST", "/v1/chat/completions", json=body) as response:
+            chunks = response.aiter_bytes()
+            pieces = [await anext(chunks)]
+            assert model_http.post("/_sim/faults/release").json() == {"released": 1}
+            pieces += [piece async for piece in chunks]
+    assert len(pieces[0]) == 25 and b'"finish_reason": "stop"' in b"".join(pieces)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import dataclass
 
 import httpx
@@ -14,6 +16,8 @@ from sluicegate.config.settings import DEFAULT_CONFIG_FILE, Settings, load_setti
 
 FORGE_TOKEN = "test-forge-token"
 MODEL_KEY = "test-model-key"
+HOLD_SECONDS = 300
+"""How long a held model call waits when nothing releases it (longer than any test runs)."""
 
 
 @dataclass
@@ -40,6 +44,26 @@ class Sims:
 
     def model_stats(self) -> dict:
         return self.model_ctl("GET", "/stats").json()
+
+    def hold_model_calls(self, times: int | None = 1) -> None:
+        """The next ``times`` model calls wait until :meth:`release_model_calls` (a test's event, not a
+        fixed delay that a loaded machine may outrun)."""
+        self.model_ctl("POST", "/faults", json={"delay_seconds": HOLD_SECONDS, "times": times})
+
+    async def model_called(self, calls: int = 1, timeout: float = 120) -> None:
+        """Until the model simulator has seen ``calls`` calls (arrived, answered or not)."""
+        deadline = time.monotonic() + timeout
+        while self.model_stats()["calls"] < calls:
+            assert time.monotonic() < deadline, f"fewer than {calls} model calls after {timeout:.0f} s"
+            await asyncio.sleep(0.05)
+
+    def release_forge_hangs(self) -> int:
+        """End the forge fault hangs and stalls under way now; how many there were."""
+        return self.forge_ctl("POST", "/faults/release").json()["released"]
+
+    def release_model_calls(self) -> int:
+        """Answer the held model calls now; how many were held."""
+        return self.model_ctl("POST", "/faults/release").json()["released"]
 
 
 @pytest.fixture(scope="session")

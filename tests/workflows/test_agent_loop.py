@@ -101,21 +101,21 @@ async def test_resent_work_order_is_processed_once(temporal_env, settings, sims,
 
 
 async def test_newer_version_supersedes_at_the_next_step_boundary(temporal_env, settings, sims, task_queue):
-    import asyncio
     from contextlib import AsyncExitStack
 
     from tests.support.agent_runs import start_order
     from worker import create_worker
 
-    sims.model_ctl("POST", "/faults", json={"delay_seconds": 2, "times": 1})  # the first model call is slow
+    sims.hold_model_calls()  # the old order's first model call is held until the new order is in
     old = work_order(settings, generation=1)
     new = work_order(settings, version="5c1e6b2d9a8f4e3c7b0a1d2e3f405162738495a6", generation=2)
     sims.forge_ctl("POST", "/pulls/acme/api/42", json={"head_sha": new.input_version})
     async with AsyncExitStack() as stack:
         async with await create_worker(temporal_env.client, settings, stack, task_queue):
             handle = await start_order(temporal_env.client, task_queue, old)
-            await asyncio.sleep(0.5)  # the old order is inside its first model call
+            await sims.model_called()  # the old order is inside its first model call
             await start_order(temporal_env.client, task_queue, new, workflow_id=handle.id)
+            assert sims.release_model_calls() >= 1  # ours (and any a previous test left waiting on this session server)
             result = await handle.result()
     superseded, done = result.orders
     assert (superseded.status, superseded.generation, superseded.steps) == ("superseded", 1, 1)
@@ -140,7 +140,6 @@ async def test_an_order_older_than_the_ledgers_generation_is_superseded_without_
 
 async def test_stale_generation_cannot_post(temporal_env, settings, sims, task_queue):
     """A newer admission committed while the order runs (after its claim) fences its post."""
-    import asyncio
     from contextlib import AsyncExitStack
 
     from tests.support.agent_runs import start_order
@@ -148,13 +147,13 @@ async def test_stale_generation_cannot_post(temporal_env, settings, sims, task_q
 
     order = work_order(settings, generation=1)
     accept_versions(settings, order.work_key, order.input_version)
-    sims.model_ctl("POST", "/faults", json={"delay_seconds": 2, "times": 1})  # the first model call is slow
+    sims.hold_model_calls()  # the first model call is held until the newer admission is committed
     async with AsyncExitStack() as stack:
         async with await create_worker(temporal_env.client, settings, stack, task_queue):
             handle = await start_order(temporal_env.client, task_queue, order)
-            while sims.model_stats()["calls"] == 0:
-                await asyncio.sleep(0.05)
+            await sims.model_called()
             accept_versions(settings, order.work_key, "newer-version")
+            assert sims.release_model_calls() >= 1  # ours (and any a previous test left waiting on this session server)
             [outcome] = (await handle.result()).orders
     assert (outcome.status, outcome.reason) == ("failed", "tool-error: post_review_comment: FencedOut")
     assert sims.comments() == []

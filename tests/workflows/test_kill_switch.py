@@ -46,13 +46,14 @@ async def test_lifted_kill_lets_work_run_again(temporal_env, settings, sims, tas
 
 
 async def test_kill_signal_stops_the_run_before_its_next_step(temporal_env, settings, sims, task_queue):
-    sims.model_ctl("POST", "/faults", json={"delay_seconds": 2, "times": 1})  # the first model call is slow
+    sims.hold_model_calls()  # the first model call is held until the kill signal is in
     order = work_order(settings)
     async with AsyncExitStack() as stack:
         async with await create_worker(temporal_env.client, settings, stack, task_queue):
             handle = await start_order(temporal_env.client, task_queue, order)
-            await asyncio.sleep(0.5)
+            await sims.model_called()
             await handle.signal(KILL_SIGNAL, KillNotice("alice", "wrong repository"))
+            assert sims.release_model_calls() >= 1  # ours (and any a previous test left waiting on this session server)
             [outcome] = (await handle.result()).orders
     assert (outcome.status, outcome.reason) == ("killed", "killed by alice: wrong repository")
     assert outcome.steps == 1 and sims.model_stats()["calls"] == 1 and sims.comments() == []
