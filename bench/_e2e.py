@@ -5,7 +5,9 @@ real API process (dev stack, no worker), each for a distinct open pull request c
 beforehand on the forge simulator; only 202 answers that say ``admitted`` count. Baseline:
 ``client.start_workflow("AgentLoop", ..., start_signal="work_order")`` from this process,
 with the same work-order payload and search attributes the admitter sends, unique ids,
-same concurrency, same dev server and task queue. Nobody runs either side's workflows: the
+same concurrency, same dev server and task queue. Second baseline, the *bare front*
+(``bench/_e2e_front.py``): the same signed deliveries to a minimal FastAPI front that checks, parses and
+makes one signal-with-start each; the three sides share rounds, order rotating. Nobody runs either side's workflows: the
 stack's capacity limits are lifted (``CAPACITY``), so every delivery is admitted and the
 measurement is about admission, not about slots freeing up (no worker drains). CPU meter and driver:
 ``bench/_e2e_cpu.py``; bare work orders and the verification: ``bench/_e2e_verify.py``.
@@ -21,7 +23,8 @@ from typing import Any, Callable
 
 import httpx
 
-from bench._common import BENCH_SCOPE, NO_CAPACITY_LIMITS, Comparison, SideRound, head_sha, interleave, signed_pull_request
+from bench._common import BENCH_SCOPE, NO_CAPACITY_LIMITS, Comparison, SideRound, head_sha, signed_pull_request
+from bench import _e2e_front
 from bench._e2e_cpu import CpuMeter, drive, process_cpu
 from bench._e2e_verify import bare_start, verify
 from bench._forge_reads import forge_counters, forge_reads_between
@@ -46,7 +49,7 @@ def run_dir() -> Path:
 
 
 async def measure(stack: DevStack, rounds: int, per_round: int, warmup: int, concurrency: int,
-                  log: Callable[[str], None]) -> tuple[Comparison, dict[str, dict[str, float]]]:
+                  log: Callable[[str], None]) -> tuple[Comparison, tuple[dict[str, dict[str, float]], Comparison]]:
     s = stack.settings
     run = uuid.uuid4().hex[:8]
     owner, repo, bare_owner = "bench", f"e2e-{run}", "bench-bare"
@@ -59,6 +62,8 @@ async def measure(stack: DevStack, rounds: int, per_round: int, warmup: int, con
                       f"rate {c.tenant_defaults.rate_per_second}/s; worker: "
                       f"{'running' if stack.processes.get('worker') else 'none'}")
     outcomes: Counter[str] = Counter()
+    front, front_outcomes = _e2e_front.comparison(0.9, 1.2), Counter[str]()
+    front_url = _e2e_front.start(stack)  # before the CPU meter is made: its process is metered too
 
     forge = f"http://{s.simulators.forge.host}:{s.simulators.forge.port}"
     api = f"http://{s.webhook_api.host}:{s.webhook_api.port}/webhooks/github"
@@ -74,9 +79,10 @@ async def measure(stack: DevStack, rounds: int, per_round: int, warmup: int, con
 
         await drive(list(range(1, total + 1)), concurrency, create)
         deliveries = [signed_pull_request(secret, owner, repo, n, shas[n - 1]) for n in range(1, total + 1)]
+        fronted = [signed_pull_request(secret, _e2e_front.OWNER, repo, n, shas[n - 1]) for n in range(1, total + 1)]
         starts = [bare_start(s, secret, bare_owner, repo, n, shas[n - 1]) for n in range(1, total + 1)]
         log(f"  set-up: {total} open pull requests on the forge simulator, {total} signed deliveries, "
-            f"{total} bare work orders")
+            f"{total} bare work orders, {total} signed deliveries for the bare front")
 
         client = await connect(s)
         tq = s.temporal.task_queue
@@ -119,10 +125,15 @@ async def measure(stack: DevStack, rounds: int, per_round: int, warmup: int, con
         counters = forge_counters(forge)  # untimed; only intake touches the forge (no worker runs)
         await drive(deliveries[:warmup], concurrency, post)
         await drive(starts[:warmup], concurrency, start)
-        await interleave(rounds, side("intake", deliveries, post), side("baseline", starts, start), cmp, log)
+        post_front = _e2e_front.poster(http, front_url, front_outcomes)
+        await drive(fronted[:warmup], concurrency, post_front)
+        await _e2e_front.interleave3(rounds, {"intake": side("intake", deliveries, post),
+                                              "baseline": side("baseline", starts, start),
+                                              "front": side("front", fronted, post_front)}, cmp, front, log)
         cmp.forge_reads = forge_reads_between(counters, forge_counters(forge), total, total)
         cmp.checks.append(cmp.forge_reads.line() + " (one new version per delivery)")
 
     cmp.checks.append("answers: " + ", ".join(f"{k} x{v}" for k, v in sorted(outcomes.items())))
     await verify(cmp, s, client, f"{tenant}/github:{owner}/{repo}#", total, outcomes)
-    return cmp, {side: meter.per_op(side) for side in ("intake", "baseline")}
+    await _e2e_front.verify(front, client, total, front_outcomes)
+    return cmp, ({side: meter.per_op(side) for side in ("intake", "baseline", "front")}, front)

@@ -30,7 +30,7 @@ class CpuMeter:
     def __init__(self, stack: DevStack) -> None:
         self.pids = {name: p.proc.pid for name, p in stack.processes.items() if p.proc is not None}
         self.pids["bench"] = os.getpid()
-        self.samples: dict[str, list[dict[str, float]]] = {"intake": [], "baseline": []}
+        self.samples: dict[str, list[dict[str, float]]] = {"intake": [], "baseline": [], "front": []}
 
     def snapshot(self) -> dict[str, float]:
         return {name: process_cpu(pid) for name, pid in self.pids.items()}

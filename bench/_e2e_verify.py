@@ -52,7 +52,7 @@ async def verify(cmp: Comparison, settings, client, key_prefix: str, sent: int, 
                 WorkVersion.work_key.like(key_prefix + "%"), WorkVersion.status == "admitted")).scalar_one()
     finally:
         engine.dispose()
-    running = await _running_workflows(client, admitted + started)
+    running = await running_workflows(client, admitted + started)
     cmp.checks.append(f"ledger: {accepts} accept receipts ({with_wf} with a workflow id, {others} other outcomes), "
                       f"{versions} work versions admitted; expected {admitted} (of {sent} sent)")
     cmp.checks.append(f"temporal: {running} AgentLoop workflows running; expected {admitted} admitted + "
@@ -68,9 +68,9 @@ async def verify(cmp: Comparison, settings, client, key_prefix: str, sent: int, 
         raise BenchError("verification failed: " + "; ".join(problems))
 
 
-async def _running_workflows(client, expected: int, timeout: float = 30.0) -> int:
-    """Running AgentLoop workflows on the (fresh) dev server; visibility lags, so poll a while."""
-    query = f'WorkflowType = "{AGENT_WORKFLOW}" AND ExecutionStatus = "Running"'
+async def running_workflows(client, expected: int, workflow_type: str = AGENT_WORKFLOW, timeout: float = 30.0) -> int:
+    """Running workflows of a type on the (fresh) dev server; visibility lags, so poll a while."""
+    query = f'WorkflowType = "{workflow_type}" AND ExecutionStatus = "Running"'
     deadline = now() + timeout
     while True:
         count = (await client.count_workflows(query)).count

@@ -9,7 +9,8 @@ Measures (see bench/README.md):
      on the same database and engine (SQLite; PostgreSQL when reachable), target >= 0.8;
   2. admitted deliveries/s end to end (webhook API on the real dev stack, capacity limits
      lifted, no worker) vs. bare signal-with-start against the same dev server at the same
-     concurrency: throughput ratio (target >= 0.9) and p95 ratio (target <= 1.2).
+     concurrency: throughput ratio (target >= 0.9) and p95 ratio (target <= 1.2); and the same
+     ratios against a bare front (FastAPI + signature + parse + signal-with-start, bench/_e2e_front.py).
 Sides alternate within each round; the table shows medians of per-round figures.
 Exit status: 0 when every measurement ran and verified (whatever the ratios), 1 otherwise.
 """
@@ -121,13 +122,14 @@ def _run(a) -> BenchReport:
     try:
         results = [_guard("duplicate rejects (SQLite)", DUP_TARGET, DUP_CAPACITY, _dup_run, a, tmp, False)[0],
                    _guard("duplicate rejects (PostgreSQL)", DUP_TARGET, DUP_CAPACITY, _dup_run, a, tmp, True)[0]]
-        e2e, cpu = _guard("end-to-end admissions", E2E_TARGET, _e2e.CAPACITY, _e2e_run, a, tmp)
+        e2e, extra = _guard("end-to-end admissions", E2E_TARGET, _e2e.CAPACITY, _e2e_run, a, tmp)
+        cpu, front = extra or (None, None)  # front: the same intake rounds vs. the bare front (bench/_e2e_front.py)
         e2e.p95_target = E2E_P95_TARGET
-        results.append(e2e)
+        results += [e2e] + ([front] if front else [])
         for c in results:
             rep.add(c.as_measurement())
         if cpu:
-            rep.measurements[-1].figures["cpu_ms_per_op"] = cpu
+            rep.measurements[2].figures["cpu_ms_per_op"] = cpu
         report(results, cpu)
     finally:
         if a.keep:

@@ -1,7 +1,7 @@
 """Issue 11's proof table: every speed ratio with its target, from one run of the benches.
 
 ``python -m bench.summary`` runs ``intake_bench`` (duplicates on SQLite and PostgreSQL, admissions
-end to end), ``loop_bench`` (issue 11 item 6: a loop step against a bare no-op activity loop and
+end to end against bare signal-with-start and against a bare webhook front: a row per ratio each), ``loop_bench`` (issue 11 item 6: a loop step against a bare no-op activity loop and
 against a bare agent loop making the same model and forge calls; both ratios, wall and CPU, with
 the target 1.2 against each) and ``peers_bench`` (the duplicate storm beside naive Temporal and DBOS,
 forge requests per unique version) one after the other, each with ``--json``, and prints one table: measurement, ratio, value, target, met.

@@ -62,6 +62,17 @@ def test_every_bench_quick_run_verifies_and_prints_one_json_document(tmp_path):
             if require_pg:
                 assert m["skipped"] is None, f"{name}/{m['name']} skipped under SLUICEGATE_REQUIRE_POSTGRES=1"
 
+    # intake_bench's end-to-end admissions: both baselines (direct signal-with-start, and the bare front),
+    # each with its targets, the same intake rounds, and CPU metered for the front's process.
+    e2e = {m["name"]: m for m in json.loads(outputs["intake_bench"])["measurements"]}
+    start, front = e2e["end-to-end admissions"], e2e["end-to-end admissions vs bare front"]
+    for m in (start, front):
+        assert (m["ratios"]["throughput_target_min"], m["ratios"]["p95_target_max"]) == (0.9, 1.2), m["name"]
+    assert front["figures"]["ops"]["intake"] == start["figures"]["ops"]["intake"]
+    assert front["figures"]["ops"]["baseline"] == start["figures"]["ops"]["baseline"]  # every one 2xx, as many
+    cpu = start["figures"]["cpu_ms_per_op"]
+    assert set(cpu) == {"intake", "baseline", "front"} and cpu["front"]["naive-front"] > 0, cpu
+
     # bench.summary's table (issue 11's proof) is built from these documents: every ratio a bench
     # gives a target for is a row, and its verdict is the bench's value against that target.
     from bench.summary import rows
