@@ -61,6 +61,40 @@ def _waiting_on_locks(engine, count: int, threads: list[threading.Thread]) -> No
         time.sleep(0.02)
 
 
+def _two_batches_racing(engine, other, held: list[ReceiptDraft], a: list[ReceiptDraft],
+                        b: list[ReceiptDraft]) -> tuple[list, list]:
+    """Batches ``a`` and ``b`` group-committed by two threads (two replicas) while ``other`` holds the
+    claims of ``held``'s delivery ids; once both wait on locks, ``other`` rolls back. Each batch's answers,
+    after asserting that neither raised (a deadlock aborts one)."""
+    store = SqlIntakeStore(engine)
+    tx = other.begin()
+    for draft in held:
+        other.execute(text("INSERT INTO deliveries (source, delivery_id, received_at, receipt_id) "
+                           "VALUES ('github', :d, now(), 'other')"), {"d": draft.delivery_id})
+    results: dict[str, object] = {}
+
+    def batch(name: str, drafts: list[ReceiptDraft]) -> None:
+        rows = [_receipt_row(d, uuid.uuid4().hex, None, "p") for d in drafts]
+        try:
+            results[name] = decide_plain_many(engine, list(zip(drafts, rows, strict=True)),
+                                              store._already_claimed_unknown)
+        except BaseException as exc:  # noqa: BLE001 - asserted below
+            results[name] = exc
+
+    threads = [threading.Thread(target=batch, args=("A", a)), threading.Thread(target=batch, args=("B", b))]
+    for thread in threads:
+        thread.start()
+    _waiting_on_locks(engine, 2, threads)  # both batches wait (on the held claims, or one on the other)
+    tx.rollback()
+    for thread in threads:
+        thread.join(30)
+    errors = {k: v for k, v in results.items() if isinstance(v, BaseException)}
+    assert errors == {}, {k: f"{type(v).__name__}: {v}" for k, v in errors.items()}
+    ra, rb = results["A"], results["B"]
+    assert isinstance(ra, list) and isinstance(rb, list)
+    return ra, rb
+
+
 def test_two_replicas_batches_of_the_same_deliveries_in_opposite_orders_do_not_deadlock(postgres_url):
     """Two API replicas each batch the same two redelivered ids, in the order each received them
     (A: d1 then d2, B: d2 then d1). Claimed in arrival order, A held d1 waiting for d2 while B held d2
@@ -71,35 +105,9 @@ def test_two_replicas_batches_of_the_same_deliveries_in_opposite_orders_do_not_d
     engine = ledger.make_engine(postgres_url)
     other = engine.connect()
     try:
-        store = SqlIntakeStore(engine)
         run = uuid.uuid4().hex[:8]
         d1, d2, x, y = (replace(_draft("sha"), delivery_id=f"{run}-{n}") for n in ("d1", "d2", "x", "y"))
-        tx = other.begin()
-        for held in (x, y):
-            other.execute(text("INSERT INTO deliveries (source, delivery_id, received_at, receipt_id) "
-                               "VALUES ('github', :d, now(), 'other')"), {"d": held.delivery_id})
-        results: dict[str, object] = {}
-
-        def batch(name: str, drafts: list[ReceiptDraft]) -> None:
-            rows = [_receipt_row(d, uuid.uuid4().hex, None, "p") for d in drafts]
-            try:
-                results[name] = decide_plain_many(engine, list(zip(drafts, rows, strict=True)),
-                                                  store._already_claimed_unknown)
-            except BaseException as exc:  # noqa: BLE001 - asserted below
-                results[name] = exc
-
-        threads = [threading.Thread(target=batch, args=("A", [d1, x, d2])),
-                   threading.Thread(target=batch, args=("B", [d2, y, d1]))]
-        for thread in threads:
-            thread.start()
-        _waiting_on_locks(engine, 2, threads)  # both batches wait (old order: A on x, B on y)
-        tx.rollback()
-        for thread in threads:
-            thread.join(30)
-        errors = {k: v for k, v in results.items() if isinstance(v, BaseException)}
-        assert errors == {}, {k: f"{type(v).__name__}: {v}" for k, v in errors.items()}
-        a, b = results["A"], results["B"]
-        assert isinstance(a, list) and isinstance(b, list)
+        a, b = _two_batches_racing(engine, other, [x, y], [d1, x, d2], [d2, y, d1])  # old order: A on x, B on y
         # one batch claimed both ids; the other's two were answered from those rows (in its own order)
         written, repeated = (a, b) if a[0] is None else (b, a)
         assert written == [None, None, None]
@@ -119,7 +127,6 @@ def test_two_replicas_batches_of_replayed_bodies_in_opposite_digest_orders_do_no
     engine = ledger.make_engine(postgres_url)
     other = engine.connect()
     try:
-        store = SqlIntakeStore(engine)
         run = uuid.uuid4().hex[:8]
         d1, d2 = (f"{run}{n}".ljust(64, "0") for n in ("d1", "d2"))
 
@@ -128,31 +135,7 @@ def test_two_replicas_batches_of_replayed_bodies_in_opposite_digest_orders_do_no
 
         a = [draft("1a", d1), draft("1x", None), draft("1z", d2)]
         b = [draft("2a", d2), draft("2y", None), draft("2z", d1)]
-        tx = other.begin()
-        for held in (a[1], b[1]):
-            other.execute(text("INSERT INTO deliveries (source, delivery_id, received_at, receipt_id) "
-                               "VALUES ('github', :d, now(), 'other')"), {"d": held.delivery_id})
-        results: dict[str, object] = {}
-
-        def batch(name: str, drafts: list[ReceiptDraft]) -> None:
-            rows = [_receipt_row(d, uuid.uuid4().hex, None, "p") for d in drafts]
-            try:
-                results[name] = decide_plain_many(engine, list(zip(drafts, rows, strict=True)),
-                                                  store._already_claimed_unknown)
-            except BaseException as exc:  # noqa: BLE001 - asserted below
-                results[name] = exc
-
-        threads = [threading.Thread(target=batch, args=("A", a)), threading.Thread(target=batch, args=("B", b))]
-        for thread in threads:
-            thread.start()
-        _waiting_on_locks(engine, 2, threads)  # both batches wait (on 1x and 2y, or one on the other)
-        tx.rollback()
-        for thread in threads:
-            thread.join(30)
-        errors = {k: v for k, v in results.items() if isinstance(v, BaseException)}
-        assert errors == {}, {k: f"{type(v).__name__}: {v}" for k, v in errors.items()}
-        ra, rb = results["A"], results["B"]
-        assert isinstance(ra, list) and isinstance(rb, list)
+        ra, rb = _two_batches_racing(engine, other, [a[1], b[1]], a, b)
         # one batch claimed both digests; the other's two replays were answered from those rows
         written, replayed = (ra, rb) if ra[0] is None else (rb, ra)
         assert written == [None, None, None]
