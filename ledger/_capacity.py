@@ -178,7 +178,9 @@ class CapacityLedger:
             query = select(CapacityHold).where(col(CapacityHold.work_key) == work_key)
             if up_to_generation is not None:
                 query = query.where(col(CapacityHold.generation) <= up_to_generation)
-            holds = list(s.execute(query.with_for_update()).scalars())
+            # counters lowered in key order, as acquire raises them: since a refused take locks the
+            # counter row too (PostgreSQL, one upsert), any other order could deadlock with it
+            holds = list(s.execute(query.order_by(col(CapacityHold.slot_key)).with_for_update()).scalars())
             for hold in holds:
                 _lower_slot(s, hold.slot_key)
                 s.execute(delete(CapacityHold).where(col(CapacityHold.work_key) == work_key,

@@ -30,9 +30,11 @@ a row that became load-bearing between the two statements stays. On SQLite a bat
 write lock for one small DELETE; batches repeat until one finds fewer rows than the batch
 size, or ``max_batches`` ran (the rest waits for the next run).
 
-Known race (PostgreSQL): an idle counter deleted in the very instant its first admission in
-days raises it makes that admission find no row and defer once (it is dispatched later);
-never an over-admission.
+An idle counter deleted in the very instant its first admission in days takes it: the admission's
+one upsert (``ledger/_capacity.py``) inserts the row again (PostgreSQL re-checks the conflict after
+the delete commits), so it is admitted, never over the limit. (Before session 10's upsert, with a
+separate ensure and ``UPDATE``, such an admission found no row and deferred once; a limit below 1
+still takes that path, where it is refused anyway.)
 """
 
 from __future__ import annotations
