@@ -40,8 +40,11 @@ class ManagedProcess:
     env: dict[str, str]
     cwd: Path
     proc: subprocess.Popen | None = field(default=None, init=False)
+    killed: bool = field(default=False, init=False)
+    """SIGKILLed on purpose (:meth:`kill`, a crash drill) since its last start: its exit code says nothing."""
 
     def start(self) -> None:
+        self.killed = False
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, env=self.env,
@@ -71,6 +74,7 @@ class ManagedProcess:
     def kill(self) -> None:
         """SIGKILL the whole process group at once (crash drills)."""
         if self.proc is not None and self.alive():
+            self.killed = True
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
 

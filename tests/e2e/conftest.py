@@ -34,3 +34,8 @@ def stack_factory(tmp_path):
     for stack in stacks:
         stack.stop()
         assert stack.leftover() == [], "processes left running after stop"
+        # SIGTERM is a clean stop for the webhook API (uvicorn on uvloop: it drains, flushes its spans and
+        # metrics, exits 0); a SIGKILL after the 10 s grace, or a crash on the way out, shows here
+        api = stack.processes.get("webhook-api")
+        if api is not None and api.proc is not None and not api.killed:
+            assert api.proc.returncode == 0, f"webhook API exited {api.proc.returncode} on SIGTERM:\n{api.tail()}"
