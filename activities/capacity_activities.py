@@ -60,9 +60,12 @@ class CapacityActivities:
 
     @activity.defn(name=RELEASE_CAPACITY_ACTIVITY)
     async def release(self, req: ReleaseRequest) -> DispatchResult:
-        freed = await asyncio.to_thread(self._capacity.release, req.work_key, req.generation)
+        freed, waiting = await asyncio.to_thread(self._release, req)
         activity.logger.info("released %s", ", ".join(freed) or "no slots", extra={"work_key": req.work_key})
-        if self._dispatching.locked():  # a pass is running on this worker; it (or the next) uses the room
+        if not waiting or self._dispatching.locked():
+            # Nothing waits in the queue (the pass would find nothing due), or a pass is running on this
+            # worker: it (or the next) uses the room. An item deferred after the look is dispatched by
+            # the next release or the scheduled pass, as one deferred just after a pass ran.
             return _result(DispatchReport(), freed)
         try:
             report = await asyncio.wait_for(self._dispatch(self._defaults), timeout=RELEASE_PASS_SECONDS)
@@ -70,6 +73,10 @@ class CapacityActivities:
             activity.logger.warning("dispatch after release failed: %r", exc, extra={"work_key": req.work_key})
             report = DispatchReport()
         return _result(report, freed)
+
+    def _release(self, req: ReleaseRequest) -> tuple[list[str], bool]:
+        """In a worker thread: give the slots back, then look whether any deferred item waits (one hop)."""
+        return self._capacity.release(req.work_key, req.generation), self._queue.any_waiting()
 
     @activity.defn(name=DISPATCH_ACTIVITY)
     async def dispatch(self, req: DispatchRequest) -> DispatchResult:

@@ -160,11 +160,12 @@ class ModelActivities:
         (the shared default client follows global kills only; a tenant's own, its kills too)."""
         if self._kills is None:
             return None, self._steps.find(req), None
-        kill = self._kills.active_for(req.work_key, req.tenant or None)
-        if kill is not None:
-            return kill, None, None
-        mark = self._kills.newest_covering_tenant(self._clients.slot(req.tenant or None) or None)
-        return None, self._steps.find(req), mark
+        with self._kills.reads() as conn:  # three one-statement reads, one connection
+            kill = self._kills.active_for(req.work_key, req.tenant or None, conn)
+            if kill is not None:
+                return kill, None, None
+            mark = self._kills.newest_covering_tenant(self._clients.slot(req.tenant or None) or None, conn)
+            return None, self._steps.find(req, conn), mark
 
     async def _client_for(self, req: ModelRequest, mark: str | None) -> AsyncOpenAI:
         try:

@@ -26,6 +26,7 @@ import asyncio
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
+from sqlalchemy.engine import Connection
 from temporalio import activity
 from temporalio.converter import value_to_type
 from temporalio.exceptions import ApplicationError
@@ -66,11 +67,12 @@ class StepLedger:
     def _journaled_step(self, req: ModelRequest) -> bool:
         return self._journal is not None and req.step > 0
 
-    def find(self, req: ModelRequest) -> ModelJournalEntry | None:
-        """(Blocking; run in a thread.) The step's journal entry, whatever request it answers."""
+    def find(self, req: ModelRequest, conn: Connection | None = None) -> ModelJournalEntry | None:
+        """(Blocking; run in a thread.) The step's journal entry, whatever request it answers; ``conn``:
+        a ``single_read`` connection the caller holds (used if it is the journal's engine's)."""
         if self._journal is None or not self._journaled_step(req):
             return None
-        return self._journal.find(req.work_key, req.input_version, req.generation, req.step)
+        return self._journal.find(req.work_key, req.input_version, req.generation, req.step, conn)
 
     async def journaled(self, req: ModelRequest, attempt: int,
                         entry: ModelJournalEntry | None) -> ModelResponse | None:
@@ -122,33 +124,47 @@ class StepLedger:
                        attempt: int) -> ModelResponse:
         """Journal the answer, then settle its reservation; returns the journal's answer.
 
-        Two transactions on purpose: the journal write commits before the settle may wait on the
+        Two transactions on purpose (in one thread hop): the journal write commits before the settle may wait on the
         reservation's row (a sweep or a retry holding it), so a worker lost while it waits leaves
         the answer journaled and the next attempt returns it without calling the provider again
         (``tests/e2e/test_worker_crash.py``)."""
         cost = self._spend.cost_of(req, response) if self._spend else 0.0
-        journaled = False
+        entry = None
         if self._journal is not None and self._journaled_step(req):
             entry = ModelJournalEntry(
                 work_key=req.work_key, input_version=req.input_version, generation=req.generation, step=req.step,
                 request_digest=request_digest(req.messages, req.tools, req.model), response=asdict(response),
                 cost_usd=cost, reservation_id=rid, attempt=attempt, created_at=datetime.now(UTC))
+        stored, journal_error, settle_error = await asyncio.to_thread(self._journal_then_settle, entry, rid, cost)
+        if journal_error is not None:  # never call the provider again for a journal failure
+            activity.logger.error("could not journal the answer to %s step %d (%r); returning it anyway",
+                                  req.work_key, req.step, journal_error, extra={"work_key": req.work_key})
+        if stored is not None:
+            response = _as_answer(stored, response, attempt)
+        if settle_error is not None:
+            if stored is not None:  # the next attempt finds the journal and retries only the settle
+                raise ApplicationError(f"could not settle reservation {rid}: {settle_error!r}",
+                                       type="BudgetSettleFailed") from None
+            activity.logger.error("could not settle reservation %s (%r); the stale sweep will", rid, settle_error)
+        return response
+
+    def _journal_then_settle(self, entry: ModelJournalEntry | None, rid: str | None, cost: float
+                             ) -> tuple[ModelJournalEntry | None, Exception | None, Exception | None]:
+        """In a worker thread, one hop for both, still two transactions in this order: the journal
+        write commits before the settle begins (which may wait on the reservation's row). Returns the
+        journal's row (None: not journaled) and each one's error, for :meth:`answered` to act on."""
+        stored, journal_error, settle_error = None, None, None
+        if entry is not None and self._journal is not None:
             try:
-                stored = await asyncio.to_thread(self._journal.record, entry)
-                journaled = True
-                response = _as_answer(stored, response, attempt)
-            except Exception as err:  # noqa: BLE001 - never call the provider again for a journal failure
-                activity.logger.error("could not journal the answer to %s step %d (%r); returning it anyway",
-                                      req.work_key, req.step, err, extra={"work_key": req.work_key})
+                stored = self._journal.record(entry)
+            except Exception as err:  # noqa: BLE001 - reported by answered(); the answer is returned anyway
+                journal_error = err
         if rid is not None and self._spend is not None:  # a reservation id comes only from a spend guard
             try:
-                await asyncio.to_thread(self._spend.budgets.settle, rid, cost)
-            except Exception as err:  # noqa: BLE001
-                if journaled:  # the next attempt finds the journal and retries only the settle
-                    raise ApplicationError(f"could not settle reservation {rid}: {err!r}",
-                                           type="BudgetSettleFailed") from None
-                activity.logger.error("could not settle reservation %s (%r); the stale sweep will", rid, err)
-        return response
+                self._spend.budgets.settle(rid, cost)
+            except Exception as err:  # noqa: BLE001 - answered() raises or logs it
+                settle_error = err
+        return stored, journal_error, settle_error
 
 
 def _as_answer(stored: ModelJournalEntry, response: ModelResponse, attempt: int) -> ModelResponse:

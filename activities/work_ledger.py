@@ -67,14 +67,15 @@ class WorkLedgerActivities:
 
     async def _record_latency(self, outcome: RunOutcome) -> None:
         """``sluicegate.run.latency``: from the admitting receipt's time to now (best effort)."""
-        try:
-            _, _, receipt = await asyncio.to_thread(self._store.standing, with_tenant(outcome.work_key, outcome.tenant),
-                                                    outcome.input_version, with_receipt=True)
+        if not outcome.receipt_id:
+            return
+        try:  # the admitting receipt's time: one statement by its id
+            created_at = await asyncio.to_thread(self._store.receipt_created_at, outcome.receipt_id)
         except Exception as exc:  # noqa: BLE001 - a metric must not fail the recorded outcome
             activity.logger.warning("run latency not recorded: %r", exc)
             return
-        if receipt is not None and receipt.id == outcome.receipt_id:
-            seconds = (datetime.now(UTC) - as_utc(receipt.created_at)).total_seconds()
+        if created_at is not None:
+            seconds = (datetime.now(UTC) - as_utc(created_at)).total_seconds()
             record_run_latency(seconds, str(outcome.status), outcome.tenant)
 
     @activity.defn(name=CLAIM_ORDER_ACTIVITY)

@@ -32,12 +32,12 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from sqlalchemy import DateTime, Float, Index, String, bindparam, insert, update
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Field, Session, SQLModel, col, select
 
 from ledger._engine import single_read
 from ledger._model_journal import ModelJournalEntry
-from ledger._sql import dialect_insert, new_id, utcnow
+from ledger._sql import insert_for as _insert_for, new_id, utcnow
 from sluicegate.errors import SluicegateError
 
 GLOBAL = "global"
@@ -142,8 +142,7 @@ class DayBudgets:
         scopes = [f"tenant:{tenant}", GLOBAL]
         rid = reservation_id or new_id()
         ref = ref or StepRef(work_key)
-        with Session(self._engine) as s, s.begin():
-            conn = s.connection()  # prebuilt Core statements: no ORM bookkeeping on the hot path
+        with self._engine.begin() as conn:  # prebuilt Core statements: no Session, no ORM bookkeeping
             held = conn.execute(_STATUS, {"p_id": rid}).first()
             if held is not None:
                 if held.status != ReservationStatus.RESERVED:
@@ -153,7 +152,7 @@ class DayBudgets:
                 hold = {"p_scope": scope, "p_day": day, "p_amount": amount_usd}
                 ok = conn.execute(_HOLD, hold).scalar_one_or_none()
                 if ok is None:  # the day's row does not exist yet (first call of the day), or it cannot cover it
-                    conn.execute(dialect_insert(s, BudgetDay).values(scope=scope, day=day, limit_usd=self._limit(scope))
+                    conn.execute(_insert_for(conn, BudgetDay).values(scope=scope, day=day, limit_usd=self._limit(scope))
                                  .on_conflict_do_nothing())
                     ok = conn.execute(_HOLD, hold).scalar_one_or_none()
                 if ok is None:
@@ -178,8 +177,8 @@ class DayBudgets:
         return self._finish(reservation_id, None, ReservationStatus.ESTIMATED, note)
 
     def _finish(self, reservation_id: str, spent: float | None, status: ReservationStatus, note: str) -> bool:
-        with Session(self._engine) as s, s.begin():
-            return _finish_in(s, reservation_id, spent, status, note)
+        with self._engine.begin() as conn:
+            return _finish_in(conn, reservation_id, spent, status, note)
 
     def held_for_step(self, ref: StepRef) -> list[BudgetReservation]:
         """Reservations of earlier attempts of ``ref``'s step that never ended."""
@@ -231,13 +230,13 @@ class DayBudgets:
             return s.get(BudgetDay, (scope, day))
 
 
-def _finish_in(s: Session, reservation_id: str, spent: float | None, status: ReservationStatus, note: str) -> bool:
+def _finish_in(conn: Connection, reservation_id: str, spent: float | None, status: ReservationStatus,
+               note: str) -> bool:
     """End a held reservation inside the caller's transaction; False when it had ended already.
 
     One guarded ``UPDATE ... WHERE status = 'reserved' RETURNING``: of two racing enders (a retried
     settle, the next attempt, the sweep) the row lock lets exactly one match; the other finds the
     row ended and changes nothing."""
-    conn = s.connection()  # prebuilt Core statements: no ORM bookkeeping on the hot path
     end = {"p_id": reservation_id, "p_status": status, "p_ended_at": utcnow(), "p_note": note[:400]}
     row = (conn.execute(_END_AT_ESTIMATE, end) if spent is None else conn.execute(_END, {**end, "p_spent": spent})).first()
     if row is None:

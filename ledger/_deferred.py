@@ -33,6 +33,7 @@ from intake.capacity import Block, CapacityRequest
 from intake.capacity.payload import emitted_later
 from ledger._capacity_models import DeferredItem
 from ledger._dead_letters import DeadLetters
+from ledger._engine import single_read
 from ledger._sql import new_id, utcnow
 
 SLOT_BLOCKS = (str(Block.GLOBAL), str(Block.TENANT), str(Block.KEY))
@@ -67,6 +68,7 @@ _AHEAD_ROW = select(_TABLE.c.work_key, _TABLE.c.blocked_on, _TABLE.c.blocked_key
 """The accept path's two queue reads as statements built once (as ``ledger/_accept_sql.py``): the same
 SQL as :func:`waiting_for`'s (and as the ORM form of the queue-ahead read emitted), only the columns
 the capacity step reads."""
+_ANY_WAITING = select(_TABLE.c.id).where(_TABLE.c.status == "waiting").limit(1)
 
 
 def waiting_row(s: Session, tenant: str, work_key: str, lock: bool = False) -> Row[Any] | None:
@@ -159,6 +161,13 @@ class DeferredQueue:
                                                 ranked.c.by_age <= oldest))
             return list(s.execute(select(DeferredItem).where(col(DeferredItem.id).in_(ids))
                                   .order_by(col(DeferredItem.priority), col(DeferredItem.enqueued_at))).scalars())
+
+    def any_waiting(self) -> bool:
+        """Is any item waiting (due or not)? One prebuilt statement on a ``single_read`` connection (no
+        write lock): with none, a dispatch pass has nothing to do (``activities.capacity_activities``
+        skips the one a release would run)."""
+        with single_read(self._engine) as conn:
+            return conn.execute(_ANY_WAITING).first() is not None
 
     def now(self) -> datetime:
         """The database's clock, for the dispatcher's aging (``enqueued_at`` is on it too)."""

@@ -86,12 +86,21 @@ class KillSwitch:
                                                          col(Kill.lifted_at).is_(None))
                                       .values(lifted_at=utcnow(), lifted_by=actor, lift_reason=reason[:500])))
 
-    def active_for(self, work_key: str, tenant: str | None) -> Kill | None:
+    def reads(self) -> Connection:
+        """A :func:`~ledger._engine.single_read` connection of this switch's engine, for a caller that
+        asks several one-statement reads in a row (the model call: the kill, the client's kill mark,
+        the journal) on one connection."""
+        return single_read(self._engine)
+
+    def active_for(self, work_key: str, tenant: str | None, conn: Connection | None = None) -> Kill | None:
         """The oldest kill in force that covers this work key or its tenant, if any. One statement on a
         :func:`~ledger._engine.single_read` connection: every model and tool call asks, and on SQLite
-        a transaction would take the write lock (``BEGIN IMMEDIATE``) and queue behind every writer."""
-        with single_read(self._engine) as conn:
-            row = conn.execute(COVERING, covering(work_key, tenant)).first()  # Core: no Session per call
+        a transaction would take the write lock (``BEGIN IMMEDIATE``) and queue behind every writer.
+        ``conn``: such a connection of this engine (:meth:`reads`) the caller holds."""
+        if conn is None or conn.engine is not self._engine:
+            with single_read(self._engine) as own:
+                return self.active_for(work_key, tenant, own)
+        row = conn.execute(COVERING, covering(work_key, tenant)).first()  # Core: no Session per call
         return None if row is None else Kill.model_validate(row._mapping)
 
     def active_for_inline(self, work_key: str, tenant: str | None) -> tuple[Kill | None] | None:
@@ -110,14 +119,16 @@ class KillSwitch:
             return (None if row is None else Kill.model_validate(row._mapping),)
         return self._inline.run(read)
 
-    def newest_covering_tenant(self, tenant: str | None) -> str | None:
+    def newest_covering_tenant(self, tenant: str | None, conn: Connection | None = None) -> str | None:
         """Id of the newest kill ever recorded (lifted or not) for this tenant or for everything.
 
         The worker's model-client cache compares it with the one its client was built under: a
         kill since then means the client is rebuilt (the key re-read), even when no call of the
         tenant reached this worker while the kill was in force."""
-        with single_read(self._engine) as conn:  # asked before every model call: one prebuilt statement
-            return conn.execute(_NEWEST, {"p_tenant": tenant or None}).scalar()
+        if conn is None or conn.engine is not self._engine:
+            with single_read(self._engine) as own:  # asked before every model call: one prebuilt statement
+                return self.newest_covering_tenant(tenant, own)
+        return conn.execute(_NEWEST, {"p_tenant": tenant or None}).scalar()
 
     def in_force(self) -> list[Kill]:
         with Session(self._engine, expire_on_commit=False) as s:

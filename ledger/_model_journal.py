@@ -23,12 +23,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, DateTime, Float, Index, update
-from sqlalchemy.engine import Engine
+from sqlalchemy import JSON, Column, DateTime, Float, Index, bindparam, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Field, Session, SQLModel, col
 
 from ledger._engine import single_read
-from ledger._sql import dialect_insert
 
 
 class ModelJournalEntry(SQLModel, table=True):
@@ -56,30 +56,55 @@ class ModelJournal:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 
-    def find(self, work_key: str, input_version: str, generation: int, step: int) -> ModelJournalEntry | None:
-        """One statement on a ``single_read`` connection: asked before every model call (on SQLite a
-        transaction would take the write lock and queue behind every writer)."""
-        with single_read(self._engine) as conn, Session(bind=conn, expire_on_commit=False) as s:
-            return s.get(ModelJournalEntry, (work_key, input_version, generation, step))
+    def find(self, work_key: str, input_version: str, generation: int, step: int,
+             conn: Connection | None = None) -> ModelJournalEntry | None:
+        """One prebuilt statement on a ``single_read`` connection: asked before every model call (on
+        SQLite a transaction would take the write lock and queue behind every writer). ``conn``: a
+        ``single_read`` connection of this journal's engine the caller holds (its other reads before
+        the call run on it too); another engine's is not used."""
+        if conn is None or conn.engine is not self._engine:
+            with single_read(self._engine) as own:
+                return self.find(work_key, input_version, generation, step, own)
+        row = conn.execute(_FIND, {"p_work_key": work_key, "p_input_version": input_version,
+                                   "p_generation": generation, "p_step": step}).first()
+        return None if row is None else ModelJournalEntry.model_validate(row._mapping)
 
     def record(self, entry: ModelJournalEntry) -> ModelJournalEntry:
         """Journal ``entry``; returns the row now stored. The first answer for a request wins (two
         attempts of one step racing: both return the same answer); an answer to a different
-        request for the same step replaces the old one."""
-        with Session(self._engine, expire_on_commit=False) as s, s.begin():
-            return _record_in(s, entry)
+        request for the same step replaces the old one. One write transaction; the usual case, the
+        step's first answer, is one prebuilt ``INSERT ... ON CONFLICT DO NOTHING RETURNING``."""
+        with self._engine.begin() as conn:
+            if _insert_first(conn, entry):
+                return entry
+            with Session(bind=conn, expire_on_commit=False) as s:  # joins the transaction above
+                return _record_in(s, entry)
+
+
+_PK = (ModelJournalEntry.__table__.c.work_key == bindparam("p_work_key"),  # type: ignore[attr-defined]
+       ModelJournalEntry.__table__.c.input_version == bindparam("p_input_version"),  # type: ignore[attr-defined]
+       ModelJournalEntry.__table__.c.generation == bindparam("p_generation"),  # type: ignore[attr-defined]
+       ModelJournalEntry.__table__.c.step == bindparam("p_step"))  # type: ignore[attr-defined]
+_FIND = select(ModelJournalEntry.__table__).where(*_PK)  # type: ignore[attr-defined]
+"""The step's row, built once (building a statement costs more CPU than running it on SQLite)."""
+_INSERT_FIRST = {name: insert(ModelJournalEntry).on_conflict_do_nothing().returning(col(ModelJournalEntry.step))
+                 for name, insert in (("sqlite", sqlite.insert), ("postgresql", postgresql.insert))}
+"""Per dialect: the step's first answer, its values the statement's parameters."""
+
+
+def _insert_first(conn: Connection, entry: ModelJournalEntry) -> bool:
+    """Insert ``entry`` unless its step has a row already; True when it was inserted."""
+    return conn.execute(_INSERT_FIRST[conn.dialect.name], entry.model_dump()).first() is not None
 
 
 def _record_in(s: Session, entry: ModelJournalEntry) -> ModelJournalEntry:
     """:meth:`ModelJournal.record` inside a transaction."""
-    values = entry.model_dump()
-    inserted = s.connection().execute(dialect_insert(s, ModelJournalEntry).values(**values).on_conflict_do_nothing()
-                                      .returning(col(ModelJournalEntry.step))).first()
-    if inserted is not None:  # the step's first answer (the usual case): the row is ``entry``
+    if _insert_first(s.connection(), entry):  # the step's first answer (the usual case): the row is ``entry``
         return entry
     key = (entry.work_key, entry.input_version, entry.generation, entry.step)
     stored = s.get(ModelJournalEntry, key, with_for_update=True)
     if stored is not None and stored.request_digest != entry.request_digest:
+        values = entry.model_dump()
         s.execute(update(ModelJournalEntry).where(
             col(ModelJournalEntry.work_key) == entry.work_key,
             col(ModelJournalEntry.input_version) == entry.input_version,

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any, cast, overload
 
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import CursorResult, Result
+from sqlalchemy.engine import Connection, CursorResult, Result
 from sqlmodel import Session
 
 
@@ -34,6 +34,11 @@ def dialect_insert(session: Session, model):
     """``INSERT`` supporting ``on_conflict_*`` for the session's dialect (SQLite or PostgreSQL)."""
     name = session.get_bind().dialect.name
     return (postgresql.insert if name == "postgresql" else sqlite.insert)(model)
+
+
+def insert_for(conn: Connection, model):
+    """:func:`dialect_insert` for a Core connection's dialect."""
+    return (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(model)
 
 
 def rowcount(result: Result[Any]) -> int:

@@ -12,7 +12,7 @@ dead letter in the same transaction; cancelled ones never do (a person decided).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Callable, Collection
 
 from sqlalchemy import bindparam, select, update
@@ -103,14 +103,25 @@ class WorkStore:
 
     def standing(self, work_key: str, input_version: str, with_receipt: bool = False) -> tuple:
         """The work item and the version row as the ledger holds them now (read-only): what an
-        order checks before it runs (``sluicegate.ledger.claim_order``); ``with_receipt``: also
-        the receipt the version row names (None when it has none)."""
-        # Read-only, several statements that must agree: one read snapshot, no write lock.
-        with snapshot_read(self._engine) as conn, Session(bind=conn, expire_on_commit=False) as s:
-            item, version = s.get(WorkItem, work_key), s.get(WorkVersion, (work_key, input_version))
+        order checks before it runs (``activities.work_ledger.claim_order``); ``with_receipt``: also
+        the receipt the version row names (None when it has none). Rows (None when missing) of the
+        columns the claim reads: item (generation, current_version), version (generation, status,
+        receipt_id), receipt (id, outcome, work_key, input_version, generation, tenant, created_at)."""
+        # Read-only, several statements that must agree: one read snapshot, no write lock; the
+        # statements are built once (Core rows: no Session, no ORM identity map per claim).
+        with snapshot_read(self._engine) as conn:
+            item = conn.execute(_ITEM_STANDING, {"p_work_key": work_key}).first()
+            version = conn.execute(_VERSION_STANDING, {"p_work_key": work_key, "p_input_version": input_version}).first()
             if not with_receipt:
                 return item, version
-            return item, version, s.get(Receipt, version.receipt_id) if version is not None else None
+            receipt = (conn.execute(_RECEIPT_STANDING, {"p_id": version.receipt_id}).first()
+                       if version is not None else None)
+            return item, version, receipt
+
+    def receipt_created_at(self, receipt_id: str) -> datetime | None:
+        """When the receipt was written (None: no such receipt). One statement, no write lock."""
+        with single_read(self._engine) as conn:
+            return conn.execute(_RECEIPT_CREATED, {"p_id": receipt_id}).scalar()
 
     def open_versions(self, statuses: Collection[str], older_than_seconds: float, limit: int) -> list[OpenVersion]:
         """Versions in ``statuses`` last written longer ago than the grace period, oldest first."""
@@ -124,6 +135,15 @@ class WorkStore:
         with self._engine.connect() as conn:
             return [OpenVersion(*row[:7], row.tenant or "", row.source or "") for row in conn.execute(query)]
 
+
+_ITEM_STANDING = select(col(WorkItem.generation), col(WorkItem.current_version)).where(
+    col(WorkItem.work_key) == bindparam("p_work_key"))
+_VERSION_STANDING = select(col(WorkVersion.generation), col(WorkVersion.status), col(WorkVersion.receipt_id)).where(
+    col(WorkVersion.work_key) == bindparam("p_work_key"), col(WorkVersion.input_version) == bindparam("p_input_version"))
+_RECEIPT_STANDING = select(col(Receipt.id), col(Receipt.outcome), col(Receipt.work_key), col(Receipt.input_version),
+                           col(Receipt.generation), col(Receipt.tenant), col(Receipt.created_at)).where(
+    col(Receipt.id) == bindparam("p_id"))
+_RECEIPT_CREATED = select(col(Receipt.created_at)).where(col(Receipt.id) == bindparam("p_id"))
 
 # The statements of every run's end, built once (building one costs more CPU than running it on SQLite);
 # the SET clause of the updates is their parameters'.

@@ -1,0 +1,42 @@
+"""A run's capacity release runs a dispatch pass only when the deferred queue holds an item.
+
+Real parts: the SQL ledger (both backends), the worker's capacity activities as ``worker.py`` wires
+them, Temporal's ``ActivityEnvironment`` and test server, the forge simulator.
+"""
+
+from __future__ import annotations
+
+from sqlmodel import Session
+from temporalio.testing import ActivityEnvironment
+
+import ledger
+from intake.capacity import Block, CapacityRequest
+from ledger import DeferredItem
+from ledger._deferred import enqueue
+from sluicegate.forge.client import ForgeClient
+from sluicegate.temporal.admitter import TemporalAdmitter
+from sluicegate.wiring import capacity_activities
+from tests.support.sims import FORGE_TOKEN, settings_for
+from workflows.capacity_contracts import ReleaseRequest
+
+
+async def test_a_release_dispatches_the_queue_only_when_an_item_waits(empty_ledger_url, sims, temporal_env):
+    ledger.upgrade(empty_ledger_url)
+    settings, engine = settings_for(sims, empty_ledger_url), ledger.make_engine(empty_ledger_url)
+    forge = ForgeClient(sims.forge.base_url, FORGE_TOKEN, timeout_seconds=5)
+    try:
+        acts = capacity_activities(temporal_env.client, settings, engine, forge,
+                                   TemporalAdmitter(temporal_env.client, settings, False))
+        idle = await ActivityEnvironment().run(acts.release, ReleaseRequest("acme/k0", 1))
+        assert (idle.admitted, idle.dropped, idle.dead, idle.deferred, idle.skipped) == ([], [], [], 0, 0)
+        with Session(engine) as s, s.begin():  # due now; its payload is no delivery, so resuming it fails
+            item_id = enqueue(s, tenant="acme", source="github", work_key="acme/k1", input_version="v1",
+                              request=CapacityRequest("acme", 3), block=Block.SOURCE, blocked_key=None,
+                              retry_after=0.0, receipt_id="rcpt-none", payload={"bogus": True}).id
+        await ActivityEnvironment().run(acts.release, ReleaseRequest("acme/k0", 1))
+        with Session(engine) as s:
+            item = s.get(DeferredItem, item_id)
+            assert item is not None and (item.failures, item.status) != (0, "waiting")  # the pass tried it
+    finally:
+        await forge.aclose()
+        engine.dispose()
