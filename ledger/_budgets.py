@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from sqlalchemy import DateTime, Float, Index, String, bindparam, insert, update
+from sqlalchemy import DateTime, Float, Index, String, bindparam, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Field, Session, SQLModel, col, select
 
@@ -143,10 +144,17 @@ class DayBudgets:
         rid = reservation_id or new_id()
         ref = ref or StepRef(work_key)
         with self._engine.begin() as conn:  # prebuilt Core statements: no Session, no ORM bookkeeping
-            held = conn.execute(_STATUS, {"p_id": rid}).first()
-            if held is not None:
-                if held.status != ReservationStatus.RESERVED:
-                    raise ReservationEnded(f"reservation {rid} already ended {held.status}")
+            # The reservation's row first (its own id: the usual case inserts it, one statement), then the
+            # day rows, in the order an ending locks them (``_finish_in``). A refused hold rolls both back.
+            inserted = conn.execute(_INSERT_RESERVATION[conn.dialect.name], {
+                "id": rid, "day": day, "scopes": ",".join(scopes), "amount_usd": amount_usd,
+                "status": ReservationStatus.RESERVED, "work_key": ref.work_key, "created_at": utcnow(),
+                "input_version": ref.input_version or None, "generation": ref.generation or None,
+                "step": ref.step or None, "attempt": ref.attempt or None}).first()
+            if inserted is None:  # the id exists: a retried reserve holds nothing twice
+                status = conn.execute(_STATUS, {"p_id": rid}).scalar()
+                if status != ReservationStatus.RESERVED:
+                    raise ReservationEnded(f"reservation {rid} already ended {status}")
                 return rid
             for scope in scopes:
                 hold = {"p_scope": scope, "p_day": day, "p_amount": amount_usd}
@@ -156,12 +164,7 @@ class DayBudgets:
                                  .on_conflict_do_nothing())
                     ok = conn.execute(_HOLD, hold).scalar_one_or_none()
                 if ok is None:
-                    raise DayBudgetExceeded(scope, day, amount_usd)  # rolls back both rows
-            conn.execute(_INSERT_RESERVATION, {
-                "id": rid, "day": day, "scopes": ",".join(scopes), "amount_usd": amount_usd,
-                "status": ReservationStatus.RESERVED, "work_key": ref.work_key, "created_at": utcnow(),
-                "input_version": ref.input_version or None, "generation": ref.generation or None,
-                "step": ref.step or None, "attempt": ref.attempt or None})
+                    raise DayBudgetExceeded(scope, day, amount_usd)  # rolls back both rows and the reservation
         return rid
 
     def settle(self, reservation_id: str, actual_usd: float, note: str = "answered") -> bool:
@@ -257,7 +260,9 @@ _HOLD = (update(BudgetDay)
          .values(reserved_usd=col(BudgetDay.reserved_usd) + bindparam("p_amount", type_=Float))
          .returning(col(BudgetDay.scope)))
 """Hold an amount on a day row, only while spent + reserved + amount stays within its limit."""
-_INSERT_RESERVATION = insert(BudgetReservation)
+_INSERT_RESERVATION = {name: ins(BudgetReservation).on_conflict_do_nothing().returning(col(BudgetReservation.id))
+                       for name, ins in (("sqlite", sqlite.insert), ("postgresql", postgresql.insert))}
+"""Per dialect: a reservation's row unless its id exists (then no row back)."""
 _ENDING = (update(BudgetReservation)
            .where(col(BudgetReservation.id) == bindparam("p_id"), col(BudgetReservation.status) == ReservationStatus.RESERVED)
            .returning(col(BudgetReservation.amount_usd), col(BudgetReservation.scopes), col(BudgetReservation.day)))

@@ -41,9 +41,13 @@ def test_global_refusal_reserves_nothing_on_the_tenant(engine):
     day = datetime(2031, 1, 1, tzinfo=UTC)  # a day of its own: the global row is fresh
     budgets = DayBudgets(engine, 0.5, {tenant: 10.0}, 0.0)
     with pytest.raises(DayBudgetExceeded) as refused:
-        budgets.reserve(tenant, "wk", 0.6, now=day)
+        budgets.reserve(tenant, "wk", 0.6, now=day, reservation_id=f"rsv-{tenant}")
     assert refused.value.scope == "global"
-    assert budgets.day(f"tenant:{tenant}", "2031-01-01") is None  # the whole transaction rolled back
+    assert budgets.day(f"tenant:{tenant}", "2031-01-01") is None  # the whole transaction rolled back...
+    assert budgets.reservation(f"rsv-{tenant}") is None  # ...the reservation's row (inserted first) included
+    assert budgets.reserve(tenant, "wk", 0.4, now=day, reservation_id=f"rsv-{tenant}") == f"rsv-{tenant}"
+    assert budgets.day(f"tenant:{tenant}", "2031-01-01").reserved_usd == pytest.approx(0.4)  # held now, once
+    budgets.release(f"rsv-{tenant}")  # the global row of 2031-01-01 stays free for the next run
 
 
 def test_racing_runs_cannot_overspend_the_last_dollars(engine):
