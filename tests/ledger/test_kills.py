@@ -53,3 +53,27 @@ def test_a_kill_revokes_the_scoped_credentials_it_covers(engine):
     # (not the killed tenant's: while its kill is in force no credential is issued for it at all)
     expired = CredentialBroker(engine, ttl=timedelta(seconds=-1)).issue(f"{tenant}-other", "wk-3", 1)
     assert broker.problem(expired).message == "credential expired" and not broker.problem(expired).revoked
+
+
+def test_the_accept_time_read_finds_the_oldest_kill_in_force_and_only_one_that_covers(engine):
+    """``kill_in_force`` (inside an accept's transaction; SQLite answers "none" on the DBAPI cursor)."""
+    from sqlmodel import Session
+
+    from ledger._kills import kill_in_force
+
+    switch = KillSwitch(engine)
+    key, tenant = f"wk-{uuid.uuid4().hex}", f"t-{uuid.uuid4().hex[:8]}"
+
+    def read(work_key: str, of: str | None):
+        with Session(engine) as s, s.begin():
+            kill = kill_in_force(s, work_key, of)
+            return None if kill is None else (kill.id, kill.scope)
+
+    assert read(key, tenant) is None
+    by_tenant = switch.kill("tenant", tenant, "bob", "over budget")
+    by_key = switch.kill("work_key", key, "alice", "loops")
+    assert read(key, tenant) == (by_tenant.id, "tenant")  # the oldest of the two covering it
+    assert read(key, None) == (by_key.id, "work_key") and read("other-key", None) is None
+    assert read("other-key", tenant) == (by_tenant.id, "tenant")
+    switch.unkill("tenant", tenant, "bob", "paid")
+    assert read("other-key", tenant) is None and read(key, tenant) == (by_key.id, "work_key")

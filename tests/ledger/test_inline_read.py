@@ -1,0 +1,57 @@
+"""``InlineReader`` (``ledger/_inline_read.py``): one SQLite connection kept open between reads on the
+event loop, which must never keep a snapshot (a write committed after a read is seen by the next one)
+and must recover from a locked database. Real SQLite files; the lock is a second sqlite3 connection's."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from sqlalchemy import text
+
+from ledger._inline_read import InlineReader
+from ledger._raw_cursor import run_raw
+from sqlmodel import create_engine
+
+
+def _database(tmp_path: Path, journal: str = "WAL") -> tuple[Path, InlineReader]:
+    path = tmp_path / "inline.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute(f"PRAGMA journal_mode={journal}")
+        db.execute("CREATE TABLE t (x INTEGER)")
+    reader = InlineReader.for_engine(create_engine(f"sqlite:///{path}"))
+    assert reader is not None
+    return path, reader
+
+
+def _count_raw(conn) -> int:
+    return run_raw(conn, "SELECT count(*) FROM t", [], lambda cursor: cursor.fetchone()[0])
+
+
+def _count_orm(conn) -> int:
+    return conn.execute(text("SELECT count(*) FROM t")).scalar_one()  # SQLAlchemy autobegins here
+
+
+def test_one_connection_is_kept_and_every_read_sees_what_was_committed_since(tmp_path: Path) -> None:
+    path, reader = _database(tmp_path)
+    seen = []
+    for n in range(1, 4):
+        with sqlite3.connect(path) as writer:
+            writer.execute("INSERT INTO t VALUES (?)", (n,))
+        assert reader.run(_count_raw) == n and reader.run(_count_orm) == n  # no snapshot kept by either
+        seen.append(reader.run(lambda conn: conn))
+    assert all(conn is seen[0] for conn in seen)  # one Connection kept, not checked out per read
+    reader.close()
+
+
+def test_a_locked_database_answers_none_and_the_next_read_works(tmp_path: Path) -> None:
+    path, reader = _database(tmp_path, "DELETE")  # rollback journal: an exclusive writer keeps readers out
+    assert reader.run(_count_raw) == 0 and reader.run(_count_orm) == 0
+    writer = sqlite3.connect(path, isolation_level=None, timeout=0.5)
+    writer.execute("BEGIN EXCLUSIVE")  # would fail if the kept connection still held a shared lock
+    writer.execute("INSERT INTO t VALUES (1)")
+    assert reader.run(_count_raw) is None and reader.run(_count_orm) is None  # busy: the caller uses a thread
+    writer.execute("COMMIT")
+    writer.close()
+    assert reader.run(_count_raw) == 1 and reader.run(_count_orm) == 1
+    reader.close()
