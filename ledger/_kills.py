@@ -30,6 +30,7 @@ from ledger._credentials import revoke_in
 from ledger._kill_rows import COVERING, Kill, covering, lock_kills
 from ledger._engine import single_read
 from ledger._inline_read import InlineReader
+from ledger._prepared import Prepared
 from ledger._raw_cursor import run_raw
 from ledger._sql import new_id, rowcount, utcnow
 
@@ -53,11 +54,19 @@ _NEWEST = (select(col(Kill.id)).where(or_(col(Kill.scope) == "all", (col(Kill.sc
            .order_by(col(Kill.created_at).desc(), col(Kill.id).desc()).limit(1))
 
 
+_COVERING = Prepared(COVERING)
+
+
 def kill_in_force(s: Session, work_key: str, tenant: str | None) -> Kill | None:
     """Inside an accept's transaction: the oldest kill in force covering the work, read after
-    any kill being written has committed (the shared side of the kill lock)."""
+    any kill being written has committed (the shared side of the kill lock). Asked on the DBAPI
+    cursor (``ledger/_prepared.py``); only a kill found is read again as the entity (rare; under the
+    shared lock no kill is written or lifted in between, and SQLite's ``BEGIN IMMEDIATE`` excludes it)."""
     lock_kills(s, shared=True)
-    return s.execute(COVERING, covering(work_key, tenant)).scalars().first()
+    params = covering(work_key, tenant)
+    if _COVERING.first(s, params) is None:
+        return None
+    return s.execute(COVERING, params).scalars().first()
 
 
 class KillSwitch:

@@ -1,12 +1,18 @@
 """One statement on a connection's DBAPI cursor, its driver errors raised as SQLAlchemy's.
 
-The hottest reads (``ledger/_repeats.py``, the inline kill read in ``ledger/_kills.py``) skip
-SQLAlchemy's statement machinery and run on the driver's cursor. The driver then raises its own
-exceptions (``sqlite3.OperationalError``, ``psycopg.OperationalError``), which are not
-SQLAlchemy's: the webhook API's ledger-down handler (``webhook_api._responses.LEDGER_DOWN``) never
-saw them, and a lost PostgreSQL connection or an unreadable SQLite file was answered 500 instead
-of 503 with Retry-After. Wrapped here the way SQLAlchemy wraps them itself
-(``DBAPIError.instance``: the same subclass, ``.orig`` the driver's exception).
+The hottest reads (``ledger/_repeats.py``, the inline kill read in ``ledger/_kills.py``) and the accept's
+statements (``ledger/_prepared.py``) skip SQLAlchemy's statement machinery and run on the driver's
+cursor. The driver then raises its own exceptions (``sqlite3.OperationalError``,
+``psycopg.OperationalError``), which are not SQLAlchemy's: the webhook API's ledger-down handler
+(``webhook_api._responses.LEDGER_DOWN``) never saw them, and a lost PostgreSQL connection or an
+unreadable SQLite file was answered 500 instead of 503 with Retry-After. Wrapped here the way
+SQLAlchemy wraps them itself (``DBAPIError.instance``: the same subclass, ``.orig`` the driver's
+exception).
+
+The connection's ``before_cursor_execute`` / ``after_cursor_execute`` listeners, if any, are called
+around the statement as SQLAlchemy calls them (with no execution context): what observes or orders
+statements by their text (the race tests' ``tests/support/pause_at_statement.py``) sees these too.
+Without a listener this costs a truth test each.
 """
 
 from __future__ import annotations
@@ -23,13 +29,31 @@ T = TypeVar("T")
 def run_raw(conn: Connection, statement: str, params: Mapping[str, Any] | Sequence[Any],
             fetch: Callable[[Any], T]) -> T:
     """``fetch(cursor)`` after ``statement`` ran on ``conn``'s DBAPI cursor; driver errors as SQLAlchemy's."""
+    return _on_cursor(conn, statement, params, False, fetch)
+
+
+def run_raw_many(conn: Connection, statement: str, params: Sequence[Mapping[str, Any] | Sequence[Any]]) -> None:
+    """``statement`` once per parameter set (the driver's ``executemany``) on ``conn``'s DBAPI cursor;
+    driver errors as SQLAlchemy's."""
+    _on_cursor(conn, statement, params, True, lambda cursor: None)
+
+
+def _on_cursor(conn: Connection, statement: str, params: Any, many: bool, fetch: Callable[[Any], T]) -> T:
     driver = conn.connection.driver_connection
     assert driver is not None  # a checked-out connection has its DBAPI connection
     dbapi_error = conn.dialect.loaded_dbapi.Error
+    dispatch = conn.dispatch
     try:
         cursor = driver.cursor()
         try:
-            cursor.execute(statement, params)
+            if dispatch.before_cursor_execute:
+                dispatch.before_cursor_execute(conn, cursor, statement, params, None, many)
+            if many:
+                cursor.executemany(statement, params)
+            else:
+                cursor.execute(statement, params)
+            if dispatch.after_cursor_execute:
+                dispatch.after_cursor_execute(conn, cursor, statement, params, None, many)
             return fetch(cursor)
         finally:
             cursor.close()
