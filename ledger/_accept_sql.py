@@ -5,7 +5,9 @@ Building these as ORM expressions on every call cost several times the database'
 admission path (profiled: the accept's transaction was 27% of the webhook API's samples), as it did
 for the kill lookup (``ledger/_kills.py``) and the plain decision (``ledger/_plain_decide.py``). The
 SQL is the one the ORM form emitted; the caller keeps the statements' order (the lock order of
-docs/architecture.md: version, receipt, work item).
+docs/architecture.md: version, receipt, work item). Since session 11 they run on the DBAPI cursor
+(:class:`~ledger._prepared.Prepared`: the same SQL, compiled once by SQLAlchemy, without its per-execution
+machinery, which still cost several times SQLite's own work per statement).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from sqlalchemy import bindparam, case, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ledger._models import Receipt, WorkItem, WorkVersion
+from ledger._prepared import Prepared
 
 _RECEIPTS = Receipt.__table__  # type: ignore[attr-defined]  # set on table models; not in SQLModel's types
 _ITEMS = WorkItem.__table__  # type: ignore[attr-defined]  # set on table models; not in SQLModel's types
@@ -43,3 +46,8 @@ MARK_RECEIPT = update(_RECEIPTS).where(_RECEIPTS.c.id == bindparam("rid")).value
 MARK_ITEM = update(_ITEMS).where(_ITEMS.c.work_key == bindparam("wk"), _ITEMS.c.generation == bindparam("gen")).values(
     status=case((_ITEMS.c.status == "accepted", "admitted"), else_=_ITEMS.c.status),
     workflow_id=bindparam("wf"), updated_at=bindparam("now"))
+
+LOCK_VERSION, INSERT_VERSION, INSERT_RECEIPT = Prepared(VERSION_LOCK), Prepared(VERSION_INSERT), Prepared(RECEIPT_INSERT)
+UPSERT_ITEM = Prepared(ADMIT_ITEM)
+MARK_VERSIONS, MARK_RECEIPTS, MARK_ITEMS = Prepared(MARK_VERSION), Prepared(MARK_RECEIPT), Prepared(MARK_ITEM)
+"""The statements above on the DBAPI cursor of the caller's transaction (``ledger/_prepared.py``)."""

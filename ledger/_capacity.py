@@ -14,7 +14,9 @@ statements built once at import and executed with parameter dicts, as ``ledger/_
 ``ledger/_plain_decide.py`` do: building ORM expressions per call cost several times the
 database's own work (profiled: the acquire was 11% of the webhook API's samples with the limits
 lifted). Same order of rows and locks as the ORM form it replaced; since session 10 a counter and the
-day quota take one statement each instead of two (the accept's transaction: 21 statements → 17).
+day quota take one statement each instead of two (the accept's transaction: 21 statements → 17). Since
+session 11 the accept's statements run on the DBAPI cursor (``ledger/_prepared.py``): the same SQL,
+compiled once by SQLAlchemy, without its per-execution machinery.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from sqlmodel import Session, col
 
 from intake.capacity import Block, CapacityRequest, take_token
 from ledger._capacity_models import AdmissionCount, CapacityCounter, CapacityHold, RateBucket
+from ledger._prepared import Prepared
 from ledger._sql import as_utc, rowcount, utcnow
 from sluicegate.errors import SluicegateError
 
@@ -79,36 +82,40 @@ _BUCKET_OF = select(_BUCKETS.c.tokens, _BUCKETS.c.updated_at).where(_BUCKETS.c.k
 _BUCKET_INSERT = _BUCKETS.insert()
 _BUCKET_SET = update(_BUCKETS).where(_BUCKETS.c.key == bindparam("k")).values(tokens=bindparam("left"),
                                                                                updated_at=bindparam("now"))
+_TAKE_SLOT, _TAKE_QUOTA, _LOWER_SLOT, _LOWER_QUOTA = (Prepared(_COUNTER_TAKE), Prepared(_QUOTA_TAKE),
+                                                      Prepared(_COUNTER_LOWER), Prepared(_QUOTA_LOWER))
+_HOLDS_LOCKED, _ADD_HOLDS, _STAMP_HOLDS = Prepared(_HOLDS_OF), Prepared(_HOLD_INSERT), Prepared(_STAMP)
+_BUCKET_LOCKED, _ADD_BUCKET, _SET_BUCKET = Prepared(_BUCKET_OF), Prepared(_BUCKET_INSERT), Prepared(_BUCKET_SET)
+"""The statements above on the DBAPI cursor (``ledger/_prepared.py``), for the accept's transaction."""
 
 
 def _raise_slot(s: Session, key: str, limit: int) -> bool:
     now = utcnow()
     if limit >= 1:  # the common case in one statement (a new row starts at 1, under any such limit)
-        taken = s.execute(_COUNTER_TAKE[s.get_bind().dialect.name], {"k": key, "lim": limit, "now": now}).first()
-        return taken is not None
+        return _TAKE_SLOT.first(s, {"k": key, "lim": limit, "now": now}) is not None
     s.execute(_COUNTER_ENSURE[s.get_bind().dialect.name], {"key": key, "active": 0, "updated_at": now})
     return rowcount(s.execute(_COUNTER_RAISE, {"k": key, "lim": limit, "now": now})) == 1
 
 
 def _lower_slot(s: Session, key: str) -> None:
-    s.execute(_COUNTER_LOWER, {"k": key, "now": utcnow()})
+    _LOWER_SLOT.run(s, {"k": key, "now": utcnow()})
 
 
 def _raise_quota(s: Session, tenant: str, day: str, limit: int) -> bool:
     if limit >= 1:
-        return s.execute(_QUOTA_TAKE[s.get_bind().dialect.name], {"t": tenant, "d": day, "lim": limit}).first() is not None
+        return _TAKE_QUOTA.first(s, {"t": tenant, "d": day, "lim": limit}) is not None
     s.execute(_QUOTA_ENSURE[s.get_bind().dialect.name], {"tenant": tenant, "day": day, "count": 0})
     return rowcount(s.execute(_QUOTA_RAISE, {"t": tenant, "d": day, "lim": limit})) == 1
 
 
 def _lower_quota(s: Session, tenant: str, day: str) -> None:
-    s.execute(_QUOTA_LOWER, {"t": tenant, "d": day})
+    _LOWER_QUOTA.run(s, {"t": tenant, "d": day})
 
 
 def holds_slots(s: Session, work_key: str) -> bool:
     """Does ``work_key``'s run hold slots? Locks them (PostgreSQL), so a release committing meanwhile
     is waited for and seen: a newer generation never "reuses" slots that were just given back."""
-    return s.execute(_HOLDS_OF, {"wk": work_key}).first() is not None
+    return _HOLDS_LOCKED.first(s, {"wk": work_key}) is not None
 
 
 def acquire(s: Session, work_key: str, req: CapacityRequest, now: datetime | None = None,
@@ -142,28 +149,29 @@ def acquire(s: Session, work_key: str, req: CapacityRequest, now: datetime | Non
             _lower_quota(s, req.tenant, day)
         raise
     if taken:
-        s.execute(_HOLD_INSERT, [{"work_key": work_key, "slot_key": key, "tenant": req.tenant, "generation": 0,
+        _ADD_HOLDS.run_many(s, [{"work_key": work_key, "slot_key": key, "tenant": req.tenant, "generation": 0,
                                   "acquired_at": now} for key in taken])
 
 
 def _take_rate_token(s: Session, req: CapacityRequest, now: datetime) -> None:
     rate = req.rate
     assert rate is not None  # acquire takes a token only for a request with a rate
-    row = s.execute(_BUCKET_OF, {"k": rate.bucket}).first()
+    row = _BUCKET_LOCKED.first(s, {"k": rate.bucket})
     if row is None:
         taken, left, wait = take_token(rate.burst, 0.0, rate)
-        s.execute(_BUCKET_INSERT, {"key": rate.bucket, "tokens": left, "updated_at": now})
+        _ADD_BUCKET.run(s, {"key": rate.bucket, "tokens": left, "updated_at": now})
     else:
-        taken, left, wait = take_token(row.tokens, (now - as_utc(row.updated_at)).total_seconds(), rate)
+        tokens, updated_at = row
+        taken, left, wait = take_token(tokens, (now - as_utc(updated_at)).total_seconds(), rate)
         if taken:
-            s.execute(_BUCKET_SET, {"k": rate.bucket, "left": left, "now": now})
+            _SET_BUCKET.run(s, {"k": rate.bucket, "left": left, "now": now})
     if not taken:
         raise CapacityRefused(Block.RATE, rate.bucket,
                               f"{rate.bucket} allows {rate.per_second:g}/s (burst {rate.burst:g})", wait)
 
 
 def stamp_generation(s: Session, work_key: str, generation: int) -> None:
-    s.execute(_STAMP, {"wk": work_key, "gen": generation})
+    _STAMP_HOLDS.run(s, {"wk": work_key, "gen": generation})
 
 
 class CapacityLedger:

@@ -22,9 +22,9 @@ the process clock.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import Row, bindparam, case, func, or_, select, update
+from sqlalchemy import Select, bindparam, case, func, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col
@@ -34,6 +34,7 @@ from intake.capacity.payload import emitted_later
 from ledger._capacity_models import DeferredItem
 from ledger._dead_letters import DeadLetters
 from ledger._engine import single_read
+from ledger._prepared import Prepared
 from ledger._sql import new_id, utcnow
 
 SLOT_BLOCKS = (str(Block.GLOBAL), str(Block.TENANT), str(Block.KEY))
@@ -54,38 +55,69 @@ def waiting_for(s: Session, tenant: str, work_key: str, lock: bool = False) -> D
 
 
 TENANT_BLOCKS = (str(Block.TENANT), str(Block.QUOTA))
+
+
+class WaitingRow(NamedTuple):
+    id: str
+    input_version: str | None
+    blocked_on: str
+
+
+class AheadRow(NamedTuple):
+    work_key: str
+    blocked_on: str
+    blocked_key: str | None
+
+
 _TABLE = DeferredItem.__table__  # type: ignore[attr-defined]  # set on table models; not in SQLModel's types
 _WAITING_ROW = select(_TABLE.c.id, _TABLE.c.input_version, _TABLE.c.blocked_on).where(
     _TABLE.c.tenant == bindparam("tenant"), _TABLE.c.work_key == bindparam("wk"), _TABLE.c.status == "waiting")
 _WAITING_ROW_LOCKED = _WAITING_ROW.with_for_update()
-_AHEAD_ROW = select(_TABLE.c.work_key, _TABLE.c.blocked_on, _TABLE.c.blocked_key).where(
-    _TABLE.c.status == "waiting",
-    or_(_TABLE.c.blocked_on == str(Block.GLOBAL),
-        (_TABLE.c.tenant == bindparam("tenant")) & _TABLE.c.blocked_on.in_(TENANT_BLOCKS),
-        (_TABLE.c.blocked_on == str(Block.RATE)) & (_TABLE.c.blocked_key == bindparam("bucket")),
-        (_TABLE.c.blocked_on == str(Block.KEY)) & _TABLE.c.blocked_key.in_(bindparam("keys", expanding=True)))
-).order_by(_TABLE.c.enqueued_at).limit(1)
-"""The accept path's two queue reads as statements built once (as ``ledger/_accept_sql.py``): the same
-SQL as :func:`waiting_for`'s (and as the ORM form of the queue-ahead read emitted), only the columns
-the capacity step reads."""
 _ANY_WAITING = select(_TABLE.c.id).where(_TABLE.c.status == "waiting").limit(1)
 
 
-def waiting_row(s: Session, tenant: str, work_key: str, lock: bool = False) -> Row[Any] | None:
-    """:func:`waiting_for`'s item as a row of (id, input_version, blocked_on); locked with ``lock``."""
-    return s.execute(_WAITING_ROW_LOCKED if lock else _WAITING_ROW, {"tenant": tenant, "wk": work_key}).first()
+def _ahead_row(keys: int) -> Select[Any]:
+    """The queue-ahead read for ``keys`` concurrency keys (``k0``, ``k1``...: no expanding parameter on the
+    cursor; with none, no item waiting on a key can be ahead: that branch is left out)."""
+    ahead = [_TABLE.c.blocked_on == str(Block.GLOBAL),
+             (_TABLE.c.tenant == bindparam("tenant")) & _TABLE.c.blocked_on.in_(
+                 [bindparam(f"t{i}", block) for i, block in enumerate(TENANT_BLOCKS)]),
+             (_TABLE.c.blocked_on == str(Block.RATE)) & (_TABLE.c.blocked_key == bindparam("bucket"))]
+    if keys:
+        ahead.append((_TABLE.c.blocked_on == str(Block.KEY))
+                     & _TABLE.c.blocked_key.in_([bindparam(f"k{i}", type_=_TABLE.c.blocked_key.type) for i in range(keys)]))
+    return select(_TABLE.c.work_key, _TABLE.c.blocked_on, _TABLE.c.blocked_key).where(
+        _TABLE.c.status == "waiting", or_(*ahead)).order_by(_TABLE.c.enqueued_at).limit(1)
+
+
+_AHEAD_ROW = {n: Prepared(_ahead_row(n)) for n in range(3)}
+"""The accept path's two queue reads as statements built once (as ``ledger/_accept_sql.py``) and run on the
+DBAPI cursor (``ledger/_prepared.py``): the same SQL as :func:`waiting_for`'s (and as the ORM form of the
+queue-ahead read emitted), only the columns the capacity step reads. The queue-ahead read is built per
+number of concurrency keys (a request names at most one today; more are built on first use)."""
+_WAITING, _WAITING_LOCKED = Prepared(_WAITING_ROW), Prepared(_WAITING_ROW_LOCKED)
+
+
+def waiting_row(s: Session, tenant: str, work_key: str, lock: bool = False) -> WaitingRow | None:
+    """:func:`waiting_for`'s item as (id, input_version, blocked_on); locked with ``lock``."""
+    row = (_WAITING_LOCKED if lock else _WAITING).first(s, {"tenant": tenant, "wk": work_key})
+    return None if row is None else WaitingRow(*row)
 
 
 def queue_ahead(s: Session, tenant: str, slot_keys: tuple[str, ...] = (),
-                rate_bucket: str | None = None) -> Row[Any] | None:
-    """A waiting item (a row of work_key, blocked_on, blocked_key) that new work must not overtake
+                rate_bucket: str | None = None) -> AheadRow | None:
+    """A waiting item (work_key, blocked_on, blocked_key) that new work must not overtake
     because it waits on a limit the new work needs too: the global slot limit (any tenant), the same tenant's active-run or day limit,
     the same rate bucket, or the same concurrency key. Items waiting on another repository's
     key, another source's bucket or an unreadable source do not hold the newcomer back, nor do
     items waiting on a breaker (the caller checks the breaker's state now: a closed breaker
     must not keep deferring work behind items it once blocked)."""
-    return s.execute(_AHEAD_ROW, {"tenant": tenant, "bucket": rate_bucket or "",
-                                  "keys": [k for k in slot_keys if k.startswith("key:")]}).first()
+    keys = [k for k in slot_keys if k.startswith("key:")]
+    statement = _AHEAD_ROW.get(len(keys))
+    if statement is None:
+        statement = _AHEAD_ROW[len(keys)] = Prepared(_ahead_row(len(keys)))
+    row = statement.first(s, {"tenant": tenant, "bucket": rate_bucket or "", **{f"k{i}": k for i, k in enumerate(keys)}})
+    return None if row is None else AheadRow(*row)
 
 
 def enqueue(s: Session, *, tenant: str, source: str, work_key: str, input_version: str | None,

@@ -53,14 +53,14 @@ from intake.policy import Policy
 from intake.ports import CapacityContext
 from intake.receipts import ACTIVITY_ATTEMPT, ReceiptDraft
 from ledger import _deferred
-from ledger._accept_sql import (ADMIT_ITEM, MARK_ITEM, MARK_RECEIPT, MARK_VERSION, RECEIPT_INSERT, VERSION_INSERT,
-                               VERSION_LOCK)
+from ledger._accept_sql import (INSERT_RECEIPT, INSERT_VERSION, LOCK_VERSION, MARK_ITEMS, MARK_RECEIPTS, MARK_VERSIONS,
+                               UPSERT_ITEM)
 from ledger._admission_capacity import apply_capacity, queue_unread
 from ledger._capacity import stamp_generation
 from ledger._capacity_models import DeferredItem
 from ledger._kills import kill_in_force
 from ledger._models import Delivery, Receipt, WorkItem, WorkVersion
-from ledger._plain_decide import CLAIM, decide_plain, decide_plain_many, is_plain
+from ledger._plain_decide import CLAIM_DELIVERY, decide_plain, decide_plain_many, is_plain
 from ledger._engine import single_read
 from ledger._inline_read import InlineReader
 from ledger._repeats import RepeatRows, blocking_reason, find_repeat, original_answer, original_final
@@ -279,7 +279,7 @@ class SqlIntakeStore:
                 _deferred.finish(s, resume, "admitted" if draft.outcome == Outcome.ACCEPT else "dropped", receipt_id,
                                  None if draft.outcome == Outcome.ACCEPT else draft.reason)
             row = _receipt_row(draft, receipt_id, generation, self._policy.version)
-            s.execute(RECEIPT_INSERT, row)
+            INSERT_RECEIPT.run(s, row)
         return _decision_from_row(row)
 
     @staticmethod
@@ -355,9 +355,9 @@ class SqlIntakeStore:
     def _claim_delivery(s: Session, draft: ReceiptDraft, receipt_id: str) -> bool:
         """Claim the delivery id and the body digest together; False if either was taken (any
         unique key: the primary key or the per-source digest)."""
-        return s.execute(CLAIM[s.get_bind().dialect.name], {
+        return CLAIM_DELIVERY.first(s, {
             "source": draft.source, "delivery_id": draft.delivery_id, "received_at": draft.received_at,
-            "receipt_id": receipt_id, "body_digest": draft.body_digest}).scalar_one_or_none() is not None
+            "receipt_id": receipt_id, "body_digest": draft.body_digest}) is not None
 
     @staticmethod
     def _already_claimed_unknown(draft: ReceiptDraft) -> IntakeDecision:
@@ -369,11 +369,12 @@ class SqlIntakeStore:
     @staticmethod
     def _admit_version(s: Session, draft: ReceiptDraft, receipt_id: str, existing: WorkVersion | None) -> int:
         now = utcnow()
-        generation = int(s.execute(ADMIT_ITEM[s.get_bind().dialect.name], {
+        [(generation,)] = UPSERT_ITEM.rows(s, {
             "wk": draft.work_key, "tenant": draft.tenant or "", "target": draft.target_id or "",
-            "ver": draft.input_version, "now": now}).scalar_one())
+            "ver": draft.input_version, "now": now})
+        generation = int(generation)
         if existing is None:
-            s.execute(VERSION_INSERT, {
+            INSERT_VERSION.run(s, {
                 "work_key": draft.work_key, "input_version": draft.input_version, "generation": generation,
                 "status": "accepted", "receipt_id": receipt_id, "workflow_id": None, "run_id": None, "result": None,
                 "updated_at": now, "readmissions": 0})
@@ -409,11 +410,11 @@ class SqlIntakeStore:
         now = utcnow()
         ordered = sorted(marks, key=lambda m: (m[0].work_key or "", m[0].input_version or "", m[0].receipt_id))
         with self._engine.begin() as conn:
-            conn.execute(MARK_VERSION, [{"wk": d.work_key, "ver": d.input_version, "gen": d.generation, "wf": wf,
-                                         "run": run, "now": now} for d, wf, run in ordered])
-            conn.execute(MARK_RECEIPT, [{"rid": d.receipt_id, "wf": wf, "run": run} for d, wf, run in ordered])
-            conn.execute(MARK_ITEM, [{"wk": d.work_key, "gen": d.generation, "wf": wf, "now": now}
-                                     for d, wf, run in ordered])
+            MARK_VERSIONS.run_many(conn, [{"wk": d.work_key, "ver": d.input_version, "gen": d.generation, "wf": wf,
+                                           "run": run, "now": now} for d, wf, run in ordered])
+            MARK_RECEIPTS.run_many(conn, [{"rid": d.receipt_id, "wf": wf, "run": run} for d, wf, run in ordered])
+            MARK_ITEMS.run_many(conn, [{"wk": d.work_key, "gen": d.generation, "wf": wf, "now": now}
+                                       for d, wf, run in ordered])
         return [replace(d, workflow_id=wf, run_id=run) for d, wf, run in marks]
 
     def pending_admissions(self, older_than_seconds: float, limit: int = 100) -> list[PendingAdmission]:
@@ -444,6 +445,6 @@ class SqlIntakeStore:
 def _locked_version(s: Session, draft: ReceiptDraft) -> WorkVersion | None:
     """The accept's work version, locked (FOR UPDATE on PostgreSQL; SQLite's BEGIN IMMEDIATE already
     serializes): one Core statement, and the entity loaded only when the row exists (a re-admission)."""
-    if s.execute(VERSION_LOCK, {"wk": draft.work_key, "ver": draft.input_version}).first() is None:
+    if LOCK_VERSION.first(s, {"wk": draft.work_key, "ver": draft.input_version}) is None:
         return None
     return s.get(WorkVersion, (draft.work_key, draft.input_version), with_for_update=True)

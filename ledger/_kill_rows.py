@@ -20,6 +20,8 @@ from sqlalchemy import DateTime, Index, bindparam, or_, text
 from sqlalchemy.engine import Connection
 from sqlmodel import Field, Session, SQLModel, col, select
 
+from ledger._prepared import Prepared
+
 KILL_LOCK = 0x5117_4B11
 """The PostgreSQL advisory lock key that orders kills against accepts and credential issues."""
 
@@ -55,9 +57,13 @@ def covering(work_key: str, tenant: str | None) -> dict[str, str | None]:
     return {"work_key": work_key, "tenant": tenant or None}
 
 
+_LOCKS = {shared: Prepared(text(f"SELECT {fn}(:key)")) for shared, fn in (
+    (True, "pg_advisory_xact_lock_shared"), (False, "pg_advisory_xact_lock"))}
+"""The kill lock's two sides, run on the DBAPI cursor (``ledger/_prepared.py``): every accept takes the shared one."""
+
+
 def lock_kills(conn: Session | Connection, shared: bool) -> None:
     """Take the kill lock for the rest of the transaction (PostgreSQL; a no-op on SQLite)."""
     bind = conn if isinstance(conn, Connection) else conn.get_bind()
     if bind.dialect.name == "postgresql":
-        fn = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
-        conn.execute(text(f"SELECT {fn}(:key)"), {"key": KILL_LOCK})
+        _LOCKS[shared].run(conn, {"key": KILL_LOCK})

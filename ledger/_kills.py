@@ -22,41 +22,27 @@ from __future__ import annotations
 from typing import Literal
 
 from sqlalchemy import bindparam, or_, update
-from sqlalchemy.dialects import sqlite
-from sqlalchemy.engine import Connection, Dialect, Engine
-from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, col, select
 
 from ledger._credentials import revoke_in
 from ledger._kill_rows import COVERING, Kill, covering, lock_kills
 from ledger._engine import single_read
 from ledger._inline_read import InlineReader
-from ledger._raw_cursor import run_raw
+from ledger._prepared import Prepared
 from ledger._sql import new_id, rowcount, utcnow
 
 Scope = Literal["work_key", "tenant", "all"]
 
-_COVERING_COMPILED: dict[str, SQLCompiler] = {"sqlite": COVERING.compile(dialect=sqlite.dialect())}
-""":data:`~ledger._kill_rows.COVERING` compiled once per dialect (the driver's own parameter style), run
-on the DBAPI cursor by :func:`_any_covering`."""
-
-
-def _compiled_covering(dialect: Dialect) -> SQLCompiler:
-    compiled = _COVERING_COMPILED.get(dialect.name)
-    if compiled is None:
-        compiled = _COVERING_COMPILED[dialect.name] = COVERING.compile(dialect=dialect)
-    return compiled
+_COVERING = Prepared(COVERING)
+""":data:`~ledger._kill_rows.COVERING` on the DBAPI cursor (``ledger/_prepared.py``)."""
 
 
 def _any_covering(conn: Connection, params: dict[str, str | None]) -> bool:
     """Is any kill in force covering these :func:`covering` parameters? :data:`COVERING` on the
     DBAPI cursor (SQLite, PostgreSQL): the common answer, "none", without SQLAlchemy's statement
     machinery, which costs several times the database's own work here (as for ``ledger/_repeats.py``)."""
-    compiled = _compiled_covering(conn.dialect)
-    values = {**compiled.params, **params}
-    order = compiled.positiontup  # qmark (sqlite3): positional; pyformat (psycopg): by name
-    return run_raw(conn, compiled.string, [values[name] for name in order] if order else values,
-                   lambda cursor: cursor.fetchone() is not None)
+    return _COVERING.first(conn, params) is not None
 
 
 _NEWEST = (select(col(Kill.id)).where(or_(col(Kill.scope) == "all", (col(Kill.scope) == "tenant")
@@ -66,12 +52,9 @@ _NEWEST = (select(col(Kill.id)).where(or_(col(Kill.scope) == "all", (col(Kill.sc
 
 def kill_in_force(s: Session, work_key: str, tenant: str | None) -> Kill | None:
     """Inside an accept's transaction: the oldest kill in force covering the work, read after
-    any kill being written has committed (the shared side of the kill lock).
-
-    Every accept asks, and the answer is almost always "none": that answer comes from
-    :func:`_any_covering` on the transaction's own connection (the DBAPI cursor: the ORM execute and
-    its result objects were ~7% of the webhook API's GIL time under admissions, py-spy 2026-12-01);
-    only a kill actually in force is read again through the ORM, typed."""
+    any kill being written has committed (the shared side of the kill lock). Asked on the DBAPI
+    cursor (``ledger/_prepared.py``); only a kill found is read again as the entity (rare; under the
+    shared lock no kill is written or lifted in between, and SQLite's ``BEGIN IMMEDIATE`` excludes it)."""
     lock_kills(s, shared=True)
     params = covering(work_key, tenant)
     if not _any_covering(s.connection(), params):

@@ -38,6 +38,7 @@ from intake.kill_gate import is_killed
 from intake.receipts import ReceiptDraft
 from ledger._digest_lock import lock_digests
 from ledger._models import Delivery, Receipt
+from ledger._prepared import Prepared
 from ledger._repeats import find_repeat, original_answer
 
 _DELIVERIES = Delivery.__table__  # type: ignore[attr-defined]  # set on table models; not in SQLModel's types
@@ -45,6 +46,8 @@ _RECEIPT = insert(Receipt.__table__)  # type: ignore[attr-defined]
 CLAIM = {name: dialect.insert(_DELIVERIES).on_conflict_do_nothing().returning(_DELIVERIES.c.delivery_id)
           for name, dialect in (("sqlite", sqlite), ("postgresql", postgresql))}
 """``INSERT ... ON CONFLICT DO NOTHING RETURNING delivery_id`` (any unique key: the id or the digest)."""
+CLAIM_DELIVERY, INSERT_RECEIPT = Prepared(CLAIM), Prepared(_RECEIPT)
+"""The two statements on the DBAPI cursor of the caller's transaction (``ledger/_prepared.py``)."""
 _PLAIN_OUTCOMES = frozenset({Outcome.REJECT, Outcome.NO_WORK})
 
 
@@ -71,19 +74,18 @@ def decide_plain_many(engine: Engine, items: list[tuple[ReceiptDraft, dict]],
     order = claim_order(items)
     claims = [i for i in order if _claims(items[i][0])]
     with engine.begin() as conn:
-        claim = CLAIM[conn.dialect.name]
         if len(claims) > 1:  # the digests first, in one global order (ledger/_digest_lock.py)
             lock_digests(conn, ((items[i][0].source, items[i][0].body_digest) for i in claims))
         for i in order:
             draft, row = items[i]
             if _claims(draft):
-                claimed = conn.execute(claim, {
+                claimed = CLAIM_DELIVERY.first(conn, {
                     "source": draft.source, "delivery_id": draft.delivery_id, "received_at": draft.received_at,
-                    "receipt_id": row["id"], "body_digest": draft.body_digest}).first()
+                    "receipt_id": row["id"], "body_digest": draft.body_digest})
                 if claimed is None:
                     answers[i] = original_answer(find_repeat(conn, draft), draft) or lost(draft)
                     continue
-            conn.execute(_RECEIPT, row)
+            INSERT_RECEIPT.run(conn, row)
     return answers
 
 
