@@ -76,7 +76,13 @@ class CapacityActivities:
 
     def _release(self, req: ReleaseRequest) -> tuple[list[str], bool]:
         """In a worker thread: give the slots back, then look whether any deferred item waits (one hop)."""
-        return self._capacity.release(req.work_key, req.generation), self._queue.any_waiting()
+        freed = self._capacity.release(req.work_key, req.generation)
+        try:
+            waiting = self._queue.any_waiting()
+        except Exception as exc:  # noqa: BLE001 - the slots are back; unsure whether anything waits: run the pass
+            activity.logger.warning("deferred-queue look after release failed: %r", exc, extra={"work_key": req.work_key})
+            waiting = True
+        return freed, waiting
 
     @activity.defn(name=DISPATCH_ACTIVITY)
     async def dispatch(self, req: DispatchRequest) -> DispatchResult:

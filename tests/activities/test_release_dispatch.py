@@ -40,3 +40,30 @@ async def test_a_release_dispatches_the_queue_only_when_an_item_waits(empty_ledg
     finally:
         await forge.aclose()
         engine.dispose()
+
+
+async def test_a_release_stands_when_the_queue_cannot_be_read(empty_ledger_url, sims, temporal_env):
+    """The slots are given back first; if the look at the deferred queue then fails (its table gone
+    here: a real database error), the release still answers what it freed, not an activity failure
+    whose retry would find nothing left to free."""
+    from sqlalchemy import text
+
+    from intake.capacity.plan import SlotClaim
+    from ledger._capacity import acquire, stamp_generation
+
+    ledger.upgrade(empty_ledger_url)
+    settings, engine = settings_for(sims, empty_ledger_url), ledger.make_engine(empty_ledger_url)
+    forge = ForgeClient(sims.forge.base_url, FORGE_TOKEN, timeout_seconds=5)
+    try:
+        acts = capacity_activities(temporal_env.client, settings, engine, forge,
+                                   TemporalAdmitter(temporal_env.client, settings, False))
+        with Session(engine) as s, s.begin():
+            acquire(s, "acme/k2", CapacityRequest("acme", 3, (SlotClaim("key:acme/k2", 5, Block.KEY),)))
+            stamp_generation(s, "acme/k2", 1)
+        with engine.begin() as conn:
+            conn.execute(text("ALTER TABLE deferred_items RENAME TO deferred_items_away"))
+        released = await ActivityEnvironment().run(acts.release, ReleaseRequest("acme/k2", 1))
+        assert "key:acme/k2" in released.released
+    finally:
+        await forge.aclose()
+        engine.dispose()
