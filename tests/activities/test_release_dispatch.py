@@ -6,6 +6,11 @@ them, Temporal's ``ActivityEnvironment`` and test server, the forge simulator.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from sqlalchemy.engine import Engine
 from sqlmodel import Session
 from temporalio.testing import ActivityEnvironment
 
@@ -20,13 +25,22 @@ from tests.support.sims import FORGE_TOKEN, settings_for
 from workflows.capacity_contracts import ReleaseRequest
 
 
-async def test_a_release_dispatches_the_queue_only_when_an_item_waits(empty_ledger_url, sims, temporal_env):
-    ledger.upgrade(empty_ledger_url)
-    settings, engine = settings_for(sims, empty_ledger_url), ledger.make_engine(empty_ledger_url)
+@asynccontextmanager
+async def _wired(ledger_url: str, sims, temporal_env) -> AsyncIterator[tuple[Any, Engine]]:
+    """The worker's capacity activities as ``worker.py`` wires them, on a fresh migrated ledger."""
+    ledger.upgrade(ledger_url)
+    settings, engine = settings_for(sims, ledger_url), ledger.make_engine(ledger_url)
     forge = ForgeClient(sims.forge.base_url, FORGE_TOKEN, timeout_seconds=5)
     try:
-        acts = capacity_activities(temporal_env.client, settings, engine, forge,
-                                   TemporalAdmitter(temporal_env.client, settings, False))
+        yield capacity_activities(temporal_env.client, settings, engine, forge,
+                                  TemporalAdmitter(temporal_env.client, settings, False)), engine
+    finally:
+        await forge.aclose()
+        engine.dispose()
+
+
+async def test_a_release_dispatches_the_queue_only_when_an_item_waits(empty_ledger_url, sims, temporal_env):
+    async with _wired(empty_ledger_url, sims, temporal_env) as (acts, engine):
         idle = await ActivityEnvironment().run(acts.release, ReleaseRequest("acme/k0", 1))
         assert (idle.admitted, idle.dropped, idle.dead, idle.deferred, idle.skipped) == ([], [], [], 0, 0)
         with Session(engine) as s, s.begin():  # due now; its payload is no delivery, so resuming it fails
@@ -37,9 +51,6 @@ async def test_a_release_dispatches_the_queue_only_when_an_item_waits(empty_ledg
         with Session(engine) as s:
             item = s.get(DeferredItem, item_id)
             assert item is not None and (item.failures, item.status) != (0, "waiting")  # the pass tried it
-    finally:
-        await forge.aclose()
-        engine.dispose()
 
 
 async def test_a_release_stands_when_the_queue_cannot_be_read(empty_ledger_url, sims, temporal_env):
@@ -51,12 +62,7 @@ async def test_a_release_stands_when_the_queue_cannot_be_read(empty_ledger_url, 
     from intake.capacity.plan import SlotClaim
     from ledger._capacity import acquire, stamp_generation
 
-    ledger.upgrade(empty_ledger_url)
-    settings, engine = settings_for(sims, empty_ledger_url), ledger.make_engine(empty_ledger_url)
-    forge = ForgeClient(sims.forge.base_url, FORGE_TOKEN, timeout_seconds=5)
-    try:
-        acts = capacity_activities(temporal_env.client, settings, engine, forge,
-                                   TemporalAdmitter(temporal_env.client, settings, False))
+    async with _wired(empty_ledger_url, sims, temporal_env) as (acts, engine):
         with Session(engine) as s, s.begin():
             acquire(s, "acme/k2", CapacityRequest("acme", 3, (SlotClaim("key:acme/k2", 5, Block.KEY),)))
             stamp_generation(s, "acme/k2", 1)
@@ -64,6 +70,3 @@ async def test_a_release_stands_when_the_queue_cannot_be_read(empty_ledger_url, 
             conn.execute(text("ALTER TABLE deferred_items RENAME TO deferred_items_away"))
         released = await ActivityEnvironment().run(acts.release, ReleaseRequest("acme/k2", 1))
         assert "key:acme/k2" in released.released
-    finally:
-        await forge.aclose()
-        engine.dispose()
