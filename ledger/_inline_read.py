@@ -44,9 +44,12 @@ class InlineReader:
         self._conn: Connection | None = None
         """Kept open between reads: checking a connection out and back in (the pool's reset, a
         ``rollback``) cost more than the read itself (~1.5% of the API's GIL time under admissions,
-        py-spy 2026-12-01). No snapshot outlives a read: every read closes its cursor (``run_raw``,
-        ``Result.first``) and anything SQLAlchemy began is rolled back at once."""
+        py-spy 2026-12-01). No snapshot or lock outlives a read: the driver runs in autocommit
+        (``isolation_level=None``: it never begins a transaction of its own, not even for a statement
+        that writes), every read closes its cursor (``run_raw``, ``Result.first``), and anything
+        SQLAlchemy began is rolled back at once."""
         self._lock = threading.Lock()
+        self._closed = False
 
     @staticmethod
     def for_engine(engine: Engine) -> InlineReader | None:
@@ -60,24 +63,30 @@ class InlineReader:
         if self._conn is None:
             if self._engine is None:
                 self._engine = create_engine(self._url, poolclass=StaticPool, connect_args={
-                    "check_same_thread": False, "timeout": INLINE_BUSY_MS / 1000})
+                    "check_same_thread": False, "timeout": INLINE_BUSY_MS / 1000, "isolation_level": None})
             self._conn = self._engine.connect()
         return self._conn
 
     def _drop(self) -> None:
-        """Forget the kept connection after a failed read (the next read opens a new one)."""
+        """Forget the kept connection and its engine after a failed read: the next read opens a new
+        SQLite connection (closing the kept one alone would hand the same handle back: ``StaticPool``)."""
         conn, self._conn = self._conn, None
-        if conn is not None:
-            try:
+        engine, self._engine = self._engine, None
+        try:
+            if conn is not None:
                 conn.close()
-            except Exception:  # noqa: BLE001 - already failed; the read's own error is what matters
-                pass
+            if engine is not None:
+                engine.dispose()
+        except Exception:  # noqa: BLE001 - already failed; the read's own error is what matters
+            pass
 
     def run(self, read: Callable[[Connection], T]) -> T | None:
         """``read(conn)`` at once, or None: the connection is in use, or the database busy or locked."""
         if not self._lock.acquire(blocking=False):
             return None
         try:
+            if self._closed:  # closed: the caller's normal path answers
+                return None
             conn = self._connection()
             try:
                 return read(conn)
@@ -85,9 +94,9 @@ class InlineReader:
                 if conn.in_transaction():
                     conn.rollback()  # a read through SQLAlchemy autobegins: end it, keep no snapshot
         except (OperationalError, sqlite3.OperationalError) as exc:
-            self._drop()
-            if is_busy(exc):
+            if is_busy(exc):  # the connection is fine, the database was busy: keep it
                 return None
+            self._drop()
             raise
         except BaseException:
             self._drop()
@@ -96,7 +105,7 @@ class InlineReader:
             self._lock.release()
 
     def close(self) -> None:
+        """Close the kept connection; later reads answer None (the caller's normal path)."""
         with self._lock:
+            self._closed = True
             self._drop()
-            if self._engine is not None:
-                self._engine.dispose()

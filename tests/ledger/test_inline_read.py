@@ -55,3 +55,31 @@ def test_a_locked_database_answers_none_and_the_next_read_works(tmp_path: Path) 
     writer.close()
     assert reader.run(_count_raw) == 1 and reader.run(_count_orm) == 1
     reader.close()
+
+
+def test_a_failed_read_opens_a_new_sqlite_connection_and_close_stops_reads(tmp_path: Path) -> None:
+    """A read that failed (not busy: here a missing table) drops the SQLite handle itself, not only
+    SQLAlchemy's wrapper around it (``StaticPool`` would hand the same one back); after ``close`` every
+    read answers None, so the caller's normal path answers."""
+    _, reader = _database(tmp_path)
+    first = reader.run(lambda conn: conn.connection.driver_connection)
+    try:
+        reader.run(lambda conn: run_raw(conn, "SELECT * FROM missing", [], lambda cursor: cursor.fetchall()))
+    except Exception:  # noqa: BLE001 - the failed read's own error; what follows is what is tested
+        pass
+    again = reader.run(lambda conn: conn.connection.driver_connection)
+    assert again is not None and again is not first
+    assert reader.run(_count_raw) == 0
+    reader.close()
+    assert reader.run(_count_raw) is None
+
+
+def test_no_driver_transaction_outlives_a_read(tmp_path: Path) -> None:
+    """Even a statement that writes leaves no transaction (nor SQLite's write lock) behind on the kept
+    connection: the driver runs in autocommit; a writer elsewhere gets the database at once."""
+    path, reader = _database(tmp_path)
+    reader.run(lambda conn: run_raw(conn, "INSERT INTO t VALUES (1)", [], lambda cursor: None))
+    assert reader.run(lambda conn: conn.connection.driver_connection.in_transaction) is False
+    with sqlite3.connect(path, timeout=0.05) as writer:
+        writer.execute("INSERT INTO t VALUES (2)")
+    assert reader.run(_count_raw) == 2
