@@ -5,9 +5,11 @@ stopped with SIGTERM then SIGKILL, so nothing is left running after the demo or 
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,8 +28,41 @@ def port_in_use(host: str, port: int) -> bool:
         return s.connect_ex((host, port)) == 0
 
 
+_HANDED_OUT: set[int] = set()
+_PORTS_LOCK = threading.Lock()
+_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def _outside_ephemeral() -> range:
+    """Ports the kernel never picks as an outgoing connection's source port (Linux's
+    ``ip_local_port_range``, 32768-60999 by default): below it, else above it."""
+    try:
+        low, high = (int(v) for v in _RANGE_FILE.read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    return range(10000, low) if low > 12000 else range(high + 1, 65536)
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    """A port free now, that this process has not handed out before, outside the kernel's ephemeral
+    range. A port the kernel picked (``bind(0)``) comes from that range, so between being handed out
+    and its server binding it, an outgoing connection could take it as its source port, or a later
+    ``bind(0)`` in this process hand it out again (a worker then failed to start its metrics listener:
+    "Address already in use")."""
+    ports = _outside_ephemeral()
+    with _PORTS_LOCK:
+        for _ in range(500):
+            port = random.randrange(ports.start, ports.stop)
+            if port in _HANDED_OUT:
+                continue
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind((host, port))
+                except OSError:
+                    continue
+            _HANDED_OUT.add(port)
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:  # nothing free out there: the kernel's pick
         s.bind((host, 0))
         return s.getsockname()[1]
 
