@@ -32,13 +32,12 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from sqlalchemy import DateTime, Float, Index, String, bindparam, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Field, Session, SQLModel, col, select
 
 from ledger._engine import single_read
 from ledger._model_journal import ModelJournalEntry
-from ledger._sql import insert_for as _insert_for, new_id, utcnow
+from ledger._sql import insert_for as _insert_for, insert_per_dialect, new_id, utcnow
 from sluicegate.errors import SluicegateError
 
 GLOBAL = "global"
@@ -260,8 +259,8 @@ _HOLD = (update(BudgetDay)
          .values(reserved_usd=col(BudgetDay.reserved_usd) + bindparam("p_amount", type_=Float))
          .returning(col(BudgetDay.scope)))
 """Hold an amount on a day row, only while spent + reserved + amount stays within its limit."""
-_INSERT_RESERVATION = {name: ins(BudgetReservation).on_conflict_do_nothing().returning(col(BudgetReservation.id))
-                       for name, ins in (("sqlite", sqlite.insert), ("postgresql", postgresql.insert))}
+_INSERT_RESERVATION = insert_per_dialect(
+    BudgetReservation, lambda insert: insert.on_conflict_do_nothing().returning(col(BudgetReservation.id)))
 """Per dialect: a reservation's row unless its id exists (then no row back)."""
 _ENDING = (update(BudgetReservation)
            .where(col(BudgetReservation.id) == bindparam("p_id"), col(BudgetReservation.status) == ReservationStatus.RESERVED)

@@ -24,11 +24,11 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import JSON, Column, DateTime, Float, Index, bindparam, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Field, Session, SQLModel, col
 
 from ledger._engine import single_read
+from ledger._sql import insert_per_dialect
 
 
 class ModelJournalEntry(SQLModel, table=True):
@@ -78,7 +78,7 @@ class ModelJournal:
             if _insert_first(conn, entry):
                 return entry
             with Session(bind=conn, expire_on_commit=False) as s:  # joins the transaction above
-                return _record_in(s, entry)
+                return _after_conflict(s, entry)
 
 
 _PK = (ModelJournalEntry.__table__.c.work_key == bindparam("p_work_key"),  # type: ignore[attr-defined]
@@ -87,8 +87,8 @@ _PK = (ModelJournalEntry.__table__.c.work_key == bindparam("p_work_key"),  # typ
        ModelJournalEntry.__table__.c.step == bindparam("p_step"))  # type: ignore[attr-defined]
 _FIND = select(ModelJournalEntry.__table__).where(*_PK)  # type: ignore[attr-defined]
 """The step's row, built once (building a statement costs more CPU than running it on SQLite)."""
-_INSERT_FIRST = {name: insert(ModelJournalEntry).on_conflict_do_nothing().returning(col(ModelJournalEntry.step))
-                 for name, insert in (("sqlite", sqlite.insert), ("postgresql", postgresql.insert))}
+_INSERT_FIRST = insert_per_dialect(
+    ModelJournalEntry, lambda insert: insert.on_conflict_do_nothing().returning(col(ModelJournalEntry.step)))
 """Per dialect: the step's first answer, its values the statement's parameters."""
 
 
@@ -97,10 +97,9 @@ def _insert_first(conn: Connection, entry: ModelJournalEntry) -> bool:
     return conn.execute(_INSERT_FIRST[conn.dialect.name], entry.model_dump()).first() is not None
 
 
-def _record_in(s: Session, entry: ModelJournalEntry) -> ModelJournalEntry:
-    """:meth:`ModelJournal.record` inside a transaction."""
-    if _insert_first(s.connection(), entry):  # the step's first answer (the usual case): the row is ``entry``
-        return entry
+def _after_conflict(s: Session, entry: ModelJournalEntry) -> ModelJournalEntry:
+    """:meth:`ModelJournal.record` once its insert found the step's row already there: the stored row,
+    replaced by ``entry`` if it answers a different request."""
     key = (entry.work_key, entry.input_version, entry.generation, entry.step)
     stored = s.get(ModelJournalEntry, key, with_for_update=True)
     if stored is not None and stored.request_digest != entry.request_digest:

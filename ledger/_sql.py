@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from collections.abc import Callable
 from typing import Any, cast, overload
 
 from sqlalchemy.dialects import postgresql, sqlite
@@ -30,15 +31,24 @@ def as_utc(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=UTC)
 
 
+def _insert(dialect_name: str):
+    return postgresql.insert if dialect_name == "postgresql" else sqlite.insert
+
+
 def dialect_insert(session: Session, model):
     """``INSERT`` supporting ``on_conflict_*`` for the session's dialect (SQLite or PostgreSQL)."""
-    name = session.get_bind().dialect.name
-    return (postgresql.insert if name == "postgresql" else sqlite.insert)(model)
+    return _insert(session.get_bind().dialect.name)(model)
 
 
 def insert_for(conn: Connection, model):
     """:func:`dialect_insert` for a Core connection's dialect."""
-    return (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(model)
+    return _insert(conn.dialect.name)(model)
+
+
+def insert_per_dialect(model, build: Callable[[Any], Any]) -> dict[str, Any]:
+    """``build(insert)`` of ``model`` once per ledger dialect, keyed by dialect name: an ``on_conflict_*``
+    statement built at import and picked by ``conn.dialect.name`` on the hot path."""
+    return {name: build(_insert(name)(model)) for name in ("sqlite", "postgresql")}
 
 
 def rowcount(result: Result[Any]) -> int:
