@@ -33,9 +33,9 @@ from fastapi.responses import JSONResponse
 
 from intake.errors import InvalidDelivery
 from intake.github import parse_github_delivery
-from sluicegate.config.settings import load_settings
+from sluicegate.config.settings import WebhookApiConfig, load_settings
 from webhook_api._body import bounded_headers, read_limited
-from webhook_api._serving import UVICORN
+from webhook_api._serving import uvicorn_options
 
 MAX_BODY = 1024 * 1024
 NAIVE_WORKFLOW, NAIVE_SIGNAL, NAIVE_QUEUE = "NaiveReview", "delivery", "bench-naive"
@@ -124,7 +124,8 @@ def main() -> None:
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--dbos-db", help="SQLite file of DBOS's system database (--peer dbos)")
     a = p.parse_args()
-    uvicorn.run(create_app(a.peer, a.dbos_db), host="127.0.0.1", port=a.port, **UVICORN)  # as the webhook API
+    served = uvicorn_options(WebhookApiConfig())  # as the webhook API, idle keep-alive included
+    uvicorn.run(create_app(a.peer, a.dbos_db), host="127.0.0.1", port=a.port, **served)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from sluicegate.temporal.client import connect
 from workflows.contracts import AGENT_WORKFLOW
 
 SERVER = ("every front (Sluicegate's webhook API and both peers') runs uvicorn with the same settings (one process, "
-          "uvloop, h11, access log off: webhook_api._serving.UVICORN); none gets a setting the others lack")
+          "uvloop, h11, access log off, the same idle keep-alive: webhook_api._serving.uvicorn_options); none gets a setting the others lack")
 CAPACITY = ("limits lifted (NO_CAPACITY_LIMITS), no worker: Sluicegate's admitted runs and naive Temporal's "
             "runs wait in their task queues; DBOS runs its one-step workflow in the front process at once")
 

@@ -62,6 +62,7 @@ class ServerThread:
         startup_timeout: float = 10.0,
         graceful_timeout: int = 2,
         http: str = "auto",
+        keep_alive_seconds: int = 5,
     ) -> None:
         self.app = app
         self.host = host
@@ -78,6 +79,7 @@ class ServerThread:
             timeout_graceful_shutdown=graceful_timeout,
             lifespan="auto",
             http=http,
+            timeout_keep_alive=keep_alive_seconds,
         )
         self._server = uvicorn.Server(self._config)
         self._sock: socket.socket | None = None

@@ -21,6 +21,11 @@ GRACEFUL_SECONDS = 2
 """On SIGTERM, requests still in flight (a fault that hangs for minutes) get this long, then are
 cancelled: as :class:`simulators.ServerThread` does (without it uvicorn waits for them for ever and
 the stack's stop has to SIGKILL the simulator after its own grace)."""
+KEEP_ALIVE_SECONDS = 75
+"""Idle keep-alive, as the webhook API's default (``webhook_api.keep_alive_seconds``): longer than the
+clients' pool expiry (httpx: 5 s), so a client never reuses a connection as the simulator closes it.
+uvicorn's 5 s default raced httpx's 5 s and failed the quick bench pass in CI now and then; the forge
+client repeats a read dropped that way anyway (``tests/activities/test_forge_dropped_connections.py``)."""
 
 
 @simulator_app.command("model")
@@ -43,7 +48,8 @@ def model(
     tenant_keys = dict(item.split("=", 1) for item in tenant_key)
     app = create_model_app(ModelState(models or DEFAULT_MODELS), api_key=api_key, tenant_keys=tenant_keys)
     print(f"model simulator (NOT OpenAI) on http://{host}:{port}/v1", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=GRACEFUL_SECONDS)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=GRACEFUL_SECONDS,
+                timeout_keep_alive=KEEP_ALIVE_SECONDS)
 
 
 def _refuse(exc: Exception) -> None:
@@ -82,7 +88,8 @@ def forge(
     except (OSError, ValueError, FixtureError) as exc:
         _refuse(exc)
     print(f"forge simulator (NOT GitHub) on http://{host}:{port}", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=GRACEFUL_SECONDS)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=GRACEFUL_SECONDS,
+                timeout_keep_alive=KEEP_ALIVE_SECONDS)
 
 
 def _app_spec(app_id: str | None, key_file: str | None, installations_given: list[str], slug: str):

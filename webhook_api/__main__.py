@@ -11,7 +11,7 @@ from sluicegate.config.dev_guard import refuse_published_secrets
 from sluicegate.observability.metrics import setup_metrics
 from sluicegate.observability.telemetry import setup_logging, setup_tracing
 from webhook_api import create_app
-from webhook_api._serving import UVICORN
+from webhook_api._serving import uvicorn_options
 
 
 def _exit_after_shutdown(signum, frame) -> None:
@@ -30,7 +30,7 @@ def main() -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _exit_after_shutdown)
     uvicorn.run(create_app(settings), host=settings.webhook_api.host, port=settings.webhook_api.port,
-                **UVICORN)  # h11: a bounded request head (webhook_api/_serving.py)
+                **uvicorn_options(settings.webhook_api))  # h11: a bounded request head (webhook_api/_serving.py)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@ with the tests' in-thread server so they test what production runs."""
 
 from typing import Any
 
+from sluicegate.config.settings import WebhookApiConfig
+
 HTTP_PROTOCOL = "h11"
 """uvicorn's HTTP protocol, fixed whatever is installed. h11 refuses a request head past 16 KB
 (uvicorn's ``h11_max_incomplete_event_size``) with a 400 before any of it reaches the app: the bound
@@ -13,3 +15,8 @@ dependency) when importable."""
 
 UVICORN: dict[str, Any] = {"http": HTTP_PROTOCOL, "log_config": None, "access_log": False}
 """Keyword arguments of ``uvicorn.run`` / ``uvicorn.Config`` for the webhook API."""
+
+
+def uvicorn_options(api: WebhookApiConfig) -> dict[str, Any]:
+    """:data:`UVICORN` and the configured idle keep-alive (``webhook_api.keep_alive_seconds``)."""
+    return {**UVICORN, "timeout_keep_alive": api.keep_alive_seconds}

@@ -106,6 +106,12 @@ class WebhookApiConfig(_Section):
     max_concurrent_body_reads: int = Field(default=64, ge=1)
     """Request bodies read at once by one API process for one source; past it a request to that
     source is 429 at once (other sources keep their own slots)."""
+    keep_alive_seconds: int = Field(default=75, ge=1, le=3600)
+    """How long an idle kept-alive connection stays open (uvicorn's ``timeout_keep_alive``). Longer
+    than the idle timeout of whatever sends to the API (a load balancer: AWS ALB 60 s by default; set
+    it above 600 behind Google's), so that side always closes first: a request sent on a connection
+    the API is closing at that moment is lost in flight (the sender sees a reset, and GitHub marks the
+    delivery failed)."""
 
 
 class ActorConfig(_Section):

@@ -4,7 +4,9 @@ Every failure surfaces as :class:`ForgeError`, classified by the one forge error
 (``sluicegate.forge.errors``): rate limited (primary or secondary; retry after the server's
 delay), unavailable (5xx, timeouts, connection errors) or rejected (other 4xx). Timeouts and
 5xx on a write are ambiguous — the forge may have committed — so callers that mutate must
-reconcile before retrying (see ``activities.gateway``).
+reconcile before retrying (see ``activities.gateway``). A read sent on a kept-alive connection the
+forge closed meanwhile (its idle timeout fired as the request went out) is sent once more on another
+connection (``call_forge(repeat_dropped=True)``; reads only: a write may have been applied).
 
 Freshness reads (:meth:`ForgeClient.get_pull`) are conditional requests: gidgethub's cache hook
 with a bounded LRU remembers each pull's ``ETag`` and sends ``If-None-Match``; GitHub answers an
@@ -51,18 +53,38 @@ CONDITIONAL_CACHE_SIZE = 4096
 dropped first; a few hundred bytes each)."""
 
 
-async def call_forge(coro_factory: Callable[[], Awaitable[Any]], *, write: bool = False) -> Any:
-    """Await one gidgethub request, turning every failure into a :class:`ForgeError` (``forge_errors``)."""
-    try:
-        return await coro_factory()
-    except gidgethub.HTTPException as exc:  # RateLimitExceeded, BadRequest, GitHubBroken, redirects
-        status = int(exc.status_code)
-        message = str(exc) or getattr(exc.status_code, "phrase", "")
-        raise forge_errors.from_response(status, getattr(exc, "headers", None), message, write=write) from None
-    except httpx2.TimeoutException as exc:
-        raise forge_errors.from_transport(f"timed out: {exc!r}", write=write) from None
-    except httpx2.TransportError as exc:
-        raise forge_errors.from_transport(f"connection failed: {exc!r}", write=write) from None
+DROPPED_CONNECTION = (httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.WriteError)
+"""What a request sent on a kept-alive connection the server closed meanwhile fails with (the server's
+idle timeout fired as the request went out): no answer, nothing about the forge's health."""
+
+
+async def call_forge(coro_factory: Callable[[], Awaitable[Any]], *, write: bool = False,
+                     repeat_dropped: bool = False) -> Any:
+    """Await one gidgethub request, turning every failure into a :class:`ForgeError` (``forge_errors``).
+
+    ``repeat_dropped``: a dropped connection (``DROPPED_CONNECTION``) is met by calling
+    ``coro_factory`` once more, which the connection pool sends on another (or a new) connection.
+    Only for an idempotent read whose factory makes a whole new request: never a write (it may have
+    been applied), never a listing's ``__anext__`` (a failed generator ends, and would end the
+    listing early). Timeouts and refused connections are not repeated: they say the forge is slow or
+    down, and the caller's backoff is the answer to that."""
+    tries = 2 if repeat_dropped and not write else 1
+    for attempt in range(1, tries + 1):
+        try:
+            return await coro_factory()
+        except gidgethub.HTTPException as exc:  # RateLimitExceeded, BadRequest, GitHubBroken, redirects
+            status = int(exc.status_code)
+            message = str(exc) or getattr(exc.status_code, "phrase", "")
+            raise forge_errors.from_response(status, getattr(exc, "headers", None), message, write=write) from None
+        except httpx2.TimeoutException as exc:
+            raise forge_errors.from_transport(f"timed out: {exc!r}", write=write) from None
+        except DROPPED_CONNECTION as exc:
+            if attempt < tries:
+                continue
+            raise forge_errors.from_transport(f"connection failed: {exc!r}", write=write) from None
+        except httpx2.TransportError as exc:
+            raise forge_errors.from_transport(f"connection failed: {exc!r}", write=write) from None
+    raise AssertionError("unreachable: the last try returns or raises")
 
 
 class ForgeCredentials(Protocol):
@@ -129,13 +151,13 @@ class ForgeClient:
         token = await self._credentials.token_for(tenant, owner, repo)
         progress.beat(tries=1)
         try:
-            return await call_forge(lambda: request(token), write=write)
+            return await call_forge(lambda: request(token), write=write, repeat_dropped=not write)
         except ForgeError as exc:
             if exc.status != 401 or token is None or not self._credentials.discard(tenant, owner, repo, token):
                 raise
         token = await self._credentials.token_for(tenant, owner, repo)
         progress.beat(tries=2)
-        return await call_forge(lambda: request(token), write=write)
+        return await call_forge(lambda: request(token), write=write, repeat_dropped=not write)
 
     def _pages(self, url: str, token: str | None, progress: ProgressSink) -> AsyncIterator[Any]:
         headers = sansio.create_headers(USER_AGENT, accept=sansio.accept_format(), oauth_token=token)

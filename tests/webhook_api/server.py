@@ -22,7 +22,8 @@ from webhook_api._serving import HTTP_PROTOCOL
 def running_api(sims: Sims, temporal_env, ledger_url: str, **env: str) -> Iterator[tuple[ServerThread, Settings]]:
     settings = settings_for(sims, ledger_url, **env)
     server = ServerThread(create_app(settings, client=temporal_env.client, search_attributes=False),
-                          name="webhook-api", http=HTTP_PROTOCOL).start()
+                          name="webhook-api", http=HTTP_PROTOCOL,
+                          keep_alive_seconds=settings.webhook_api.keep_alive_seconds).start()
     try:
         yield server, settings
     finally:

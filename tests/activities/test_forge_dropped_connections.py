@@ -1,0 +1,115 @@
+"""A kept-alive connection the forge closed as a request went out: reads are repeated once, writes never.
+
+The server here is a real HTTP/1.1 server on loopback (asyncio streams) that answers the first
+request of every connection with keep-alive and closes the connection, unanswered, on the second:
+what a server whose idle timeout fires as the client reuses the connection does (uvicorn's
+``timeout_keep_alive``, a load balancer's idle timeout). The last CI failure of the quick bench pass
+was this race: a freshness read failed, and the delivery was deferred ``source-unavailable``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from collections.abc import AsyncIterator
+
+import pytest
+
+from sluicegate.forge.client import ForgeClient
+from sluicegate.forge.errors import ForgeError
+
+SHA = "c" * 40
+PULL = {"number": 7, "state": "open", "draft": False, "merged": False, "updated_at": "2026-12-07T10:00:00Z",
+        "title": "t", "head": {"sha": SHA}, "body": "dropped by pull_fields"}
+
+
+class DroppingServer:
+    """Answers the first request on each connection; closes the connection on the second, unanswered."""
+
+    def __init__(self) -> None:
+        self.requests: Counter[str] = Counter()  # "METHOD path" of every request head read
+        self.answered: Counter[str] = Counter()
+        self.connections = 0
+        self.drop_every_request = False
+        self._server: asyncio.Server | None = None
+
+    async def start(self) -> str:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+
+    async def close(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            for nth in (1, 2):
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                method, path, _ = lines[0].split(" ", 2)
+                length = next((int(v) for k, _, v in (line.partition(":") for line in lines[1:])
+                               if k.strip().lower() == "content-length"), 0)
+                await reader.readexactly(length)
+                self.requests[f"{method} {path}"] += 1
+                if nth == 2 or self.drop_every_request:
+                    return  # the idle timeout fired: close without an answer
+                status, body = (201, {"id": 1, "body": "x"}) if method == "POST" else (200, PULL)
+                data = json.dumps(body).encode()
+                writer.write(f"HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {len(data)}\r\n"
+                             f"connection: keep-alive\r\n\r\n".encode() + data)
+                await writer.drain()
+                self.answered[f"{method} {path}"] += 1
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return
+        finally:
+            writer.close()
+
+
+@pytest.fixture
+async def dropping() -> AsyncIterator[tuple[DroppingServer, ForgeClient]]:
+    server = DroppingServer()
+    forge = ForgeClient(await server.start(), token="t", timeout_seconds=5)
+    try:
+        yield server, forge
+    finally:
+        await forge.aclose()
+        await server.close()
+
+
+async def test_a_read_on_a_dropped_connection_is_repeated_on_a_new_one(dropping) -> None:
+    server, forge = dropping
+    first = await forge.get_pull("acme", "api", 7)
+    second = await forge.get_pull("acme", "api", 7)  # sent on the kept connection, which the server closes
+    assert first == second == {k: v for k, v in PULL.items() if k != "body"}
+    assert server.requests["GET /repos/acme/api/pulls/7"] == 3  # answered, dropped, repeated
+    assert server.answered["GET /repos/acme/api/pulls/7"] == 2
+    assert server.connections == 2
+
+
+async def test_a_diff_read_is_repeated_too(dropping) -> None:
+    server, forge = dropping
+    await forge.get_pull("acme", "api", 7)
+    await forge.get_pull_diff("acme", "api", 7)
+    assert server.answered["GET /repos/acme/api/pulls/7"] == 2 and server.connections == 2
+
+
+async def test_a_write_on_a_dropped_connection_is_never_repeated(dropping) -> None:
+    server, forge = dropping
+    await forge.get_pull("acme", "api", 7)
+    with pytest.raises(ForgeError) as caught:
+        await forge.post_comment("acme", "api", 7, "hello")
+    assert caught.value.retryable and caught.value.ambiguous  # the caller reconciles before any repeat
+    assert server.requests["POST /repos/acme/api/issues/7/comments"] == 1
+    assert server.connections == 1
+
+
+async def test_a_read_is_repeated_once_only(dropping) -> None:
+    server, forge = dropping
+    server.drop_every_request = True
+    with pytest.raises(ForgeError) as caught:
+        await forge.get_pull("acme", "api", 9)
+    assert caught.value.retryable and not caught.value.ambiguous
+    assert server.requests["GET /repos/acme/api/pulls/9"] == 2 and server.answered.total() == 0
