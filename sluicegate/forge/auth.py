@@ -129,8 +129,9 @@ class InstallationTokens:
         request = {"repositories": [repo], "permissions": self._permissions}
         what = f"installation token for {owner}/{repo} (installation {installation})"
         try:
+            # Minting twice is harmless (the first token expires unused): a dropped connection is repeated.
             body = await call_forge(lambda: self._gh.post(
-                f"/app/installations/{installation}/access_tokens", data=request, jwt=jwt))
+                f"/app/installations/{installation}/access_tokens", data=request, jwt=jwt), repeat_dropped=True)
         except ForgeError as exc:
             if exc.retryable:
                 raise ForgeError(f"cannot mint an {what} yet: {exc.message}", exc.status, True,
