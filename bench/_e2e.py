@@ -67,17 +67,21 @@ async def measure(stack: DevStack, rounds: int, per_round: int, warmup: int, con
 
     forge = f"http://{s.simulators.forge.host}:{s.simulators.forge.port}"
     api = f"http://{s.webhook_api.host}:{s.webhook_api.port}/webhooks/github"
-    limits = httpx.Limits(max_connections=concurrency * 2, max_keepalive_connections=concurrency * 2)
-    async with httpx.AsyncClient(timeout=60, limits=limits) as http:
+    # One client per target, sized at the concurrency: httpcore's pool checks every idle connection it holds
+    # (a poll() each) whenever a request ends, so one pool shared by every target cost the load generator
+    # ~11 ms of CPU per intake delivery at 64 in flight (py-spy, 2026-12-07): CPU the processes measured lost.
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    shas = [head_sha(run, n) for n in range(1, total + 1)]
+    async with httpx.AsyncClient(timeout=60, limits=limits) as setup:
         # Untimed set-up: one open pull request per delivery, and every request pre-built and pre-signed.
-        shas = [head_sha(run, n) for n in range(1, total + 1)]
-
         async def create(n: int) -> bool:
-            r = await http.post(f"{forge}/_sim/pulls/{owner}/{repo}/{n}", json={"head_sha": shas[n - 1], "state": "open"})
+            r = await setup.post(f"{forge}/_sim/pulls/{owner}/{repo}/{n}", json={"head_sha": shas[n - 1], "state": "open"})
             r.raise_for_status()
             return True
 
         await drive(list(range(1, total + 1)), concurrency, create)
+    async with httpx.AsyncClient(timeout=60, limits=limits) as http, \
+            httpx.AsyncClient(timeout=60, limits=limits) as front_http:
         deliveries = [signed_pull_request(secret, owner, repo, n, shas[n - 1]) for n in range(1, total + 1)]
         fronted = [signed_pull_request(secret, _e2e_front.OWNER, repo, n, shas[n - 1]) for n in range(1, total + 1)]
         starts = [bare_start(s, secret, bare_owner, repo, n, shas[n - 1]) for n in range(1, total + 1)]
@@ -125,7 +129,7 @@ async def measure(stack: DevStack, rounds: int, per_round: int, warmup: int, con
         counters = forge_counters(forge)  # untimed; only intake touches the forge (no worker runs)
         await drive(deliveries[:warmup], concurrency, post)
         await drive(starts[:warmup], concurrency, start)
-        post_front = _e2e_front.poster(http, front_url, front_outcomes)
+        post_front = _e2e_front.poster(front_http, front_url, front_outcomes)
         await drive(fronted[:warmup], concurrency, post_front)
         await _e2e_front.interleave3(rounds, {"intake": side("intake", deliveries, post),
                                               "baseline": side("baseline", starts, start),
