@@ -4,8 +4,8 @@ Intake side: signed ``pull_request`` ``opened`` webhooks to ``POST /webhooks/git
 real API process (dev stack, no worker), each for a distinct open pull request created
 beforehand on the forge simulator; only 202 answers that say ``admitted`` count. Baseline:
 ``client.start_workflow("AgentLoop", ..., start_signal="work_order")`` from this process,
-with the same work-order payload and search attributes the admitter sends, unique ids,
-same concurrency, same dev server and task queue. Second baseline, the *bare front*
+the admitter's own request (``TemporalAdmitter.start_request``: work order, search attributes,
+priority and fairness key, summary, memo), unique ids, same concurrency, dev server and task queue. Second baseline, the *bare front*
 (``bench/_e2e_front.py``): the same signed deliveries to a minimal FastAPI front that checks, parses and
 makes one signal-with-start each; the three sides share rounds, order rotating. Nobody runs either side's workflows: the
 stack's capacity limits are lifted (``CAPACITY``), so every delivery is admitted and the
@@ -26,11 +26,11 @@ import httpx
 from bench._common import BENCH_SCOPE, NO_CAPACITY_LIMITS, Comparison, SideRound, head_sha, signed_pull_request
 from bench import _e2e_front
 from bench._e2e_cpu import CpuMeter, drive, process_cpu
-from bench._e2e_verify import bare_start, verify
+from bench._e2e_verify import bare_admission, verify
 from bench._forge_reads import forge_counters, forge_reads_between
 from sluicegate.devstack import DevStack, isolated_overrides
+from sluicegate.temporal.admitter import TemporalAdmitter
 from sluicegate.temporal.client import connect
-from workflows.contracts import AGENT_WORKFLOW, WORK_ORDER_SIGNAL, AgentLoopStart
 
 __all__ = ["CAPACITY", "CpuMeter", "measure", "process_cpu", "run_dir", "start_stack"]
 CAPACITY = ("limits lifted (global, per-repository and tenant limits, rate and burst all 1,000,000), no worker: "
@@ -84,12 +84,12 @@ async def measure(stack: DevStack, rounds: int, per_round: int, warmup: int, con
             httpx.AsyncClient(timeout=60, limits=limits) as front_http:
         deliveries = [signed_pull_request(secret, owner, repo, n, shas[n - 1]) for n in range(1, total + 1)]
         fronted = [signed_pull_request(secret, _e2e_front.OWNER, repo, n, shas[n - 1]) for n in range(1, total + 1)]
-        starts = [bare_start(s, secret, bare_owner, repo, n, shas[n - 1]) for n in range(1, total + 1)]
-        log(f"  set-up: {total} open pull requests on the forge simulator, {total} signed deliveries, "
-            f"{total} bare work orders, {total} signed deliveries for the bare front")
-
         client = await connect(s)
-        tq = s.temporal.task_queue
+        admitter = TemporalAdmitter(client, s)
+        starts = [admitter.start_request(bare_admission(s, secret, bare_owner, repo, n, shas[n - 1]))
+                  for n in range(1, total + 1)]
+        log(f"  set-up: {total} open pull requests on the forge simulator, {total} signed deliveries, "
+            f"{total} bare start requests (the admitter's own), {total} signed deliveries for the bare front")
 
         async def post(item: tuple[dict[str, str], bytes]) -> bool:
             headers, body = item
@@ -104,11 +104,9 @@ async def measure(stack: DevStack, rounds: int, per_round: int, warmup: int, con
                 outcomes[f"intake error {type(exc).__name__}"] += 1
                 return False
 
-        async def start(item: tuple[str, AgentLoopStart, Any, Any]) -> bool:
-            wid, arg, order, attrs = item
+        async def start(request: dict[str, Any]) -> bool:
             try:
-                await client.start_workflow(AGENT_WORKFLOW, arg, id=wid, task_queue=tq, start_signal=WORK_ORDER_SIGNAL,
-                                            start_signal_args=[order], search_attributes=attrs)
+                await client.start_workflow(**request)
                 outcomes["bare started"] += 1
                 return True
             except Exception as exc:  # noqa: BLE001

@@ -14,25 +14,22 @@ import ledger
 from bench._common import BenchError, Comparison, now, signed_pull_request
 from intake.decision import IntakeDecision, Outcome, Reason
 from intake.github import parse_github_delivery
-from intake.identity import workflow_id_for
 from intake.ports import Admission
 from ledger import Receipt, WorkVersion
-from sluicegate.temporal.admitter import work_order_for
-from workflows import search_attributes as sa
-from workflows.contracts import AGENT_WORKFLOW, AgentLoopStart
+from workflows.contracts import AGENT_WORKFLOW
 
 
-def bare_start(settings, secret: str, owner: str, repo: str, n: int, sha: str):
-    """The same workflow id scheme, argument, work order and search attributes the admitter sends."""
+def bare_admission(settings, secret: str, owner: str, repo: str, n: int, sha: str) -> Admission:
+    """An admission as intake would make it for this delivery; the baseline sends the admitter's own
+    request for it (``TemporalAdmitter.start_request``: workflow id, argument, work order, search
+    attributes, priority and fairness, summary, memo), so both sides make the same Temporal request."""
     headers, body = signed_pull_request(secret, owner, repo, n, sha)
     parsed = parse_github_delivery(headers, body, source="github", tenant=settings.sources["github"].tenant,
                                    secrets=[secret], received_at=datetime.now(UTC))
     cand = parsed.candidate
     decision = IntakeDecision(Outcome.ACCEPT, str(Reason.ADMITTED), "bench", uuid.uuid4().hex, cand.work_key,
                               sha, generation=1)
-    order = work_order_for(Admission(decision, parsed.envelope, cand), settings)
-    attrs = sa.at_admission(order.work_key, order.tenant, order.trigger_kind, order.input_version)
-    return workflow_id_for(order.work_key), AgentLoopStart(order.work_key, order.tenant), order, attrs
+    return Admission(decision, parsed.envelope, cand)
 
 
 async def verify(cmp: Comparison, settings, client, key_prefix: str, sent: int, outcomes: Counter) -> None:

@@ -44,8 +44,9 @@ async def intake_phase(stack: DevStack, stream: Stream, concurrency: int, timeou
     client = await connect(s)
     limits = httpx.Limits(max_connections=concurrency * 2, max_keepalive_connections=concurrency * 2)
     try:
+        async with httpx.AsyncClient(timeout=60, limits=limits) as setup:  # own pool: bench/_e2e.py says why
+            await setup_pulls(setup, ep, stream.pulls, final=False, concurrency=concurrency)
         async with httpx.AsyncClient(timeout=60, limits=limits) as http:
-            await setup_pulls(http, ep, stream.pulls, final=False, concurrency=concurrency)
             bodies = signed_bodies(stream, s.sources["github"].secret)
             log(f"  set-up: {len(stream.pulls)} open pull requests on the forge simulator, "
                 f"{len(stream.items)} signed deliveries")

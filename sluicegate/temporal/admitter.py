@@ -10,6 +10,7 @@ activity options in force at admission, so a config change never alters a runnin
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.common import Priority
@@ -68,15 +69,20 @@ class TemporalAdmitter:
         return Priority(priority_key=self._planner.priority(env.source, env.trigger_kind),
                         fairness_key=admission.candidate.tenant.encode()[:64].decode(errors="ignore") or None)
 
-    async def admit(self, admission: Admission) -> tuple[str, str | None]:
+    def start_request(self, admission: Admission) -> dict[str, Any]:
+        """The keyword arguments of ``Client.start_workflow`` :meth:`admit` sends for ``admission`` (the
+        intake bench's bare baseline sends them too, so both sides make the same Temporal request)."""
         order = work_order_for(admission, self._settings, self._search_attributes)
-        workflow_id = workflow_id_for(order.work_key)
         attrs = (sa.at_admission(order.work_key, order.tenant, order.trigger_kind, order.input_version)
                  if self._search_attributes else None)
-        handle = await self._client.start_workflow(
-            AGENT_WORKFLOW, AgentLoopStart(order.work_key, order.tenant), id=workflow_id,
-            task_queue=self._settings.temporal.task_queue, start_signal=WORK_ORDER_SIGNAL,
-            start_signal_args=[order], search_attributes=attrs, priority=self.priority_for(admission),
-            static_summary=summary_for(order), memo=memo_at_start(order),  # the UI's "what is this run" (run_memo)
-            rpc_timeout=ADMISSION_RPC_TIMEOUT)
-        return workflow_id, handle.result_run_id
+        return {"workflow": AGENT_WORKFLOW, "arg": AgentLoopStart(order.work_key, order.tenant),
+                "id": workflow_id_for(order.work_key), "task_queue": self._settings.temporal.task_queue,
+                "start_signal": WORK_ORDER_SIGNAL, "start_signal_args": [order], "search_attributes": attrs,
+                "priority": self.priority_for(admission),
+                "static_summary": summary_for(order), "memo": memo_at_start(order),  # the UI's "what is this run"
+                "rpc_timeout": ADMISSION_RPC_TIMEOUT}
+
+    async def admit(self, admission: Admission) -> tuple[str, str | None]:
+        request = self.start_request(admission)
+        handle = await self._client.start_workflow(**request)
+        return request["id"], handle.result_run_id
