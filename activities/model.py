@@ -33,7 +33,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.gateway import killed_error
 from activities.heartbeat import Progress
-from activities.model_credentials import ModelClients, ModelKeyUnavailable
+from activities.model_credentials import ModelClients, ModelKeyUnavailable, openai_client
 from activities.retry_classes import classify_status
 from activities.step_ledger import SpendGuard, StepLedger
 from intake.identity import with_tenant
@@ -234,4 +234,4 @@ def report_answer(report: ModelCallReport, completion: ChatCompletion) -> None:
 
 
 def make_openai_client(base_url: str, api_key: str, timeout_seconds: float) -> AsyncOpenAI:
-    return AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout_seconds)
+    return openai_client(base_url, api_key, timeout_seconds)

@@ -33,13 +33,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Awaitable, Callable, Protocol
 
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 from pydantic import SecretStr
 
 from sluicegate.errors import SluicegateError
+from sluicegate.web.client_pools import MODEL_POOL
 
 DEFAULT_TENANT = ""
 """Cache slot of the default credentials (tenants not listed under ``model.tenants``)."""
+
+
+def openai_client(base_url: str, api_key: str, timeout_seconds: float) -> AsyncOpenAI:
+    """The ``openai`` client every model call goes through: its own retries off (Temporal owns them:
+    ``activities.model``), idle connections expired before a server's 5 s default closes them
+    (``sluicegate.web.client_pools``)."""
+    return AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout_seconds,
+                       http_client=DefaultAsyncHttpxClient(limits=MODEL_POOL))
 
 
 class ModelKeyUnavailable(SluicegateError):
@@ -144,8 +153,7 @@ class ModelClients:
                 await cached.client.close()
             configured = await asyncio.to_thread(self._credentials, slot)
             issued = await self._exchange(slot, configured)
-            client = AsyncOpenAI(base_url=configured.base_url, api_key=issued.api_key.get_secret_value(),
-                                 max_retries=0, timeout=self._timeout)
+            client = openai_client(configured.base_url, issued.api_key.get_secret_value(), self._timeout)
             self._cache[slot] = _Cached(client, issued.expires_at, kill_mark)
             return client
 

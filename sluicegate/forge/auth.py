@@ -42,6 +42,7 @@ from gidgethub.apps import get_jwt
 from gidgethub.httpx import GitHubAPI
 
 from sluicegate.forge.client import USER_AGENT, ForgeError, StaticToken, call_forge
+from sluicegate.web.client_pools import FORGE_POOL
 
 __all__ = ["DEFAULT_PERMISSIONS", "InstallationTokens", "StaticToken"]
 
@@ -74,7 +75,7 @@ class InstallationTokens:
         self._installations = dict(installations)
         self._permissions = dict(permissions)
         self._margin = refresh_margin_seconds
-        self._http = httpx2.AsyncClient(timeout=timeout_seconds)
+        self._http = httpx2.AsyncClient(timeout=timeout_seconds, limits=FORGE_POOL)
         self._gh = GitHubAPI(self._http, USER_AGENT, base_url=base_url.rstrip("/"))
         self._cache: dict[tuple[int, str, str], _Minted] = {}
         self._locks: dict[tuple[int, str, str], asyncio.Lock] = {}

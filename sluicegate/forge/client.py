@@ -43,6 +43,7 @@ from sluicegate.forge import errors as forge_errors
 from sluicegate.forge.cache import FreshnessCache, issue_fields, pull_fields, scoped
 from sluicegate.forge.errors import ForgeError
 from sluicegate.forge.progress_reads import NO_PROGRESS, ProgressSink, read_pages, read_streamed
+from sluicegate.web.client_pools import FORGE_POOL
 
 __all__ = ["ForgeClient", "ForgeCredentials", "ForgeError", "StaticToken", "call_forge"]
 
@@ -130,7 +131,7 @@ class ForgeClient:
             raise ValueError("pass either token or credentials, not both")
         self.base_url = base_url.rstrip("/")
         self.timeout_seconds = timeout_seconds
-        self._http = httpx2.AsyncClient(timeout=timeout_seconds)
+        self._http = httpx2.AsyncClient(timeout=timeout_seconds, limits=FORGE_POOL)
         self._gh = GitHubAPI(self._http, USER_AGENT, base_url=self.base_url)
         # Freshness reads only: gidgethub keys its cache by URL (not Accept), so the diff read of the
         # same URL must never go through it; FreshnessCache adds the tenant. A 304 costs no rate limit.
