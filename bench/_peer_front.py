@@ -33,7 +33,7 @@ from fastapi.responses import JSONResponse
 
 from intake.errors import InvalidDelivery
 from intake.github import parse_github_delivery
-from sluicegate.config.settings import WebhookApiConfig, load_settings
+from sluicegate.config.settings import load_settings
 from webhook_api._body import bounded_headers, read_limited
 from webhook_api._serving import uvicorn_options
 
@@ -124,7 +124,7 @@ def main() -> None:
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--dbos-db", help="SQLite file of DBOS's system database (--peer dbos)")
     a = p.parse_args()
-    served = uvicorn_options(WebhookApiConfig())  # as the webhook API, idle keep-alive included
+    served = uvicorn_options(load_settings().webhook_api)  # as the stack's webhook API, keep-alive included
     uvicorn.run(create_app(a.peer, a.dbos_db), host="127.0.0.1", port=a.port, **served)
 
 

@@ -70,6 +70,7 @@ async def call_forge(coro_factory: Callable[[], Awaitable[Any]], *, write: bool 
     listing early). Timeouts and refused connections are not repeated: they say the forge is slow or
     down, and the caller's backoff is the answer to that."""
     tries = 2 if repeat_dropped and not write else 1
+    dropped: ForgeError | None = None
     for attempt in range(1, tries + 1):
         try:
             return await coro_factory()
@@ -80,11 +81,16 @@ async def call_forge(coro_factory: Callable[[], Awaitable[Any]], *, write: bool 
         except httpx2.TimeoutException as exc:
             raise forge_errors.from_transport(f"timed out: {exc!r}", write=write) from None
         except DROPPED_CONNECTION as exc:
+            dropped = forge_errors.from_transport(f"connection failed: {exc!r}", write=write)
             if attempt < tries:
                 continue
-            raise forge_errors.from_transport(f"connection failed: {exc!r}", write=write) from None
+            raise dropped from None
         except httpx2.TransportError as exc:
             raise forge_errors.from_transport(f"connection failed: {exc!r}", write=write) from None
+        except RuntimeError:  # httpx: the client was closed (shutdown) before the repeat went out
+            if dropped is None:
+                raise
+            raise dropped from None
     raise AssertionError("unreachable: the last try returns or raises")
 
 
@@ -146,8 +152,9 @@ class ForgeClient:
             await self._credentials.aclose()
 
     async def _send(self, tenant: str | None, owner: str, repo: str, request: Callable[[str | None], Awaitable[Any]],
-                    *, write: bool = False, progress: ProgressSink = NO_PROGRESS) -> Any:
-        """``request(token)``; once more with a fresh token if the forge refused a renewable one."""
+                    *, write: bool, progress: ProgressSink = NO_PROGRESS) -> Any:
+        """``request(token)``; once more with a fresh token if the forge refused a renewable one.
+        ``write`` has no default: a read may be repeated on a dropped connection, a write never."""
         tenant = tenant or None
         token = await self._credentials.token_for(tenant, owner, repo)
         progress.beat(tries=1)
@@ -199,7 +206,7 @@ class ForgeClient:
             with scoped(tenant):
                 return await self._conditional.getitem(f"/repos/{owner}/{repo}/pulls/{number}", oauth_token=token)
 
-        return pull_fields(await self._send(tenant, owner, repo, read))
+        return pull_fields(await self._send(tenant, owner, repo, read, write=False))
 
     async def get_pull_diff(self, owner: str, repo: str, number: int, *, tenant: str | None = None,
                             progress: ProgressSink = NO_PROGRESS) -> str:
@@ -210,7 +217,7 @@ class ForgeClient:
             headers = sansio.create_headers(USER_AGENT, accept=DIFF_MEDIA_TYPE, oauth_token=token)
             return read_streamed(self._http, url, headers, progress, self.timeout_seconds)
 
-        body = await self._send(tenant, owner, repo, read, progress=progress)
+        body = await self._send(tenant, owner, repo, read, write=False, progress=progress)
         return body if isinstance(body, str) else str(body)
 
     async def iter_comments(self, owner: str, repo: str, number: int, *, tenant: str | None = None,
@@ -240,14 +247,14 @@ class ForgeClient:
             with scoped(tenant):
                 return await self._conditional.getitem(f"/repos/{owner}/{repo}/issues/{number}", oauth_token=token)
 
-        return issue_fields(await self._send(tenant, owner, repo, read))
+        return issue_fields(await self._send(tenant, owner, repo, read, write=False))
 
     async def read_issue(self, owner: str, repo: str, number: int, *, tenant: str | None = None) -> dict[str, Any]:
         """The whole issue (title, body, labels), read unconditionally (a tool's read, never cached)."""
         async def read(token: str | None) -> Any:
             return await self._gh.getitem(f"/repos/{owner}/{repo}/issues/{number}", oauth_token=token)
 
-        issue = await self._send(tenant, owner, repo, read)
+        issue = await self._send(tenant, owner, repo, read, write=False)
         return issue if isinstance(issue, dict) else {}
 
     async def issue_labels(self, owner: str, repo: str, number: int, *, tenant: str | None = None,

@@ -8,9 +8,9 @@ among them): a request sent as the server closes that connection is lost with no
 of 2026-12-02 failed on it (a forge read, the quick bench pass). For a model call the loss is
 costly: "no answer after sending" cannot prove the call unbilled (``activities.call_fate``), so the
 step's reservation is charged at its estimate, the breaker is fed and an attempt is spent. Expiring
-a connection one second before the common server default removes the race with such servers; a
-forge read dropped anyway is sent again (``sluicegate.forge.client.call_forge``).
-"""
+a connection one second before the common server default narrows the race with such servers to an
+event loop that stalls for that second between picking a connection and writing the request; a forge
+read dropped anyway is sent again (``sluicegate.forge.client.call_forge``)."""
 
 from __future__ import annotations
 

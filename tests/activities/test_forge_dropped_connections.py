@@ -113,3 +113,28 @@ async def test_a_read_is_repeated_once_only(dropping) -> None:
         await forge.get_pull("acme", "api", 9)
     assert caught.value.retryable and not caught.value.ambiguous
     assert server.requests["GET /repos/acme/api/pulls/9"] == 2 and server.answered.total() == 0
+
+
+async def test_a_client_closed_before_the_repeat_answers_with_the_drop() -> None:
+    """Shutdown closes the client while a read waits; the read's drop is the answer (a ForgeError), not
+    httpx's "client has been closed" from the repeat."""
+    closing = asyncio.Event()
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        await closing.wait()
+        writer.close()  # dropped unanswered, after the client was closed
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    forge = ForgeClient(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}", token="t", timeout_seconds=5)
+    try:
+        read = asyncio.create_task(forge.get_pull("acme", "api", 7))
+        await asyncio.sleep(0.2)
+        await forge.aclose()
+        closing.set()
+        with pytest.raises(ForgeError) as caught:
+            await read
+        assert caught.value.retryable and "connection failed" in caught.value.message
+    finally:
+        server.close()
+        await server.wait_closed()
