@@ -9,7 +9,6 @@ and counts them; the clients are the product's (``ForgeClient``, ``openai_client
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
 
 import pytest
@@ -17,6 +16,7 @@ import pytest
 from activities.model_credentials import openai_client
 from sluicegate.forge.client import ForgeClient
 from sluicegate.web.client_pools import KEEPALIVE_EXPIRY_SECONDS
+from tests.support.loopback_http import LoopbackServer, read_request, write_json
 
 SERVER_IDLE_DEFAULT = 5.0
 """uvicorn's default ``timeout_keep_alive``."""
@@ -28,46 +28,24 @@ COMPLETION = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "mo
               "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
 
 
-class CountingServer:
-    """Answers every request with keep-alive and never closes a connection; counts connections."""
+class CountingServer(LoopbackServer):
+    """Answers every request with keep-alive and never closes a connection."""
 
     def __init__(self) -> None:
-        self.connections = 0
+        super().__init__()
         self.requests = 0
-        self._server: asyncio.Server | None = None
 
-    async def start(self) -> str:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
-
-    async def close(self) -> None:
-        assert self._server is not None
-        self._server.close()
-        await self._server.wait_closed()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.connections += 1
-        try:
-            while True:
-                head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
-                length = next((int(v) for k, _, v in (line.partition(":") for line in head[1:])
-                               if k.strip().lower() == "content-length"), 0)
-                await reader.readexactly(length)
-                self.requests += 1
-                data = json.dumps(COMPLETION if "/chat/completions" in head[0] else PULL).encode()
-                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-                             + f"content-length: {len(data)}\r\n\r\n".encode() + data)
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            return
-        finally:
-            writer.close()
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            _, path = await read_request(reader)
+            self.requests += 1
+            await write_json(writer, 200, COMPLETION if path.endswith("/chat/completions") else PULL)
 
 
 @pytest.fixture
 async def server() -> AsyncIterator[CountingServer]:
     s = CountingServer()
-    s.url = await s.start()  # type: ignore[attr-defined]
+    await s.start()
     try:
         yield s
     finally:

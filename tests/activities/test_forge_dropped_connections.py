@@ -10,7 +10,6 @@ was this race: a freshness read failed, and the delivery was deferred ``source-u
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import Counter
 from collections.abc import AsyncIterator
 
@@ -18,54 +17,30 @@ import pytest
 
 from sluicegate.forge.client import ForgeClient
 from sluicegate.forge.errors import ForgeError
+from tests.support.loopback_http import LoopbackServer, read_request, write_json
 
 SHA = "c" * 40
 PULL = {"number": 7, "state": "open", "draft": False, "merged": False, "updated_at": "2026-12-07T10:00:00Z",
         "title": "t", "head": {"sha": SHA}, "body": "dropped by pull_fields"}
 
 
-class DroppingServer:
+class DroppingServer(LoopbackServer):
     """Answers the first request on each connection; closes the connection on the second, unanswered."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.requests: Counter[str] = Counter()  # "METHOD path" of every request head read
         self.answered: Counter[str] = Counter()
-        self.connections = 0
         self.drop_every_request = False
-        self._server: asyncio.Server | None = None
 
-    async def start(self) -> str:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
-
-    async def close(self) -> None:
-        assert self._server is not None
-        self._server.close()
-        await self._server.wait_closed()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.connections += 1
-        try:
-            for nth in (1, 2):
-                head = await reader.readuntil(b"\r\n\r\n")
-                lines = head.decode("latin-1").split("\r\n")
-                method, path, _ = lines[0].split(" ", 2)
-                length = next((int(v) for k, _, v in (line.partition(":") for line in lines[1:])
-                               if k.strip().lower() == "content-length"), 0)
-                await reader.readexactly(length)
-                self.requests[f"{method} {path}"] += 1
-                if nth == 2 or self.drop_every_request:
-                    return  # the idle timeout fired: close without an answer
-                status, body = (201, {"id": 1, "body": "x"}) if method == "POST" else (200, PULL)
-                data = json.dumps(body).encode()
-                writer.write(f"HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {len(data)}\r\n"
-                             f"connection: keep-alive\r\n\r\n".encode() + data)
-                await writer.drain()
-                self.answered[f"{method} {path}"] += 1
-        except (asyncio.IncompleteReadError, ConnectionError):
-            return
-        finally:
-            writer.close()
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for nth in (1, 2):
+            method, path = await read_request(reader)
+            self.requests[f"{method} {path}"] += 1
+            if nth == 2 or self.drop_every_request:
+                return  # the idle timeout fired: close without an answer
+            await write_json(writer, *((201, {"id": 1, "body": "x"}) if method == "POST" else (200, PULL)))
+            self.answered[f"{method} {path}"] += 1
 
 
 @pytest.fixture
