@@ -6,7 +6,8 @@ checkout waits up to 30 s for a free connection and ``busy_timeout`` is 30 s beh
 holds the database. :class:`InlineReader` keeps ONE connection of its own (no pool to wait for,
 opened on first use) with a busy timeout of :data:`INLINE_BUSY_MS`, guarded by a lock taken without
 waiting. :meth:`InlineReader.run` returns ``None`` whenever it cannot answer at once (the connection
-in use, the database busy or locked): the caller then runs the normal path in a worker thread.
+in use, the database busy or locked): the caller then runs the normal path in a worker thread. The
+kept connection is closed with the ledger engine (``Engine.dispose``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
+from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import StaticPool
@@ -50,6 +52,9 @@ class InlineReader:
         SQLAlchemy began is rolled back at once."""
         self._lock = threading.Lock()
         self._closed = False
+        # Disposing the ledger engine (the API's shutdown: ``services.resources.open_ledger``) closes the
+        # kept connection too; a later read opens a new one, as after a failed read.
+        event.listen(engine, "engine_disposed", self._on_disposed)
 
     @staticmethod
     def for_engine(engine: Engine) -> InlineReader | None:
@@ -79,6 +84,10 @@ class InlineReader:
                 engine.dispose()
         except Exception:  # noqa: BLE001 - already failed; the read's own error is what matters
             pass
+
+    def _on_disposed(self, _engine: Engine) -> None:
+        with self._lock:
+            self._drop()
 
     def run(self, read: Callable[[Connection], T]) -> T | None:
         """``read(conn)`` at once, or None: the connection is in use, or the database busy or locked."""

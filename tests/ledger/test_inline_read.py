@@ -7,6 +7,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
 from sqlalchemy import text
 
 from ledger._inline_read import InlineReader
@@ -83,3 +84,18 @@ def test_no_driver_transaction_outlives_a_read(tmp_path: Path) -> None:
     with sqlite3.connect(path, timeout=0.05) as writer:
         writer.execute("INSERT INTO t VALUES (2)")
     assert reader.run(_count_raw) == 2
+
+
+def test_disposing_the_ledger_engine_closes_the_kept_connection(tmp_path: Path) -> None:
+    path = tmp_path / "inline.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE t (x INTEGER)")
+    engine = create_engine(f"sqlite:///{path}")
+    reader = InlineReader.for_engine(engine)
+    assert reader is not None
+    kept = reader.run(lambda conn: conn.connection.dbapi_connection)  # the driver connection a read used
+    assert reader.run(_count_raw) == 0
+    engine.dispose()  # the API's shutdown (services.resources.open_ledger)
+    with pytest.raises(sqlite3.ProgrammingError):
+        kept.execute("SELECT 1")  # closed: "Cannot operate on a closed database"
+    assert reader.run(_count_raw) == 0  # a later read opens a new connection
