@@ -26,6 +26,7 @@ from sluicegate.observability.metrics import observe_capacity, setup_metrics
 from sluicegate.observability.prometheus_export import temporal_runtime
 from sluicegate.observability.telemetry import setup_logging, setup_tracing
 from sluicegate.services.resources import open_ledger
+from sluicegate.services.startup_gc import freeze_after_startup
 from sluicegate.temporal.client import connect
 from sluicegate.wiring import create_worker
 from tasks import registry
@@ -56,6 +57,7 @@ async def main() -> None:
         observe_ledger(ledger_reading(gauges, settings.capacity.breaker_policy(),
                                       settings.telemetry.prometheus.ledger_read_seconds))
         worker = await create_worker(client, settings, stack, telemetry=telemetry)
+        log.info("froze %d start-up objects out of full garbage collections", freeze_after_startup())
         async with worker:
             log.info("worker polling %s on %s/%s", settings.temporal.task_queue, settings.temporal.address,
                      settings.temporal.namespace)

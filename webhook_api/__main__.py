@@ -29,7 +29,7 @@ def main() -> None:
     # last spans and metrics (the default handler would kill the process first).
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _exit_after_shutdown)
-    uvicorn.run(create_app(settings), host=settings.webhook_api.host, port=settings.webhook_api.port,
+    uvicorn.run(create_app(settings, freeze_gc=True), host=settings.webhook_api.host, port=settings.webhook_api.port,
                 **uvicorn_options(settings.webhook_api))  # h11: a bounded request head (webhook_api/_serving.py)
 
 

@@ -40,6 +40,7 @@ from sluicegate.web.bounded_body import declared_too_large, read_limited
 from sluicegate.services.intake import enabled_tasks, intake_service
 from sluicegate.config.settings import Settings
 from sluicegate.services.resources import open_forge, open_ledger
+from sluicegate.services.startup_gc import freeze_after_startup
 from sluicegate.temporal.client import connect
 from webhook_api._body import BodyReadGate, BodyTooSlow, bounded_headers
 from webhook_api._manual import manual_trigger, submit_manual
@@ -54,7 +55,11 @@ tracer = trace.get_tracer("sluicegate.webhook_api")
 log = logging.getLogger("sluicegate.webhook_api")
 
 
-def create_app(settings: Settings, client: Client | None = None, search_attributes: bool = True) -> FastAPI:
+def create_app(settings: Settings, client: Client | None = None, search_attributes: bool = True, *,
+               freeze_gc: bool = False) -> FastAPI:
+    """``freeze_gc``: after start-up, keep what it built out of full garbage collections
+    (``sluicegate.services.startup_gc``); the API's entry point sets it, a test process never does."""
+
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         async with AsyncExitStack() as stack:
@@ -68,6 +73,8 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
             app.state.intake = intake_service(settings, engine, forge,
                                               TemporalAdmitter(temporal, settings, search_attributes))
             app.state.console = ConsolePorts(engine, temporal, partial(submit_manual, app.state, settings))
+            if freeze_gc:
+                log.info("froze %d start-up objects out of full garbage collections", freeze_after_startup())
             yield
 
     app = FastAPI(title="Sluicegate webhook API", lifespan=lifespan)
