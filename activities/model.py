@@ -33,7 +33,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.gateway import killed_error
 from activities.heartbeat import Progress
-from activities.model_credentials import ModelClients, ModelKeyUnavailable, openai_client
+from activities.model_credentials import ModelClients, ModelKeyUnavailable
 from activities.retry_classes import classify_status
 from activities.step_ledger import SpendGuard, StepLedger
 from intake.identity import with_tenant
@@ -231,7 +231,3 @@ def report_answer(report: ModelCallReport, completion: ChatCompletion) -> None:
     report.finish_reasons = [c.finish_reason or "error" for c in completion.choices]
     if completion.usage is not None:
         report.input_tokens, report.output_tokens = completion.usage.prompt_tokens, completion.usage.completion_tokens
-
-
-def make_openai_client(base_url: str, api_key: str, timeout_seconds: float) -> AsyncOpenAI:
-    return openai_client(base_url, api_key, timeout_seconds)

@@ -30,7 +30,7 @@ from bench._loop import MODEL_STEPS, SIDES, Log, Overhead, drive
 from bench._loop_history import events_per_step
 from bench._loop_sims import open_pulls, start_sims
 from bench._loop_verify import verify
-from activities.model import make_openai_client
+from activities.model_credentials import openai_client
 from sluicegate.forge.client import ForgeClient
 from sluicegate.config.settings import load_settings
 from sluicegate.devstack import DevStack
@@ -104,7 +104,7 @@ async def measure_overhead(stack: DevStack, tmp: Path, rounds: int, orders: int,
             loop_worker = await create_worker(client, settings, resources, loop_tq)
             bare_worker = Worker(bare, task_queue=bare_tq, workflows=[BareLoopWorkflow],
                                  activities=[bare_model, bare_tool])
-            model = make_openai_client(settings.model.base_url, settings.model.api_key.get_secret_value(),
+            model = openai_client(settings.model.base_url, settings.model.api_key.get_secret_value(),
                                        settings.model.timeout_seconds)
             resources.push_async_callback(model.close)
             forge = ForgeClient(settings.forge.base_url, settings.forge.token.get_secret_value()

@@ -16,6 +16,7 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from typing import TypeVar
+from weakref import WeakKeyDictionary, WeakSet
 
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
@@ -37,6 +38,31 @@ def is_busy(exc: Exception) -> bool:
     return code is not None and code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
 
 
+_READERS: WeakKeyDictionary[Engine, WeakSet[InlineReader]] = WeakKeyDictionary()
+"""The live readers of each ledger engine. Weak both ways: stores built per call (a ``KillSwitch`` in a
+goal activity or a console request) come and go, and must leave no listener nor reader behind."""
+_READERS_LOCK = threading.Lock()
+
+
+def _track(engine: Engine, reader: InlineReader) -> None:
+    """Disposing the ledger engine (the API's shutdown: ``services.resources.open_ledger``) closes the
+    kept connection of each of its live readers; a later read opens a new one, as after a failed read.
+    One ``engine_disposed`` listener per engine, whatever the number of readers made on it."""
+    with _READERS_LOCK:
+        readers = _READERS.get(engine)
+        if readers is None:
+            readers = _READERS[engine] = WeakSet()
+            event.listen(engine, "engine_disposed", _on_disposed)
+        readers.add(reader)
+
+
+def _on_disposed(engine: Engine) -> None:
+    with _READERS_LOCK:
+        readers = list(_READERS.get(engine, ()))
+    for reader in readers:
+        reader.drop_connection()
+
+
 class InlineReader:
     """One dedicated SQLite connection for reads on the event loop; :meth:`run` never blocks for long."""
 
@@ -52,9 +78,7 @@ class InlineReader:
         SQLAlchemy began is rolled back at once."""
         self._lock = threading.Lock()
         self._closed = False
-        # Disposing the ledger engine (the API's shutdown: ``services.resources.open_ledger``) closes the
-        # kept connection too; a later read opens a new one, as after a failed read.
-        event.listen(engine, "engine_disposed", self._on_disposed)
+        _track(engine, self)
 
     @staticmethod
     def for_engine(engine: Engine) -> InlineReader | None:
@@ -85,7 +109,8 @@ class InlineReader:
         except Exception:  # noqa: BLE001 - already failed; the read's own error is what matters
             pass
 
-    def _on_disposed(self, _engine: Engine) -> None:
+    def drop_connection(self) -> None:
+        """Close the kept connection (its engine was disposed); the next read opens a new one."""
         with self._lock:
             self._drop()
 

@@ -7,9 +7,10 @@ Each full pass stops the process's event loop. Measured 2026-12-07 in the webhoo
 request in flight stalled that long; with :func:`freeze_after_startup` they took 11 ms each.
 ``gc.freeze`` moves every object alive now into a permanent generation the collector skips; a frozen
 object is still freed when its reference count drops to zero, only cycles among frozen objects stay.
-The ``collect`` first keeps start-up's own garbage out of the frozen set. Python's documentation
-recommends it for servers (``gc.freeze``). Called once by the API's and the worker's entry points, after
-their start-up, never in a test process (it would freeze every test's objects).
+The ``collect`` first keeps start-up's own garbage out of the frozen set. (Python's documentation
+describes ``gc.freeze`` for servers that fork, against copy-on-write; here it is for the shorter full
+passes, measured in the API only.) Called once by the API's and the worker's entry points, after their
+start-up, never in a test process (it would freeze every test's objects).
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.keys import request_digest, reservation_id
-from activities.model import ModelActivities, make_openai_client
+from activities.model import ModelActivities
+from activities.model_credentials import openai_client
 from activities.step_ledger import SpendGuard
 from ledger import (
     BudgetReservation, DayBudgets, KillSwitch, ModelJournal, ModelJournalEntry, ReservationStatus, StepRef,
@@ -49,7 +50,7 @@ class Harness:
         self.journal = ModelJournal(engine)
         self.kills = KillSwitch(engine)
         self.spend = SpendGuard(self.budgets, {MODEL: PRICE}, 2048)
-        self.client = make_openai_client(base_url, MODEL_KEY, timeout)
+        self.client = openai_client(base_url, MODEL_KEY, timeout)
         self.activities = ModelActivities(self.client, self.kills, self.spend, None, self.journal)
         self._engine = engine
 

@@ -4,7 +4,9 @@ and must recover from a locked database. Real SQLite files; the lock is a second
 
 from __future__ import annotations
 
+import gc
 import sqlite3
+import weakref
 from pathlib import Path
 
 import pytest
@@ -99,3 +101,19 @@ def test_disposing_the_ledger_engine_closes_the_kept_connection(tmp_path: Path) 
     with pytest.raises(sqlite3.ProgrammingError):
         kept.execute("SELECT 1")  # closed: "Cannot operate on a closed database"
     assert reader.run(_count_raw) == 0  # a later read opens a new connection
+
+
+def test_readers_made_and_dropped_per_call_leave_nothing_on_the_engine(tmp_path: Path) -> None:
+    """Stores built per call (a ``KillSwitch`` per goal activity or console request) each make a reader:
+    the engine keeps one disposal listener, and a dropped reader is freed with its store."""
+    path = tmp_path / "inline.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE t (x INTEGER)")
+    engine = create_engine(f"sqlite:///{path}")
+    readers = [InlineReader.for_engine(engine) for _ in range(50)]
+    assert readers[0] is not None and readers[0].run(_count_raw) == 0
+    dropped = weakref.ref(readers[0])
+    del readers
+    gc.collect()
+    assert dropped() is None
+    assert len(engine.dispatch.engine_disposed) == 1

@@ -27,7 +27,8 @@ from prometheus_client import REGISTRY, generate_latest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.model import ModelActivities, make_openai_client
+from activities.model import ModelActivities
+from activities.model_credentials import openai_client
 from simulators import ServerThread
 from simulators.model import create_model_app
 from sluicegate.observability.activity_telemetry import ActivityTelemetry
@@ -44,7 +45,7 @@ MODEL = "sim-reviewer-1"
 async def _model_call(base_url: str) -> None:
     env = ActivityEnvironment()
     env.info = dataclasses.replace(env.info, attempt=1, workflow_run_id="run-probe")
-    model = ModelActivities(make_openai_client(base_url, MODEL_KEY, 10.0))
+    model = ModelActivities(openai_client(base_url, MODEL_KEY, 10.0))
     req = ModelRequest(f"acme/github:acme/api#{uuid.uuid4().int % 10**6}:review", "v1", MODEL,
                        [{"role": "user", "content": "Review pull request acme/api."}], TOOLS, tenant="acme")
     await env.run(model.chat_completion, req)
