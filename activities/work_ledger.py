@@ -15,6 +15,7 @@ from temporalio import activity
 
 from intake.envelope import PullRequestRef
 from intake.identity import with_tenant, work_key_for
+from intake.policy import Policy
 from ledger import WorkStore
 from ledger._sql import as_utc
 from sluicegate.observability.metrics import record_outcome
@@ -36,10 +37,13 @@ def key_matches_order(req: ClaimRequest, work_key: str) -> bool:
 
 
 class WorkLedgerActivities:
-    def __init__(self, store: WorkStore, require_admission: bool = True) -> None:
-        """``require_admission``: refuse orders intake did not admit (``temporal.require_admission``)."""
+    def __init__(self, store: WorkStore, require_admission: bool = True, policy: Policy | None = None) -> None:
+        """``require_admission``: refuse orders intake did not admit (``temporal.require_admission``).
+        ``policy``: the intake policy in force (``intake.policy``), the one ``sluicegate.policy.recheck``
+        applies; ``None``: a claim never answers for it (the re-check runs)."""
         self._store = store
         self._require_admission = require_admission
+        self._policy = policy
 
     @activity.defn(name=RECORD_OUTCOME_ACTIVITY)
     async def record_run_outcome(self, outcome: RunOutcome) -> bool:
@@ -93,6 +97,8 @@ class WorkLedgerActivities:
                                      receipt.tenant) if receipt else None,
             key_matches_order=key_matches_order(req, work_key), require_admission=self._require_admission)
         claim = decide_claim(req, standing, work_key)
+        if req.ask_policy and claim.verdict == ClaimVerdict.RUN and self._policy is not None:
+            claim.policy_unchanged = not self._policy.changed_since(req.policy_version)
         if claim.verdict == ClaimVerdict.REFUSED:
             activity.logger.warning("refused work order for %s@%s gen %s: %s (no admission in the ledger matches it)",
                                     req.work_key, req.input_version, req.generation, claim.reason,

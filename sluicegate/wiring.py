@@ -134,7 +134,7 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
                        settings.artifacts.read_max_chars)
     reads = ArtifactTools(artifacts, kills, settings.artifacts.read_max_chars)
     work_store = WorkStore(engine, settings.dead_letters.owner_for)
-    work = WorkLedgerActivities(work_store, settings.temporal.require_admission)
+    work = WorkLedgerActivities(work_store, settings.temporal.require_admission, settings.intake.policy())
     reconcile = ReconcileActivities(RunReconciler(client, work_store))
     admitter = TemporalAdmitter(client, settings, search_attributes)
     maintenance = MaintenanceActivities(SqlIntakeStore(engine), admitter, engine, artifacts,

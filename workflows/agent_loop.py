@@ -30,13 +30,15 @@ back in a scope that cannot be cancelled and closes the workflow CANCELED
 (``workflows/cancellation.py``, ``workflows/order_end.py``); ``lean-loop-steps`` — one marker stands
 for all of those, the ledger bookkeeping runs as local activities (``workflows/lean_steps.py``);
 ``memo-changes-only`` — stands for ``lean-loop-steps``, and a memo upsert carries only the fields
-that changed (same file).
+that changed (same file); ``lean-loop-steps-2`` — stands for ``memo-changes-only``; the claim says
+whether the policy is unchanged (then no re-check is run), and a step's cost-so-far upsert waits for
+``activities.memo_cost_interval_seconds`` since the last memo upsert (same file).
 """
 
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -62,7 +64,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.run_memo import MEMO_PATCH, changed_fields, memo_for
     from workflows.order_claim import ADMISSION_PATCH, CLAIM_ORDER_PATCH, REFUSED, claim_order, unrun_outcome
     from workflows.policy_step import POLICY_FIRST_STEP_PATCH, policy_skipped, recheck_policy
-    from workflows.lean_steps import lean, memo_changes_only, patched
+    from workflows.lean_steps import lean, lean2, memo_changes_only, patched
 
 SUPERSEDE_PATCH = "supersede-at-step-boundary"
 CONTINUE_AS_NEW_PATCH = "continue-as-new-between-orders"
@@ -90,6 +92,10 @@ class AgentLoopWorkflow:
         self._cancel_aware = False
         self._artifact_reads = False
         self._memo = False
+        self._memo_at: datetime | None = None
+        """Workflow time of the run's last memo upsert (patch ``lean-loop-steps-2``)."""
+        self._policy_unchanged = False
+        """The current order's claim said the worker's policy is the one it was admitted under."""
         self._seen_orders: set[tuple[int, str]] = set()
         """(generation, receipt id) of every order signalled into this run (patch ``claim-requires-admission``)."""
         self._proven: set[tuple[int, str]] = set()
@@ -214,9 +220,10 @@ class AgentLoopWorkflow:
         self._kill = self._kill or state.kill
 
     async def _run_order(self, order: WorkOrder) -> None:
+        self._policy_unchanged = False
         if patched(CLAIM_ORDER_PATCH) and not await self._claim(order):
             return
-        if patched(POLICY_FIRST_STEP_PATCH):  # policy version is live (workflows/policy_step.py)
+        if patched(POLICY_FIRST_STEP_PATCH) and not self._policy_unchanged:  # live policy (workflows/policy_step.py)
             check = await recheck_policy(order, self._cancel_aware)
             if not check.permitted:
                 return await self._close_order(order, policy_skipped(order, check))
@@ -260,8 +267,8 @@ class AgentLoopWorkflow:
             self._steps = outcome.steps
             outcome.usage = outcome.usage.plus(response.usage)
             outcome.cost_usd = cost_usd(outcome.usage, order.price)
-            if response.tool_calls or not lean():  # else the order's end upserts it (lean-loop-steps)
-                self._upsert_memo(order, outcome.cost_usd, "running")
+            if (response.tool_calls or not lean()) and self._cost_memo_due(order):  # else the order's end upserts it
+                self._upsert_memo(order, outcome.cost_usd, "running")  # lean-loop-steps-2: when due, or after a tool
             messages.append(assistant_message(response))
             if not response.tool_calls:
                 break
@@ -296,8 +303,9 @@ class AgentLoopWorkflow:
         if patched(ADMISSION_PATCH):  # only orders proven admitted may make this one look stale
             seen = [*(o for o in self._pending if (o.generation, o.receipt_id) in self._proven),
                     *(o for o in self._finished if o.status != REFUSED)]
-        claim = await claim_order(order, seen, self._cancel_aware)
+        claim = await claim_order(order, seen, self._cancel_aware, ask_policy=lean2())
         if claim.verdict == ClaimVerdict.RUN:
+            self._policy_unchanged = claim.policy_unchanged
             return True
         outcome = unrun_outcome(order, claim)
         workflow.logger.info("work order %s@%s gen %s not run: %s", order.work_key, order.input_version,
@@ -340,6 +348,8 @@ class AgentLoopWorkflow:
             if result.external_id:
                 outcome.external_ids.append(result.external_id)
             messages.append(tool_message(call.id, result.content))
+            if lean2() and self._cost_memo_due(order):  # a step's cost held back by the interval, once due
+                self._upsert_memo(order, outcome.cost_usd, "running")  # (nothing is sent when it is current)
         return None
 
     @staticmethod
@@ -386,6 +396,15 @@ class AgentLoopWorkflow:
                              pending.generation, claim.reason, extra={"work_key": pending.work_key})
         return False
 
+    def _cost_memo_due(self, order: WorkOrder) -> bool:
+        """May the cost so far be upserted now? After a model step, always, unless ``lean-loop-steps-2`` is in
+        force: then once ``memo_cost_interval_seconds`` of workflow time have passed since the last memo
+        upsert. Under that patch it is asked again after every tool call, so a cost held back is sent as
+        soon as it is due: the memo lags the run by at most the interval plus the call in flight."""
+        if self._memo_at is None or not lean2():
+            return True
+        return (workflow.now() - self._memo_at).total_seconds() >= order.runtime.memo_cost_interval_seconds
+
     def _upsert_memo(self, order: WorkOrder, cost: float, status: str) -> None:
         """The UI's memo: the current order, its status and cost so far (patch ``memo-cost-so-far``)."""
         if not self._memo:
@@ -395,6 +414,7 @@ class AgentLoopWorkflow:
             memo = changed_fields(workflow.memo(), memo)
             if not memo:
                 return
+        self._memo_at = workflow.now()
         workflow.upsert_memo(memo)
 
     def _set_status(self, order: WorkOrder, status: str) -> None:

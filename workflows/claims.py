@@ -68,6 +68,10 @@ class ClaimRequest:
     number: int = 0
     require_admission: bool = False
     """Set by workflows under patch ``claim-requires-admission``: refuse an order intake did not admit."""
+    policy_version: str | None = None
+    """The policy version the order was admitted under (``WorkOrder.policy_version``)."""
+    ask_policy: bool = False
+    """Set by workflows under patch ``lean-loop-steps-2``: answer ``Claim.policy_unchanged``."""
 
 
 @dataclass
@@ -101,6 +105,9 @@ class Claim:
     verdict: ClaimVerdict
     reason: str = ""
     newest_generation: int = 0
+    policy_unchanged: bool = False
+    """Asked (``ClaimRequest.ask_policy``) and the claiming worker's policy version has not changed since
+    the order's admission: its policy re-check would permit it without a read, so none is run."""
 
 
 def admission_refusal(req: ClaimRequest, ledger: LedgerStanding, work_key: str) -> AdmissionRefusal | None:

@@ -72,6 +72,10 @@ class RuntimeOptions:
     """Upsert Sluicegate's search attributes (off only where the server lacks them)."""
     max_task_retries: int = 20
     """Retries summed over every step of one order; past it the order fails (dead letter)."""
+    memo_cost_interval_seconds: float = 10
+    """Least workflow time between a step's cost-so-far memo upsert and the run's previous memo upsert
+    (patch ``lean-loop-steps-2``); the order's start and end always upsert. Its default decides replay for
+    orders encoded without the field: never change it."""
 
 
 @dataclass

@@ -39,6 +39,32 @@ each upsert is the same. It is asked *first* and stands for ``lean-loop-steps`` 
 subsumes) without that marker: a run still records one patch marker. Histories recorded before it have
 no ``memo-changes-only`` marker, so on replay it answers False and ``lean-loop-steps`` is asked exactly
 as before.
+
+Patch ``lean-loop-steps-2`` (issue 11 item 6, session 13) stands for ``memo-changes-only`` (and so for
+everything above) and takes two more pieces of bookkeeping off a step:
+
+* **The claim answers for the policy.** The order's claim (a local activity, so it runs on this very
+  worker) also says whether the worker's policy version is still the one the order was admitted
+  under (``ClaimRequest.ask_policy``, ``Claim.policy_unchanged``); when it is, the policy re-check's
+  local activity is not run: with the policy unchanged it answers "permitted" without reading
+  anything (``activities/policy_recheck.py``), and both would run on the same worker, under the same
+  policy. A claim that did not answer (an unreachable ledger, a refusal) leaves the re-check as before.
+* **The memo's cost so far is spaced out.** After a model step, the cost is upserted only when
+  ``RuntimeOptions.memo_cost_interval_seconds`` (``activities.memo_cost_interval_seconds``, 10 s by
+  default) of workflow time have passed since the run's last memo upsert, and a cost held back is sent
+  after the next tool call that finds it due. The status changes at an order's start and end, and the
+  final cost, are upserted as before. Every upsert is a history event and a visibility write on the
+  Temporal server, so a fast tool loop (steps milliseconds apart) made one per step for a figure the UI
+  shows; now the memo's cost lags the ledger's by at most the interval plus the model or tool call in
+  flight, and is exact once the order ends. A step's time is ``workflow.now()`` (its workflow task's
+  start), so replay decides the same.
+
+Asked first, as ``memo-changes-only`` was: histories recorded before it answer False and ask the next
+patch as before. ``RuntimeOptions.memo_cost_interval_seconds``'s default (10) decides replay for orders
+encoded without the field (an admitter before this change): never change it. A narrow window: a claim
+whose local activity outlives its workflow task is recorded there; if the worker then dies, the next
+worker trusts that recorded "unchanged" answer (the order runs under the policy of the worker that
+claimed it moments before), as it would trust a recorded re-check.
 """
 
 from __future__ import annotations
@@ -53,6 +79,7 @@ from temporalio.workflow import ActivityCancellationType
 
 LEAN_PATCH = "lean-loop-steps"
 MEMO_CHANGES_PATCH = "memo-changes-only"
+LEAN2_PATCH = "lean-loop-steps-2"
 SUBSUMED = frozenset({
     "claim-requires-admission", "cancel-is-an-outcome", "claim-order-at-start", "policy-first-step",
     "policy-first-step-fail-closed", "memo-cost-so-far", "read-artifact-tool", "release-capacity-at-end",
@@ -62,16 +89,19 @@ SUBSUMED = frozenset({
 LOCAL_RETRY_THRESHOLD = timedelta(seconds=2)
 _ATTR = "_lean_loop_steps"
 _CHANGES_ATTR = "_memo_changes_only"
+_LEAN2_ATTR = "_lean_loop_steps_2"
 T = TypeVar("T")
 
 
 def lean() -> bool:
     """Is ``lean-loop-steps`` in force in this run? Asked of Temporal once per run, at the first call,
-    after ``memo-changes-only`` (which implies it)."""
+    after ``lean-loop-steps-2`` and ``memo-changes-only`` (each implies the next)."""
     instance = workflow.instance()
     known = getattr(instance, _ATTR, None)
     if known is None:
-        changes = workflow.patched(MEMO_CHANGES_PATCH)
+        lean2 = workflow.patched(LEAN2_PATCH)
+        setattr(instance, _LEAN2_ATTR, lean2)
+        changes = lean2 or workflow.patched(MEMO_CHANGES_PATCH)
         setattr(instance, _CHANGES_ATTR, changes)
         known = changes or workflow.patched(LEAN_PATCH)
         setattr(instance, _ATTR, known)
@@ -82,6 +112,13 @@ def memo_changes_only() -> bool:
     """Is ``memo-changes-only`` in force in this run (memo upserts carry the changed fields only)?"""
     lean()
     return bool(getattr(workflow.instance(), _CHANGES_ATTR))
+
+
+def lean2() -> bool:
+    """Is ``lean-loop-steps-2`` in force in this run (the claim answers for the policy, a step's cost
+    upsert waits for the interval)?"""
+    lean()
+    return bool(getattr(workflow.instance(), _LEAN2_ATTR))
 
 
 def patched(patch_id: str) -> bool:

@@ -35,14 +35,17 @@ REFUSED = "refused"
 """Status of an order no admission in the ledger matches (forged or corrupt; nothing recorded)."""
 
 
-async def claim_order(order: WorkOrder, seen: Iterable[WorkOrder | RunOutcome], cancel_aware: bool = False) -> Claim:
+async def claim_order(order: WorkOrder, seen: Iterable[WorkOrder | RunOutcome], cancel_aware: bool = False,
+                      ask_policy: bool = False) -> Claim:
     """The ledger's verdict on ``order``. A cancel of the workflow (patch ``cancel-is-an-outcome``)
-    during the claim is re-raised, not mistaken for an unreachable ledger."""
+    during the claim is re-raised, not mistaken for an unreachable ledger. ``ask_policy`` (patch
+    ``lean-loop-steps-2``): the claim also says whether the policy is the order's (``Claim.policy_unchanged``)."""
     newest = max(seen, key=lambda o: o.generation, default=None)
     require = patched(ADMISSION_PATCH)
     req = ClaimRequest(order.work_key, order.input_version, order.generation,
                        newest.generation if newest else 0, newest.input_version if newest else "", order.tenant,
-                       order.receipt_id, order.owner, order.repo, order.number, require)
+                       order.receipt_id, order.owner, order.repo, order.number, require,
+                       policy_version=order.policy_version, ask_policy=ask_policy)
     # With admission required, an unreachable ledger must not let the order run: retry until it answers.
     retry = RetryPolicy(maximum_interval=timedelta(seconds=60)) if require else \
         RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(seconds=10))

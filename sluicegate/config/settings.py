@@ -190,6 +190,9 @@ class ActivitiesConfig(_Section):
     few minutes is waited out instead of failing every run in flight (drill `forge-outage`)."""
     max_task_retries: int = 40
     """Retries summed over all steps of one order; past it the order fails to the dead letters."""
+    memo_cost_interval_seconds: float = Field(default=10, ge=0)
+    """Least time between two memo upserts of a run's cost so far after its model steps (the Temporal
+    UI's figure; every upsert is a history event and a visibility write). 0: after every step."""
 
 
 class SimulatorAddress(_Section):

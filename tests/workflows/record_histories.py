@@ -27,7 +27,11 @@ Scenarios:
   ``agent_loop_lean_memo_changes_v1`` is the same scenario recorded under patch ``memo-changes-only`` (one
   marker for both; memo upserts after the first carry only the changed fields).
   ``agent_loop_lean_memo_changes_cancel_v1`` is ``claim-cancel`` under the same patch (the cancel's
-  wind-down upserts, changed fields only).
+  wind-down upserts, changed fields only). ``agent_loop_lean2_v1`` / ``agent_loop_lean2_cancel_v1`` are the
+  same two scenarios under patch ``lean-loop-steps-2`` (no policy re-check for an unchanged policy; no
+  cost upsert between the order's start and end, its steps being milliseconds apart);
+  ``agent_loop_lean2_policy_permit_v1`` is ``policy-permit`` under it (the claim says the policy changed, so
+  the re-check runs).
 * ``artifact-reads``: one order whose diff is stored as an artifact (inline limit 500) and read back
   by the model with ``read_artifact`` in parts (patch ``read-artifact-tool``).
 

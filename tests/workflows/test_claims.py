@@ -8,6 +8,7 @@ import pytest
 from temporalio.testing import ActivityEnvironment
 
 from activities.work_ledger import WorkLedgerActivities
+from intake.policy import Policy
 from ledger import SqlIntakeStore, WorkStore
 from tests.ledger.test_queries import _draft
 from workflows.claims import ClaimRequest, ClaimVerdict, LedgerStanding, decide_claim
@@ -103,3 +104,29 @@ async def test_an_outcome_recorded_twice_notes_the_receipt_once(engine):
     assert await run(activities.record_run_outcome, outcome) is True
     [receipt] = explain(engine, key).receipts
     assert receipt.message.count("; run superseded by v2") == 1, receipt.message
+
+
+async def test_a_claim_asked_for_the_policy_says_whether_it_is_the_orders(engine):
+    """Patch ``lean-loop-steps-2``: a claim that lets the order run says whether the worker's policy version
+    is the one the order was admitted under (then the re-check, which would permit it unread, is skipped);
+    a claim not asked, one that does not let it run, or a worker without a policy never says so."""
+    key = f"acme/github:acme/api#{uuid.uuid4().int % 10**6}:review"
+    first = SqlIntakeStore(engine).decide(_draft(key, "v1", uuid.uuid4().hex)).generation
+    claim = ActivityEnvironment().run
+    worker = WorkLedgerActivities(WorkStore(engine), policy=Policy(version="2026-12-07.1"))
+
+    async def unchanged(activities: WorkLedgerActivities, version: str | None, ask: bool = True,
+                        generation: int = first) -> bool:
+        answer = await claim(activities.claim_order, ClaimRequest(key, "v1", generation, policy_version=version,
+                                                                  ask_policy=ask))
+        return answer.policy_unchanged
+
+    assert await unchanged(worker, "2026-12-07.1")
+    assert await unchanged(worker, None)  # a row that does not know its version counts as unchanged, as in the re-check
+    assert not await unchanged(worker, "2026-11-30.1")  # admitted under another version: the re-check runs
+    assert not await unchanged(worker, "2026-12-07.1", ask=False)  # a workflow before the patch never skips
+    assert not await unchanged(WorkLedgerActivities(WorkStore(engine)), "2026-12-07.1")
+    stale = await claim(worker.claim_order, ClaimRequest(key, "v0", first - 1 if first > 1 else 0,
+                                                         newest_seen=first + 1, newest_seen_version="v9",
+                                                         policy_version="2026-12-07.1", ask_policy=True))
+    assert stale.verdict != ClaimVerdict.RUN and not stale.policy_unchanged

@@ -5,8 +5,9 @@ Real parts: the time-skipping (or dev) Temporal server, the real worker and acti
 model simulators over HTTP, a SQLite ledger. The recorded histories are
 ``histories/agent_loop_lean_steps_v1.json`` and ``agent_loop_lean_cancel_v1.json``
 (``tests/workflows/record_histories.py``, scenarios ``lean`` and ``claim-cancel``), and the same two under
-patch ``memo-changes-only`` (``agent_loop_lean_memo_changes_v1`` / ``_cancel_v1``); test_replay.py
-replays every history.
+patch ``memo-changes-only`` (``agent_loop_lean_memo_changes_v1`` / ``_cancel_v1``) and under patch
+``lean-loop-steps-2`` (``agent_loop_lean2_v1`` / ``agent_loop_lean2_cancel_v1``); test_replay.py replays every
+history.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import base64
 import json
 import uuid
 from contextlib import AsyncExitStack
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -31,7 +33,9 @@ from tests.support.sims import settings_for
 from worker import create_worker
 from workflows.agent_loop import AgentLoopWorkflow
 from workflows.contracts import AGENT_WORKFLOW, AgentLoopResult, AgentLoopStart
-from workflows.lean_steps import LEAN_PATCH, MEMO_CHANGES_PATCH, SUBSUMED, finish_then_cancel, lean, memo_changes_only
+from workflows.lean_steps import (
+    LEAN2_PATCH, LEAN_PATCH, MEMO_CHANGES_PATCH, SUBSUMED, finish_then_cancel, lean, lean2, memo_changes_only,
+)
 from workflows.names import (
     CLAIM_ORDER_ACTIVITY, MODEL_ACTIVITY, RECHECK_POLICY_ACTIVITY, RECORD_OUTCOME_ACTIVITY, RELEASE_CAPACITY_ACTIVITY,
 )
@@ -58,7 +62,9 @@ def _shape(events: list[dict]) -> tuple[list[str], list[str], list[str]]:
 
 LEAN_HISTORIES = {"agent_loop_lean_steps_v1": LEAN_PATCH, "agent_loop_lean_cancel_v1": LEAN_PATCH,
                   "agent_loop_lean_memo_changes_v1": MEMO_CHANGES_PATCH,
-                  "agent_loop_lean_memo_changes_cancel_v1": MEMO_CHANGES_PATCH}
+                  "agent_loop_lean_memo_changes_cancel_v1": MEMO_CHANGES_PATCH,
+                  "agent_loop_lean2_v1": LEAN2_PATCH, "agent_loop_lean2_cancel_v1": LEAN2_PATCH,
+                  "agent_loop_lean2_policy_permit_v1": LEAN2_PATCH}
 
 
 def test_the_recorded_lean_histories_have_one_patch_marker_and_the_ledger_work_as_local_activities():
@@ -81,14 +87,19 @@ def test_histories_recorded_before_the_patch_keep_their_own_markers_and_regular_
         assert CLAIM_ORDER_ACTIVITY in scheduled or "claim-order-at-start" not in patches, path.stem
 
 
-async def test_a_run_replays_and_its_ledger_work_leaves_no_activity_tasks(temporal_env, sims, tmp_path, task_queue):
+@pytest.mark.parametrize("admitted_under", ["current", "older"])
+async def test_a_run_replays_and_its_ledger_work_leaves_no_activity_tasks(temporal_env, sims, tmp_path, task_queue,
+                                                                         admitted_under):
     """A fresh run takes the lean path end to end (admission proven, outcome recorded, capacity
-    released) and its own history replays on this code."""
+    released) and its own history replays on this code. Under ``lean-loop-steps-2`` the policy re-check
+    runs only for an order admitted under another policy version than the worker's (the claim says so)."""
     sims.reset()
     url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
     ledger.upgrade(url)
     settings = settings_for(sims, url, SLUICEGATE__TEMPORAL__REQUIRE_ADMISSION="true")
-    order, _ = accept_in_ledger(settings, work_order(settings, search_attributes=not temporal_env.supports_time_skipping))
+    policy_version = settings.intake.policy_version if admitted_under == "current" else "2000-01-01.1"
+    order, _ = accept_in_ledger(settings, replace(
+        work_order(settings, search_attributes=not temporal_env.supports_time_skipping), policy_version=policy_version))
     async with AsyncExitStack() as stack:
         async with await create_worker(temporal_env.client, settings, stack, task_queue,
                                        search_attributes=not temporal_env.supports_time_skipping):
@@ -97,8 +108,9 @@ async def test_a_run_replays_and_its_ledger_work_leaves_no_activity_tasks(tempor
             history = await handle.fetch_history()
     assert outcome.status == "done" and outcome.steps > 0
     patches, local, scheduled = _shape(json.loads(history.to_json())["events"])
-    assert patches == [MEMO_CHANGES_PATCH]  # the newest patch's one marker stands for lean-loop-steps
-    assert sorted(set(local)) == sorted(LEDGER_ACTIVITIES)
+    assert patches == [LEAN2_PATCH]  # the newest patch's one marker stands for lean-loop-steps
+    expected = LEDGER_ACTIVITIES if admitted_under == "older" else LEDGER_ACTIVITIES - {RECHECK_POLICY_ACTIVITY}
+    assert sorted(set(local)) == sorted(expected)
     assert scheduled.count(MODEL_ACTIVITY) == outcome.steps
     engine = ledger.make_engine(url)
     try:
@@ -144,8 +156,9 @@ async def test_a_cancel_during_a_ledger_write_waits_for_the_write_then_cancels_t
         EventType.EVENT_TYPE_TIMER_FIRED)  # the cancel came first; the write still ran to its end
 
 
-_BRANCHES: list[tuple[bool, bool]] = []
-"""(lean-loop-steps, memo-changes-only) as each memo upsert of a replay saw them (unsandboxed, so shared)."""
+_BRANCHES: list[tuple[bool, bool, bool]] = []
+"""(lean-loop-steps, memo-changes-only, lean-loop-steps-2) as each memo upsert of a replay saw them
+(unsandboxed, so shared)."""
 
 
 @workflow.defn(name=AGENT_WORKFLOW)
@@ -156,12 +169,12 @@ class _BranchRecording(AgentLoopWorkflow):
 
     def _upsert_memo(self, order, cost: float, status: str) -> None:
         if self._memo:
-            _BRANCHES.append((lean(), memo_changes_only()))
+            _BRANCHES.append((lean(), memo_changes_only(), lean2()))
         super()._upsert_memo(order, cost, status)
 
 
-@pytest.mark.parametrize(("name", "changes_only"), [(n, m == MEMO_CHANGES_PATCH) for n, m in LEAN_HISTORIES.items()])
-async def test_a_replay_takes_the_branch_its_history_recorded(name, changes_only):
+@pytest.mark.parametrize(("name", "patch"), list(LEAN_HISTORIES.items()))
+async def test_a_replay_takes_the_branch_its_history_recorded(name, patch):
     """A run that recorded ``lean-loop-steps`` alone (started before ``memo-changes-only``) replays, and goes
     on after a crash or on a new worker, with full memo upserts; one that recorded ``memo-changes-only`` with
     changed fields only. Replay alone cannot tell: sdk-core does not compare an upsert's fields with the
@@ -171,4 +184,13 @@ async def test_a_replay_takes_the_branch_its_history_recorded(name, changes_only
     result = await Replayer(workflows=[_BranchRecording], workflow_runner=UnsandboxedWorkflowRunner()).replay_workflow(
         history, raise_on_replay_failure=True)
     assert result.replay_failure is None
-    assert _BRANCHES and set(_BRANCHES) == {(True, changes_only)}
+    assert _BRANCHES and set(_BRANCHES) == {(True, patch in (MEMO_CHANGES_PATCH, LEAN2_PATCH), patch == LEAN2_PATCH)}
+
+
+def test_under_lean_loop_steps_2_an_unchanged_policy_is_not_re_checked():
+    """The recorded ``lean-loop-steps-2`` histories of orders admitted under the worker's own policy have no
+    policy re-check (the same scenarios under ``memo-changes-only`` ran one per order that ran); the one of
+    an order admitted under another version (``policy-permit``) ran it."""
+    for name, patch in LEAN_HISTORIES.items():
+        _, local, _ = _shape(json.loads((HISTORIES / f"{name}.json").read_text())["events"])
+        assert (RECHECK_POLICY_ACTIVITY in local) == (patch != LEAN2_PATCH or "policy" in name), name

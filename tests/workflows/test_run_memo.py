@@ -26,6 +26,7 @@ from tests.support.sims import fresh_settings
 from worker import create_worker
 from workflows.contracts import AGENT_WORKFLOW, WORK_ORDER_SIGNAL, AgentLoopResult, AgentLoopStart
 from workflows.lean_steps import MEMO_CHANGES_PATCH
+from workflows.names import GET_DIFF_ACTIVITY, MODEL_ACTIVITY
 from workflows.run_memo import MEMO_PATCH, TITLE_LIMIT, changed_fields, display_title, memo_at_start
 
 HISTORY = Path(__file__).parent / "histories" / "agent_loop_memo_v1.json"
@@ -102,12 +103,17 @@ def _memo_upserts(history) -> list[set[str]]:
             if e.event_type == EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED]
 
 
-async def test_memo_upserts_carry_only_the_fields_that_changed(temporal_env, sims, tmp_path, task_queue):
+@pytest.mark.parametrize("interval", [0.0, 3600.0])
+async def test_memo_upserts_carry_only_the_fields_that_changed(temporal_env, sims, tmp_path, task_queue, interval):
     """Patch ``memo-changes-only``: a run started with intake's memo upserts its status alone when the
     order starts, the cost alone after a model step, status and cost at the end; the memo reads the
-    same as with full upserts (each field is a payload the worker's SDK converts; issue 11 item 6)."""
+    same as with full upserts (each field is a payload the worker's SDK converts; issue 11 item 6).
+    Patch ``lean-loop-steps-2``: a step's cost upsert waits ``memo_cost_interval_seconds`` after the last
+    memo upsert. With 0 every step with tools upserts it; with an hour none does, and the memo still
+    ends with the exact cost."""
     settings = fresh_settings(sims, tmp_path)
-    order = work_order(settings, search_attributes=not temporal_env.supports_time_skipping)
+    order = work_order(settings, search_attributes=not temporal_env.supports_time_skipping,
+                       memo_cost_interval_seconds=interval)
     async with AsyncExitStack() as stack:
         async with await create_worker(temporal_env.client, settings, stack, task_queue):
             handle = await temporal_env.client.start_workflow(
@@ -117,7 +123,8 @@ async def test_memo_upserts_carry_only_the_fields_that_changed(temporal_env, sim
             [outcome] = (await handle.result()).orders
             history = await handle.fetch_history()
     upserts = _memo_upserts(history)
-    assert outcome.steps >= 2 and len(upserts) == outcome.steps + 1  # start, a step with tools, ..., end
+    steps_upserting = outcome.steps - 1 if interval == 0 else 0  # every step but the last has tools
+    assert outcome.steps >= 2 and len(upserts) == steps_upserting + 2  # start, [a step with tools, ...], end
     assert upserts[0] == {"status"}
     assert all(u == {"cost_so_far_usd"} for u in upserts[1:-1])
     assert upserts[-1] == {"status", "cost_so_far_usd"}
@@ -158,3 +165,41 @@ def test_the_recorded_memo_changes_history_has_one_marker_and_small_upserts():
                if e["eventType"] == "EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED"]
     assert patches == [MEMO_CHANGES_PATCH]
     assert len(upserts) >= 3 and all(u <= {"status", "cost_so_far_usd"} for u in upserts[1:])
+
+
+def _last_completed_before_each_upsert(history) -> list[str]:
+    """For each memo upsert after the first, the type of the activity whose completion came last before it."""
+    scheduled: dict[int, str] = {}
+    last, found = "", []
+    for e in history.events:
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            scheduled[e.event_id] = e.activity_task_scheduled_event_attributes.activity_type.name
+        elif e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            last = scheduled[e.activity_task_completed_event_attributes.scheduled_event_id]
+        elif e.event_type == EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
+            found.append(last)
+    return found[1:]
+
+
+async def test_a_cost_held_back_by_the_interval_is_upserted_after_the_tool_call_that_finds_it_due(
+        temporal_env, sims, tmp_path, task_queue):
+    """Patch ``lean-loop-steps-2``: the first step's cost is held back (the order's start upserted a moment
+    before); the diff read that follows takes longer than the interval (the forge simulator holds it 1.5 s),
+    so the cost is upserted right after that tool call, not only at the order's end."""
+    settings = fresh_settings(sims, tmp_path)
+    order = work_order(settings, search_attributes=not temporal_env.supports_time_skipping,
+                       memo_cost_interval_seconds=1.0)
+    sims.forge_ctl("POST", "/faults", json={"method": "GET", "path": r"/pulls/42$", "accept": "diff",
+                                            "hang_seconds": 1.5, "times": 1})
+    async with AsyncExitStack() as stack:
+        async with await create_worker(temporal_env.client, settings, stack, task_queue):
+            handle = await temporal_env.client.start_workflow(
+                AGENT_WORKFLOW, AgentLoopStart(order.work_key, order.tenant), id=f"agent/{order.work_key}/held",
+                task_queue=task_queue, start_signal=WORK_ORDER_SIGNAL, start_signal_args=[order],
+                memo=memo_at_start(order), result_type=AgentLoopResult)
+            [outcome] = (await handle.result()).orders
+            history = await handle.fetch_history()
+    upserts = _memo_upserts(history)
+    tools = set(_last_completed_before_each_upsert(history)[:-1]) - {MODEL_ACTIVITY}  # the end's upsert left out
+    assert outcome.status == "done" and {"cost_so_far_usd"} in upserts[1:-1]
+    assert tools == {GET_DIFF_ACTIVITY}, _last_completed_before_each_upsert(history)
