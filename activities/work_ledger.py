@@ -39,7 +39,7 @@ def key_matches_order(req: ClaimRequest, work_key: str) -> bool:
 class WorkLedgerActivities:
     def __init__(self, store: WorkStore, require_admission: bool = True, policy: Policy | None = None) -> None:
         """``require_admission``: refuse orders intake did not admit (``temporal.require_admission``).
-        ``policy``: the intake policy in force (``intake.policy``), the one ``sluicegate.policy.recheck``
+        ``policy``: the intake policy in force (``intake.policy``), the one ``sluicegate.intake.recheck_policy``
         applies; ``None``: a claim never answers for it (the re-check runs)."""
         self._store = store
         self._require_admission = require_admission
