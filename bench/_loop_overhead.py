@@ -105,7 +105,7 @@ async def measure_overhead(stack: DevStack, tmp: Path, rounds: int, orders: int,
             bare_worker = Worker(bare, task_queue=bare_tq, workflows=[BareLoopWorkflow],
                                  activities=[bare_model, bare_tool])
             model = openai_client(settings.model.base_url, settings.model.api_key.get_secret_value(),
-                                       settings.model.timeout_seconds)
+                                  settings.model.timeout_seconds)
             resources.push_async_callback(model.close)
             forge = ForgeClient(settings.forge.base_url, settings.forge.token.get_secret_value()
                                 if settings.forge.token else None, timeout_seconds=settings.forge.timeout_seconds)

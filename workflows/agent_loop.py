@@ -267,8 +267,8 @@ class AgentLoopWorkflow:
             self._steps = outcome.steps
             outcome.usage = outcome.usage.plus(response.usage)
             outcome.cost_usd = cost_usd(outcome.usage, order.price)
-            if (response.tool_calls or not lean()) and self._cost_memo_due(order):  # else the order's end upserts it
-                self._upsert_memo(order, outcome.cost_usd, "running")  # lean-loop-steps-2: when due, or after a tool
+            if response.tool_calls or not lean():  # else the order's end upserts it (lean-loop-steps)
+                self._upsert_cost(order, outcome.cost_usd)
             messages.append(assistant_message(response))
             if not response.tool_calls:
                 break
@@ -348,8 +348,8 @@ class AgentLoopWorkflow:
             if result.external_id:
                 outcome.external_ids.append(result.external_id)
             messages.append(tool_message(call.id, result.content))
-            if lean2() and self._cost_memo_due(order):  # a step's cost held back by the interval, once due
-                self._upsert_memo(order, outcome.cost_usd, "running")  # (nothing is sent when it is current)
+            if lean2():  # a step's cost held back by the interval, once due (nothing is sent when current)
+                self._upsert_cost(order, outcome.cost_usd)
         return None
 
     @staticmethod
@@ -396,14 +396,15 @@ class AgentLoopWorkflow:
                              pending.generation, claim.reason, extra={"work_key": pending.work_key})
         return False
 
-    def _cost_memo_due(self, order: WorkOrder) -> bool:
-        """May the cost so far be upserted now? After a model step, always, unless ``lean-loop-steps-2`` is in
-        force: then once ``memo_cost_interval_seconds`` of workflow time have passed since the last memo
+    def _upsert_cost(self, order: WorkOrder, cost: float) -> None:
+        """Upsert the cost so far (status ``running``). After a model step, always, unless ``lean-loop-steps-2``
+        is in force: then once ``memo_cost_interval_seconds`` of workflow time have passed since the last memo
         upsert. Under that patch it is asked again after every tool call, so a cost held back is sent as
         soon as it is due: the memo lags the run by at most the interval plus the call in flight."""
-        if self._memo_at is None or not lean2():
-            return True
-        return (workflow.now() - self._memo_at).total_seconds() >= order.runtime.memo_cost_interval_seconds
+        if self._memo_at is not None and lean2() and \
+                (workflow.now() - self._memo_at).total_seconds() < order.runtime.memo_cost_interval_seconds:
+            return
+        self._upsert_memo(order, cost, "running")
 
     def _upsert_memo(self, order: WorkOrder, cost: float, status: str) -> None:
         """The UI's memo: the current order, its status and cost so far (patch ``memo-cost-so-far``)."""

@@ -115,9 +115,8 @@ async def test_a_claim_asked_for_the_policy_says_whether_it_is_the_orders(engine
     claim = ActivityEnvironment().run
     worker = WorkLedgerActivities(WorkStore(engine), policy=Policy(version="2026-12-07.1"))
 
-    async def unchanged(activities: WorkLedgerActivities, version: str | None, ask: bool = True,
-                        generation: int = first) -> bool:
-        answer = await claim(activities.claim_order, ClaimRequest(key, "v1", generation, policy_version=version,
+    async def unchanged(activities: WorkLedgerActivities, version: str | None, ask: bool = True) -> bool:
+        answer = await claim(activities.claim_order, ClaimRequest(key, "v1", first, policy_version=version,
                                                                   ask_policy=ask))
         return answer.policy_unchanged
 
@@ -126,7 +125,7 @@ async def test_a_claim_asked_for_the_policy_says_whether_it_is_the_orders(engine
     assert not await unchanged(worker, "2026-11-30.1")  # admitted under another version: the re-check runs
     assert not await unchanged(worker, "2026-12-07.1", ask=False)  # a workflow before the patch never skips
     assert not await unchanged(WorkLedgerActivities(WorkStore(engine)), "2026-12-07.1")
-    stale = await claim(worker.claim_order, ClaimRequest(key, "v0", first - 1 if first > 1 else 0,
-                                                         newest_seen=first + 1, newest_seen_version="v9",
+    stale = await claim(worker.claim_order, ClaimRequest(key, "v1", first, newest_seen=first + 1,
+                                                         newest_seen_version="v9",
                                                          policy_version="2026-12-07.1", ask_policy=True))
     assert stale.verdict != ClaimVerdict.RUN and not stale.policy_unchanged
