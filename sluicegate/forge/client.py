@@ -8,7 +8,9 @@ reconcile before retrying (see ``activities.gateway``). A read sent on a kept-al
 forge closed meanwhile (its idle timeout fired as the request went out) is sent once more on another
 connection (``call_forge(repeat_dropped=True)``; reads only: a write may have been applied).
 
-Freshness reads (:meth:`ForgeClient.get_pull`) are conditional requests: gidgethub's cache hook
+Freshness reads (:meth:`ForgeClient.get_pull`, :meth:`ForgeClient.get_issue`) go over aiohttp, every
+other call over httpx2 (``sluicegate.forge.fresh_transport`` says why and how the two are kept alike).
+They are conditional requests: gidgethub's cache hook
 with a bounded LRU remembers each pull's ``ETag`` and sends ``If-None-Match``; GitHub answers an
 unchanged pull ``304 Not Modified``, which does not count against the installation's rate limit.
 The cache is per client (per process), per tenant, and keeps only the fields freshness and goal
@@ -42,6 +44,8 @@ from gidgethub.httpx import GitHubAPI
 from sluicegate.forge import errors as forge_errors
 from sluicegate.forge.cache import FreshnessCache, issue_fields, pull_fields, scoped
 from sluicegate.forge.errors import ForgeError
+from sluicegate.forge import fresh_transport
+from sluicegate.forge.fresh_transport import FreshReads
 from sluicegate.forge.progress_reads import NO_PROGRESS, ProgressSink, read_pages, read_streamed
 from sluicegate.web.client_pools import FORGE_POOL
 
@@ -54,7 +58,7 @@ CONDITIONAL_CACHE_SIZE = 4096
 dropped first; a few hundred bytes each)."""
 
 
-DROPPED_CONNECTION = (httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.WriteError)
+DROPPED_CONNECTION = (httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.WriteError, *fresh_transport.DROPPED)
 """What a request sent on a kept-alive connection the server closed meanwhile fails with (the server's
 idle timeout fired as the request went out): no answer, nothing about the forge's health."""
 
@@ -78,16 +82,18 @@ async def call_forge(coro_factory: Callable[[], Awaitable[Any]], *, write: bool 
             status = int(exc.status_code)
             message = str(exc) or getattr(exc.status_code, "phrase", "")
             raise forge_errors.from_response(status, getattr(exc, "headers", None), message, write=write) from None
-        except httpx2.TimeoutException as exc:
+        except (httpx2.TimeoutException, *fresh_transport.TIMED_OUT) as exc:
             raise forge_errors.from_transport(f"timed out: {exc!r}", write=write) from None
+        except fresh_transport.REFUSED as exc:  # before DROPPED_CONNECTION: aiohttp's is a kind of its OSError
+            raise forge_errors.from_transport(f"connection failed: {exc!r}", write=write) from None
         except DROPPED_CONNECTION as exc:
             dropped = forge_errors.from_transport(f"connection failed: {exc!r}", write=write)
             if attempt < tries:
                 continue
             raise dropped from None
-        except httpx2.TransportError as exc:
+        except (httpx2.TransportError, *fresh_transport.FAILED) as exc:
             raise forge_errors.from_transport(f"connection failed: {exc!r}", write=write) from None
-        except RuntimeError:  # httpx: the client was closed (shutdown) before the repeat went out
+        except RuntimeError:  # the client was closed (shutdown) before the repeat went out
             if dropped is None:
                 raise
             raise dropped from None
@@ -142,11 +148,12 @@ class ForgeClient:
         # Freshness reads only: gidgethub keys its cache by URL (not Accept), so the diff read of the
         # same URL must never go through it; FreshnessCache adds the tenant. A 304 costs no rate limit.
         self.freshness_cache = FreshnessCache(CONDITIONAL_CACHE_SIZE)
-        self._conditional = GitHubAPI(self._http, USER_AGENT, base_url=self.base_url, cache=self.freshness_cache)
+        self._fresh = FreshReads(self.base_url, USER_AGENT, timeout_seconds, self.freshness_cache)
         self._credentials: ForgeCredentials = credentials if credentials is not None else StaticToken(token)
 
     async def aclose(self) -> None:
         try:
+            await self._fresh.aclose()
             await self._http.aclose()
         finally:
             await self._credentials.aclose()
@@ -204,7 +211,7 @@ class ForgeClient:
         304 and the cached fields are returned)."""
         async def read(token: str | None) -> Any:
             with scoped(tenant):
-                return await self._conditional.getitem(f"/repos/{owner}/{repo}/pulls/{number}", oauth_token=token)
+                return await self._fresh.api().getitem(f"/repos/{owner}/{repo}/pulls/{number}", oauth_token=token)
 
         return pull_fields(await self._send(tenant, owner, repo, read, write=False))
 
@@ -245,7 +252,7 @@ class ForgeClient:
         :meth:`get_pull` (its own URL, so an issue and a pull request of one number never share an entry)."""
         async def read(token: str | None) -> Any:
             with scoped(tenant):
-                return await self._conditional.getitem(f"/repos/{owner}/{repo}/issues/{number}", oauth_token=token)
+                return await self._fresh.api().getitem(f"/repos/{owner}/{repo}/issues/{number}", oauth_token=token)
 
         return issue_fields(await self._send(tenant, owner, repo, read, write=False))
 

@@ -5,6 +5,10 @@ request of every connection with keep-alive and closes the connection, unanswere
 what a server whose idle timeout fires as the client reuses the connection does (uvicorn's
 ``timeout_keep_alive``, a load balancer's idle timeout). The last CI failure of the quick bench pass
 was this race: a freshness read failed, and the delivery was deferred ``source-unavailable``.
+
+The freshness reads (``get_pull``) and the other calls go over two transports
+(``sluicegate/forge/fresh_transport.py``), each with its own connections: a test of the httpx2 calls
+first makes one of them keep a connection (a diff read).
 """
 
 from __future__ import annotations
@@ -66,14 +70,15 @@ async def test_a_read_on_a_dropped_connection_is_repeated_on_a_new_one(dropping)
 
 async def test_a_diff_read_is_repeated_too(dropping) -> None:
     server, forge = dropping
-    await forge.get_pull("acme", "api", 7)
     await forge.get_pull_diff("acme", "api", 7)
+    await forge.get_pull_diff("acme", "api", 7)  # on the kept connection, which the server closes
+    assert server.requests["GET /repos/acme/api/pulls/7"] == 3
     assert server.answered["GET /repos/acme/api/pulls/7"] == 2 and server.connections == 2
 
 
 async def test_a_write_on_a_dropped_connection_is_never_repeated(dropping) -> None:
     server, forge = dropping
-    await forge.get_pull("acme", "api", 7)
+    await forge.get_pull_diff("acme", "api", 7)  # the writes' transport keeps this connection
     with pytest.raises(ForgeError) as caught:
         await forge.post_comment("acme", "api", 7, "hello")
     assert caught.value.retryable and caught.value.ambiguous  # the caller reconciles before any repeat
