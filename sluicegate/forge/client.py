@@ -8,8 +8,9 @@ reconcile before retrying (see ``activities.gateway``). A read sent on a kept-al
 forge closed meanwhile (its idle timeout fired as the request went out) is sent once more on another
 connection (``call_forge(repeat_dropped=True)``; reads only: a write may have been applied).
 
-Freshness reads (:meth:`ForgeClient.get_pull`, :meth:`ForgeClient.get_issue`) go over aiohttp, every
-other call over httpx2 (``sluicegate.forge.fresh_transport`` says why and how the two are kept alike).
+Freshness reads (:meth:`ForgeClient.get_pull`, :meth:`ForgeClient.get_issue`) go over aiohttp (over
+httpx2 when the environment names a proxy), every other call over httpx2
+(``sluicegate.forge.fresh_transport`` says why and how the two are kept alike).
 They are conditional requests: gidgethub's cache hook
 with a bounded LRU remembers each pull's ``ETag`` and sends ``If-None-Match``; GitHub answers an
 unchanged pull ``304 Not Modified``, which does not count against the installation's rate limit.
@@ -148,15 +149,17 @@ class ForgeClient:
         # Freshness reads only: gidgethub keys its cache by URL (not Accept), so the diff read of the
         # same URL must never go through it; FreshnessCache adds the tenant. A 304 costs no rate limit.
         self.freshness_cache = FreshnessCache(CONDITIONAL_CACHE_SIZE)
-        self._fresh = FreshReads(self.base_url, USER_AGENT, timeout_seconds, self.freshness_cache)
+        self._fresh = FreshReads(self.base_url, USER_AGENT, timeout_seconds, self.freshness_cache, self._http)
         self._credentials: ForgeCredentials = credentials if credentials is not None else StaticToken(token)
 
     async def aclose(self) -> None:
         try:
             await self._fresh.aclose()
-            await self._http.aclose()
         finally:
-            await self._credentials.aclose()
+            try:
+                await self._http.aclose()
+            finally:
+                await self._credentials.aclose()
 
     async def _send(self, tenant: str | None, owner: str, repo: str, request: Callable[[str | None], Awaitable[Any]],
                     *, write: bool, progress: ProgressSink = NO_PROGRESS) -> Any:

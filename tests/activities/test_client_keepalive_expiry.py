@@ -62,6 +62,17 @@ async def _forge_twice(base_url: str, idle: float) -> None:
         await forge.aclose()
 
 
+async def _forge_diff_twice(base_url: str, idle: float) -> None:
+    """The httpx2 pool of the forge client's other calls (diff, listings, writes)."""
+    forge = ForgeClient(base_url, token="t", timeout_seconds=10)
+    try:
+        await forge.get_pull_diff("acme", "api", 7)
+        await asyncio.sleep(idle)
+        await forge.get_pull_diff("acme", "api", 8)
+    finally:
+        await forge.aclose()
+
+
 async def _model_twice(base_url: str, idle: float) -> None:
     client = openai_client(base_url + "/v1", "sk-test", 10.0)
     try:
@@ -73,7 +84,7 @@ async def _model_twice(base_url: str, idle: float) -> None:
         await client.close()
 
 
-@pytest.mark.parametrize("call", [_forge_twice, _model_twice], ids=["forge", "model"])
+@pytest.mark.parametrize("call", [_forge_twice, _forge_diff_twice, _model_twice], ids=["forge", "forge-diff", "model"])
 async def test_a_connection_idle_past_the_expiry_is_not_reused(server, call) -> None:
     assert KEEPALIVE_EXPIRY_SECONDS < SERVER_IDLE_DEFAULT
     await call(server.url, IDLE)
@@ -81,7 +92,7 @@ async def test_a_connection_idle_past_the_expiry_is_not_reused(server, call) -> 
     assert server.connections == 2  # a new connection, not the one a 5 s server is about to close
 
 
-@pytest.mark.parametrize("call", [_forge_twice, _model_twice], ids=["forge", "model"])
+@pytest.mark.parametrize("call", [_forge_twice, _forge_diff_twice, _model_twice], ids=["forge", "forge-diff", "model"])
 async def test_a_briefly_idle_connection_is_reused(server, call) -> None:
     await call(server.url, 0.2)
     assert server.requests == 2 and server.connections == 1

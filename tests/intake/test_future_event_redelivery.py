@@ -33,12 +33,13 @@ class StartsNothing:
 
 
 @pytest.fixture
-def parts(empty_ledger_url, sims):
+async def parts(empty_ledger_url, sims):
     ledger.upgrade(empty_ledger_url)
     engine = ledger.make_engine(empty_ledger_url)
     forge = ForgeClient(sims.forge.base_url, FORGE_TOKEN, timeout_seconds=5)
     yield engine, IntakeService(SqlIntakeStore(engine), ForgeTargetReader(forge), StartsNothing(),
                                 scope=ScopeRules.everything(), max_skew_seconds=300.0)
+    await forge.aclose()
     engine.dispose()
 
 

@@ -46,11 +46,12 @@ def _envelope(ref: PullRequestRef, tenant: str) -> Envelope:
 
 
 @pytest.fixture
-def gate_parts(empty_ledger_url, sims):
+async def gate_parts(empty_ledger_url, sims):
     ledger.upgrade(empty_ledger_url)
     engine = ledger.make_engine(empty_ledger_url)
     forge = ForgeClient(sims.forge.base_url, FORGE_TOKEN, timeout_seconds=5)
     yield engine, forge
+    await forge.aclose()
     engine.dispose()
 
 
