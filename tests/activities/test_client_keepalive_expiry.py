@@ -9,6 +9,7 @@ and counts them; the clients are the product's (``ForgeClient``, ``openai_client
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from collections.abc import AsyncIterator
 
 import pytest
@@ -52,23 +53,14 @@ async def server() -> AsyncIterator[CountingServer]:
         await s.close()
 
 
-async def _forge_twice(base_url: str, idle: float) -> None:
+async def _forge_twice(base_url: str, idle: float, read: str = "get_pull") -> None:
+    """Two reads ``idle`` seconds apart: ``get_pull`` (the freshness reads' aiohttp pool) or
+    ``get_pull_diff`` (the httpx2 pool of the forge client's other calls: diff, listings, writes)."""
     forge = ForgeClient(base_url, token="t", timeout_seconds=10)
     try:
-        await forge.get_pull("acme", "api", 7)
+        await getattr(forge, read)("acme", "api", 7)
         await asyncio.sleep(idle)
-        await forge.get_pull("acme", "api", 8)
-    finally:
-        await forge.aclose()
-
-
-async def _forge_diff_twice(base_url: str, idle: float) -> None:
-    """The httpx2 pool of the forge client's other calls (diff, listings, writes)."""
-    forge = ForgeClient(base_url, token="t", timeout_seconds=10)
-    try:
-        await forge.get_pull_diff("acme", "api", 7)
-        await asyncio.sleep(idle)
-        await forge.get_pull_diff("acme", "api", 8)
+        await getattr(forge, read)("acme", "api", 8)
     finally:
         await forge.aclose()
 
@@ -84,7 +76,11 @@ async def _model_twice(base_url: str, idle: float) -> None:
         await client.close()
 
 
-@pytest.mark.parametrize("call", [_forge_twice, _forge_diff_twice, _model_twice], ids=["forge", "forge-diff", "model"])
+CALLS = [_forge_twice, partial(_forge_twice, read="get_pull_diff"), _model_twice]
+CALL_IDS = ["forge", "forge-diff", "model"]
+
+
+@pytest.mark.parametrize("call", CALLS, ids=CALL_IDS)
 async def test_a_connection_idle_past_the_expiry_is_not_reused(server, call) -> None:
     assert KEEPALIVE_EXPIRY_SECONDS < SERVER_IDLE_DEFAULT
     await call(server.url, IDLE)
@@ -92,7 +88,7 @@ async def test_a_connection_idle_past_the_expiry_is_not_reused(server, call) -> 
     assert server.connections == 2  # a new connection, not the one a 5 s server is about to close
 
 
-@pytest.mark.parametrize("call", [_forge_twice, _forge_diff_twice, _model_twice], ids=["forge", "forge-diff", "model"])
+@pytest.mark.parametrize("call", CALLS, ids=CALL_IDS)
 async def test_a_briefly_idle_connection_is_reused(server, call) -> None:
     await call(server.url, 0.2)
     assert server.requests == 2 and server.connections == 1
