@@ -108,11 +108,6 @@ class FreshReads:
         else:
             self._ssl = httpx2.create_ssl_context(trust_env=True)
 
-    @property
-    def transport(self) -> str:
-        """``aiohttp``, or ``httpx2`` under a proxy."""
-        return "httpx2" if self._ssl is None else "aiohttp"
-
     def api(self) -> Any:
         """The client; the aiohttp session is made now if this is the first read (in the running loop)."""
         if self._closed:

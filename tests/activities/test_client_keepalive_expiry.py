@@ -9,8 +9,8 @@ and counts them; the clients are the product's (``ForgeClient``, ``openai_client
 from __future__ import annotations
 
 import asyncio
-from functools import partial
 from collections.abc import AsyncIterator
+from functools import partial
 
 import pytest
 
