@@ -84,16 +84,16 @@ async def call_forge(coro_factory: Callable[[], Awaitable[Any]], *, write: bool 
             message = str(exc) or getattr(exc.status_code, "phrase", "")
             raise forge_errors.from_response(status, getattr(exc, "headers", None), message, write=write) from None
         except (httpx2.TimeoutException, *fresh_transport.TIMED_OUT) as exc:
-            raise forge_errors.from_transport(f"timed out: {exc!r}", write=write) from None
+            raise forge_errors.from_transport(f"timed out: {fresh_transport.described(exc)}", write=write) from None
         except fresh_transport.REFUSED as exc:  # before DROPPED_CONNECTION: aiohttp's is a kind of its OSError
-            raise forge_errors.from_transport(f"connection failed: {exc!r}", write=write) from None
+            raise forge_errors.from_transport(f"connection failed: {fresh_transport.described(exc)}", write=write) from None
         except DROPPED_CONNECTION as exc:
-            dropped = forge_errors.from_transport(f"connection failed: {exc!r}", write=write)
+            dropped = forge_errors.from_transport(f"connection failed: {fresh_transport.described(exc)}", write=write)
             if attempt < tries:
                 continue
             raise dropped from None
         except (httpx2.TransportError, *fresh_transport.FAILED) as exc:
-            raise forge_errors.from_transport(f"connection failed: {exc!r}", write=write) from None
+            raise forge_errors.from_transport(f"connection failed: {fresh_transport.described(exc)}", write=write) from None
         except RuntimeError:  # the client was closed (shutdown) before the repeat went out
             if dropped is None:
                 raise

@@ -2,7 +2,7 @@
 
 Why a second HTTP library beside httpx2: a freshness read (``ForgeClient.get_pull``, ``get_issue``) is
 made for every admission the ledger cannot decide alone (``intake/forge_reader.py``), on the webhook
-API's event loop. httpx2 (with httpcore2 and anyio under it) spent 1.6 ms of CPU per read against
+API's event loop (and by the worker: the dispatcher's re-checks, goal observations). httpx2 (with httpcore2 and anyio under it) spent 1.6 ms of CPU per read against
 0.5 ms for aiohttp, the same gidgethub calls, 16 reads in flight on loopback (2026-12-07,
 ``docs/performance.md``). The other forge calls (the streamed diff and paged listings with their
 progress beats, the writes, installation tokens) are an activity's, paced by the model, and stay on
@@ -36,6 +36,7 @@ from another event loop than the first one (no caller does that: each makes its 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -50,7 +51,9 @@ from sluicegate.forge.cache import FreshnessCache
 from sluicegate.web.client_pools import KEEPALIVE_EXPIRY_SECONDS
 
 __all__ = ["DROPPED", "FAILED", "FORGE_CONNECTIONS", "FreshReads", "PROXY_VARIABLES", "REFUSED", "TIMED_OUT",
-           "proxied"]
+           "described", "proxied"]
+
+log = logging.getLogger("sluicegate.forge")
 
 FORGE_CONNECTIONS = 100
 """The most connections open at once, as the httpx2 pool's (``client_pools.FORGE_POOL``)."""
@@ -73,6 +76,16 @@ FAILED = (aiohttp.ClientError,)
 """Any other transport failure (a body cut short, a malformed answer)."""
 
 
+def described(exc: BaseException) -> str:
+    """A transport failure as it may be shown: in a ``ForgeError``'s message, which reaches receipts and the
+    webhook's answer (GitHub keeps it under "Recent deliveries"). An aiohttp error by its class and its
+    ``str()``, never its ``repr()``: a ``ClientResponseError``'s (a malformed answer) holds the request's
+    headers, the token among them. Any other exception by its ``repr()`` (httpx2's hold only their message)."""
+    if isinstance(exc, aiohttp.ClientError):
+        return f"{type(exc).__name__}({str(exc)!r})"
+    return repr(exc)
+
+
 def proxied(environ: Mapping[str, str] | None = None) -> bool:
     """Whether the environment names a proxy (then httpx2 carries the freshness reads too)."""
     env = os.environ if environ is None else environ
@@ -84,7 +97,8 @@ class _NoRedirects(AiohttpGitHubAPI):
 
     async def _request(self, method: str, url: str, headers: Mapping[str, str],
                        body: bytes = b"") -> tuple[int, Mapping[str, str], bytes]:
-        async with self._session.request(method, url, headers=headers, data=body, allow_redirects=False) as response:
+        async with self._session.request(method, url, headers=headers, data=body or None,  # no content-type on a GET
+                                         allow_redirects=False) as response:
             return response.status, response.headers, await response.read()
 
 
@@ -105,8 +119,11 @@ class FreshReads:
         self._ssl = None
         if proxied():
             self._api = HttpxGitHubAPI(http, user_agent, base_url=base_url, cache=cache)
+            log.info("forge freshness reads go over httpx2: a proxy is named in the environment (%s)",
+                     ", ".join(name for name in PROXY_VARIABLES if os.environ.get(name) or os.environ.get(name.lower())))
         else:
             self._ssl = httpx2.create_ssl_context(trust_env=True)
+            log.info("forge freshness reads go over aiohttp (no proxy in the environment)")
 
     def api(self) -> Any:
         """The client; the aiohttp session is made now if this is the first read (in the running loop)."""

@@ -1,7 +1,8 @@
 """The freshness reads' transport (aiohttp, ``sluicegate/forge/fresh_transport.py``) fails the way the
 httpx2 calls do: a forge that does not answer is ``timed out``, a refused connection is ``connection
 failed`` and not repeated, both retryable and never ambiguous (a read); a read after the client was
-closed raises ``RuntimeError`` as httpx's closed client does. Real loopback servers (asyncio streams).
+closed raises ``RuntimeError`` as httpx's closed client does; a malformed answer's error never carries the
+token. Real loopback servers (asyncio streams); no proxy from the environment (``conftest.py``).
 """
 
 from __future__ import annotations
@@ -31,18 +32,24 @@ class SilentServer(LoopbackServer):
         await asyncio.sleep(30)
 
 
-async def test_a_forge_that_does_not_answer_times_out_within_the_client_timeout() -> None:
-    server = SilentServer()
-    forge = ForgeClient(await server.start(), token="t", timeout_seconds=0.5)
+async def _failed_read(server: LoopbackServer, token: str = "t", timeout_seconds: float = 5) -> ForgeError:
+    """``get_pull`` from ``server``, which must fail: its ``ForgeError`` (client and server closed after)."""
+    forge = ForgeClient(await server.start(), token=token, timeout_seconds=timeout_seconds)
     try:
-        started = time.monotonic()
         with pytest.raises(ForgeError) as caught:
             await forge.get_pull("acme", "api", 7)
-        took = time.monotonic() - started
     finally:
         await forge.aclose()
         await server.close()
-    assert "timed out" in caught.value.message and caught.value.retryable and not caught.value.ambiguous
+    return caught.value
+
+
+async def test_a_forge_that_does_not_answer_times_out_within_the_client_timeout() -> None:
+    server = SilentServer()
+    started = time.monotonic()
+    error = await _failed_read(server, timeout_seconds=0.5)
+    took = time.monotonic() - started
+    assert "timed out" in error.message and error.retryable and not error.ambiguous
     assert 0.4 < took < 5.0
     assert server.requests == 1  # a timeout is not a drop: the caller's backoff answers it
 
@@ -98,14 +105,7 @@ PULL = {"number": 7, "state": "open", "draft": False, "merged": False, "updated_
         "title": "t", "head": {"sha": "c" * 40}}
 
 
-@pytest.fixture
-def no_proxy_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
-        monkeypatch.delenv(name, raising=False)
-        monkeypatch.delenv(name.lower(), raising=False)
-
-
-async def test_a_netrc_entry_for_the_forge_host_is_not_read(tmp_path, monkeypatch, no_proxy_env) -> None:
+async def test_a_netrc_entry_for_the_forge_host_is_not_read(tmp_path, monkeypatch) -> None:
     """aiohttp's trust_env would refuse the token-bearing read ("Cannot combine AUTHORIZATION header
     with AUTH argument") or send the netrc password to a tokenless one; httpx2 never reads netrc."""
     netrc = tmp_path / "netrc"
@@ -124,21 +124,15 @@ async def test_a_netrc_entry_for_the_forge_host_is_not_read(tmp_path, monkeypatc
     assert [auth for _, auth in server.seen] == ["token t", None]
 
 
-async def test_a_redirect_is_the_forge_s_answer_not_followed(no_proxy_env) -> None:
+async def test_a_redirect_is_the_forge_s_answer_not_followed() -> None:
     server = AnsweringServer(moved=True)
-    forge = ForgeClient(await server.start(), token="t", timeout_seconds=5)
-    try:
-        with pytest.raises(ForgeError) as caught:
-            await forge.get_pull("acme", "api", 7)
-    finally:
-        await forge.aclose()
-        await server.close()
-    assert caught.value.status == 301 and not caught.value.retryable
+    error = await _failed_read(server)
+    assert error.status == 301 and not error.retryable
     assert [target for target, _ in server.seen] == ["/repos/acme/api/pulls/7"]
 
 
 @pytest.mark.parametrize("variable", ["ALL_PROXY", "http_proxy", "HTTP_PROXY"])
-async def test_a_proxy_in_the_environment_carries_the_freshness_reads(monkeypatch, no_proxy_env, variable) -> None:
+async def test_a_proxy_in_the_environment_carries_the_freshness_reads(monkeypatch, variable) -> None:
     """aiohttp ignores ALL_PROXY (and https proxy URLs): under any proxy variable the reads go over
     httpx2, through the proxy, like every other forge call."""
     proxy = AnsweringServer()
@@ -158,7 +152,7 @@ def test_every_proxy_variable_sends_the_freshness_reads_over_httpx2(environ) -> 
     assert proxied(environ) and not proxied({"NO_PROXY": "*", "HTTPS_PROXY": ""})
 
 
-async def test_a_read_from_a_second_event_loop_is_refused(no_proxy_env) -> None:
+async def test_a_read_from_a_second_event_loop_is_refused() -> None:
     server = AnsweringServer()
     forge = ForgeClient(await server.start(), token="t", timeout_seconds=5)
     try:
@@ -168,3 +162,20 @@ async def test_a_read_from_a_second_event_loop_is_refused(no_proxy_env) -> None:
     finally:
         await forge.aclose()
         await server.close()
+
+
+class GarbageServer(LoopbackServer):
+    """Answers every request with bytes that are not HTTP (a middlebox mangling the answer)."""
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"NOT HTTP AT ALL\r\n\r\n")
+        await writer.drain()
+
+
+async def test_a_malformed_answer_s_error_does_not_carry_the_token() -> None:
+    """aiohttp's ClientResponseError repr holds the request's headers; the ForgeError's message (kept in
+    the receipt, returned to the webhook's sender) must not."""
+    error = await _failed_read(GarbageServer(), token="tok-SECRET-123")
+    assert "connection failed: ClientResponseError" in error.message
+    assert "SECRET" not in error.message and "authorization" not in error.message.lower()
