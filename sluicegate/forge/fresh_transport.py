@@ -2,9 +2,9 @@
 
 Why a second HTTP library beside httpx2: a freshness read (``ForgeClient.get_pull``, ``get_issue``) is
 made for every admission the ledger cannot decide alone (``intake/forge_reader.py``), on the webhook
-API's event loop (and by the worker: the dispatcher's re-checks, goal observations). httpx2 (with httpcore2 and anyio under it) spent 1.6 ms of CPU per read against
-0.5 ms for aiohttp, the same gidgethub calls, 16 reads in flight on loopback (2026-12-07,
-``docs/performance.md``). The other forge calls (the streamed diff and paged listings with their
+API's event loop (and by the worker: the dispatcher's re-checks, goal observations). httpx2 (with
+httpcore2 and anyio under it) spent 1.6 ms of CPU per read against 0.5 ms for aiohttp, the same
+gidgethub calls, 16 reads in flight on loopback (2026-12-07, ``docs/performance.md``). The other forge calls (the streamed diff and paged listings with their
 progress beats, the writes, installation tokens) are an activity's, paced by the model, and stay on
 httpx2; :class:`ForgeClient` owns both.
 
@@ -26,7 +26,9 @@ Kept like the httpx2 client:
   sets; the version is pinned and ``tests/activities/test_forge_dropped_connections.py`` counts the
   requests): with both, a dropped read went out four times, and aiohttp's repeat after the session was
   closed failed on an assertion instead of answering. A body cut short or a malformed answer is
-  ``connection failed`` and not repeated (httpx2 repeats those once).
+  ``connection failed`` and not repeated (httpx2 repeats those once);
+* a failure's text, which reaches receipts and the webhook's answer, carries no request header
+  (:func:`described`).
 
 aiohttp binds a session to the running event loop, so the session is made on the first read and
 closed with the client; a read after the close raises ``RuntimeError`` as httpx does, and so does a read
