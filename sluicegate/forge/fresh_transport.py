@@ -53,12 +53,13 @@ from sluicegate.forge.cache import FreshnessCache
 from sluicegate.web.client_pools import KEEPALIVE_EXPIRY_SECONDS
 
 __all__ = ["DROPPED", "FAILED", "FORGE_CONNECTIONS", "FreshReads", "PROXY_VARIABLES", "REFUSED", "TIMED_OUT",
-           "described", "proxied"]
+           "described", "named_proxies", "proxied"]
 
 log = logging.getLogger("sluicegate.forge")
 
 FORGE_CONNECTIONS = 100
-"""The most connections open at once, as the httpx2 pool's (``client_pools.FORGE_POOL``)."""
+"""The most connections open at once, as the httpx2 pool's (``client_pools.FORGE_POOL``: its
+``max_connections`` is typed optional, so it is not read from there)."""
 
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 """Any of these set (either case) sends the freshness reads over httpx2 too (module docstring)."""
@@ -88,10 +89,15 @@ def described(exc: BaseException) -> str:
     return repr(exc)
 
 
+def named_proxies(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The :data:`PROXY_VARIABLES` the environment sets (either case, non-empty)."""
+    env = os.environ if environ is None else environ
+    return [name for name in PROXY_VARIABLES if env.get(name) or env.get(name.lower())]
+
+
 def proxied(environ: Mapping[str, str] | None = None) -> bool:
     """Whether the environment names a proxy (then httpx2 carries the freshness reads too)."""
-    env = os.environ if environ is None else environ
-    return any(env.get(name) or env.get(name.lower()) for name in PROXY_VARIABLES)
+    return bool(named_proxies(environ))
 
 
 class _NoRedirects(AiohttpGitHubAPI):
@@ -118,11 +124,11 @@ class FreshReads:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
         self._api: gh_abc.GitHubAPI | None = None
-        self._ssl = None
-        if proxied():
+        self._ssl = None  # None: over httpx2 (a proxy), ``self._api`` made here; else aiohttp's TLS context
+        if proxies := named_proxies():
             self._api = HttpxGitHubAPI(http, user_agent, base_url=base_url, cache=cache)
             log.info("forge freshness reads go over httpx2: a proxy is named in the environment (%s)",
-                     ", ".join(name for name in PROXY_VARIABLES if os.environ.get(name) or os.environ.get(name.lower())))
+                     ", ".join(proxies))
         else:
             self._ssl = httpx2.create_ssl_context(trust_env=True)
             log.info("forge freshness reads go over aiohttp (no proxy in the environment)")
