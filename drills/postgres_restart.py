@@ -7,9 +7,11 @@ through the webhook API while the worker reviews; a third of the way in, the clu
 (``pg_ctl stop -m fast``) and started again after a pause. The sender plays GitHub's "redeliver":
 anything answered 5xx (or dropped) is sent again, same bytes and delivery id, until decided.
 Checked: every delivery eventually decided, with a receipt the ledger holds; every version
-ended ``done`` with exactly one comment; no dead letter; the worker and API processes that were
-running before the restart are the ones that finished the job. Figures: the 5xx answers by
-status (and dropped connections), deliveries per second, latency.
+ended ``done`` with exactly one comment (a version whose start the restart cut off — accepted,
+then the ledger gone before the kill check — is started by the sender's repeat); no dead letter;
+the worker and API processes that were running before the restart are the ones that finished the
+job. Figures: the 5xx answers by status (and dropped connections), the versions a repeat started,
+deliveries per second, latency.
 """
 
 from __future__ import annotations
@@ -86,6 +88,11 @@ def _drill(sizes: Sizes, cluster: PrivateCluster, stack: DevStack, report: Drill
                                                   for a in answers)]
     report.figure(f"versions admitted by a delivery whose answer was lost to the restart (5xx or dropped; its "
                   f"redelivery answered duplicate): {len(silent)} {['#' + str(n) for n in silent]}")
+    api_log = (stack.log_dir / "webhook-api.log").read_text(errors="replace")
+    restarted = sorted({line.split(" started ", 1)[1].split(",", 1)[0] for line in api_log.splitlines()
+                        if "accepted and never started, on a repeat" in line and " started " in line})
+    report.figure(f"versions whose start the restart cut off, started by a repeat of their delivery "
+                  f"(intake/starts_in_progress.py): {len(restarted)} {restarted}")
     failures = Counter(f.split(" ")[0] for a in answers for f in a.failures)
     report.figure("answers at or above 500 during the restart, redelivered: "
                   + (", ".join(f"{k} x{n}" for k, n in sorted(failures.items())) or "none")

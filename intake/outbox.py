@@ -10,6 +10,9 @@ item that was in fact admitted is harmless.
 
 A kill in force covering an item (``kills``) leaves it in the outbox, ``accepted``, unstarted:
 the relay that runs after the unkill starts it.
+
+The relay is the backstop, on a schedule. A repeat of the delivery (or another delivery of the
+version) usually comes first and starts the item at once (``intake/starts_in_progress.py``).
 """
 
 from __future__ import annotations

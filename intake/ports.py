@@ -8,7 +8,7 @@ pipeline is tested with real adapters or swapped for another engine.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 from intake.capacity.context import CapacityContext as CapacityContext  # noqa: F401 - re-exported: the port's argument
 from intake.decision import IntakeDecision, Reason
@@ -17,6 +17,9 @@ from intake.freshness import TargetSnapshot, assess_freshness
 from intake.receipts import ReceiptDraft
 from intake.repeats import Repeat
 from sluicegate.errors import SluicegateError
+
+if TYPE_CHECKING:  # the outbox imports this module: a run-time import would be a cycle
+    from intake.outbox import PendingAdmission
 
 
 class SourceUnavailable(SluicegateError):
@@ -71,6 +74,10 @@ class IntakeStore(Protocol):
 
     def mark_admission_failed(self, decision: IntakeDecision, error: str) -> IntakeDecision:
         """Note on the receipt that the run is not started yet (the item stays ``accepted``)."""
+        ...
+
+    def pending_admission(self, work_key: str, input_version: str) -> PendingAdmission | None:
+        """The version's admission (its accept receipt, generation) if it is ``accepted`` with no run, else None."""
         ...
 
 

@@ -54,6 +54,9 @@ class Repeat:
     seen_final: bool = False
     """``seen`` answers a repeat of this delivery id whose original can no longer change
     (``intake/seen_deliveries.py``): it may be kept in process."""
+    unstarted: tuple[str, str] | None = None
+    """(work key, version) accepted but never started, as the lookup saw it: the caller starts it
+    unless this process is starting it now (a failed start's repeat; ``ledger/_repeats.py``)."""
 
 
 def duplicate_work(envelope: Envelope, candidate: WorkCandidate, blocking: str) -> ReceiptDraft:

@@ -22,7 +22,8 @@ it leaves the delivery id unclaimed: the slow clock may be ours), then the autho
 network I/O). The delivery record, work dedupe, generation bump and receipt commit in
 one transaction (``IntakeStore.decide``) *before* the run is started, so a crash after
 the commit leaves an accepted-but-not-admitted item (receipt message "admission pending")
-rather than a run nobody recorded.
+rather than a run nobody recorded. A repeat that finds such an item starts it
+(``intake/starts_in_progress.py``); the outbox relay is the backstop.
 
 Verified means durable: once a delivery is authenticated and in scope, a source that cannot
 be read (an error, or no answer within the freshness deadline) does not lose it. The
@@ -54,10 +55,12 @@ from intake.decision import IntakeDecision, Outcome, Reason
 from intake.envelope import Envelope, TriggerKind, WorkCandidate
 from intake.freshness import titled
 from intake.kill_gate import HeldByKill, KillGate
+from intake.outbox import admission_from
 from intake.policy import Policy
 from intake.ports import Admission, Admitter, CapacityContext, IntakeStore, TargetReader, TaskIntake
 from intake.receipts import ReceiptDraft, draft_for
 from intake.repeats import Repeat, duplicate_work, look_up, may_decide_early
+from intake.starts_in_progress import StartsInProgress
 from intake.scope import ScopeRules
 from intake.seen_deliveries import SeenDeliveries
 from intake.shared_reads import fresh_snapshot, taken_meanwhile
@@ -115,6 +118,10 @@ class IntakeService:
         """Group commit of the decisions taken before any forge read (``intake/decide_batch.py``)."""
         self._marks = AdmittedMarks(store.mark_admitted_many)  # one transaction for concurrent marks
         self._in_flight = AdmissionsInFlight()
+        self._starts = StartsInProgress()
+        """The versions this process is starting now, from the accept's commit to the mark."""
+        self._unstarted_starts: set[asyncio.Task[None]] = set()
+        """The starts of accepted-never-started versions that repeats set off (:meth:`_start_unstarted_soon`)."""
         """The versions this process is reading and deciding now (``intake/admissions_in_flight.py``)."""
 
     def _rules(self, candidate: WorkCandidate) -> TaskIntake:
@@ -218,6 +225,8 @@ class IntakeService:
         probe = draft_for(envelope, candidate, Outcome.REJECT, Reason.DUPLICATE_DELIVERY,
                           f"delivery {envelope.id} from {envelope.source} was already decided")
         repeat = await look_up(self._store, probe)  # one read-only statement: intake/repeats.py
+        if repeat.unstarted is not None:
+            self._start_unstarted_soon(*repeat.unstarted)
         if repeat.seen is not None:
             return self._seen_answer(envelope, repeat)
         if candidate is None:
@@ -331,13 +340,14 @@ class IntakeService:
                 envelope, candidate, resume_item, resume_receipt)
         accept = draft_for(envelope, candidate, Outcome.ACCEPT, Reason.ADMITTED,
                            f"admitting {candidate.work_key} at {version}", input_version=version)
-        decision = await self._decide_with_capacity(replace(accept, ordered_versions=rules.ordered_versions),
-                                                    envelope, candidate, resume_item, resume_receipt)
-        if committed is not None:
-            committed()
-        if decision.outcome != Outcome.ACCEPT:
-            return _held_if_killed(decision, resume_item)
-        return await self._admit(Admission(decision, envelope, titled(candidate, snapshot)))
+        with self._starts.hold(candidate.work_key, version):  # until the mark: a repeat meanwhile starts nothing
+            decision = await self._decide_with_capacity(replace(accept, ordered_versions=rules.ordered_versions),
+                                                        envelope, candidate, resume_item, resume_receipt)
+            if committed is not None:
+                committed()
+            if decision.outcome != Outcome.ACCEPT:
+                return _held_if_killed(decision, resume_item)
+            return await self._admit(Admission(decision, envelope, titled(candidate, snapshot)))
 
     async def _refused_on_resume(self, envelope: Envelope, candidate: WorkCandidate) -> ReceiptDraft | None:
         """A deferred item is held to the scope, the clock-skew bound and kills again: out of scope or
@@ -351,6 +361,48 @@ class IntakeService:
 
     def _out_of_scope(self, envelope: Envelope, candidate: WorkCandidate) -> ReceiptDraft | None:
         return scope_refusal(self._scope, envelope, candidate)
+
+    def _start_unstarted_soon(self, work_key: str, version: str) -> None:
+        """Start, in a task of its own, a version a repeat found accepted and never started: its first
+        start failed, or its process died before the mark. Not when this process is starting it now
+        (``intake/starts_in_progress.py``), nor beyond ``MAX_UNSTARTED_STARTS`` at once. The repeat's
+        answer never waits for it: during a Temporal outage a storm of repeats is answered as fast as
+        ever, each version tried by one start at a time."""
+        if self._starts.held(work_key, version) or len(self._unstarted_starts) >= MAX_UNSTARTED_STARTS:
+            return
+        self._starts.enter(work_key, version)  # now, not in the task: the next repeat must see it held
+        try:
+            task = asyncio.get_running_loop().create_task(self._start_unstarted(work_key, version))
+        except BaseException:
+            self._starts.leave(work_key, version)
+            raise
+        self._unstarted_starts.add(task)
+        task.add_done_callback(self._unstarted_starts.discard)
+
+    async def _start_unstarted(self, work_key: str, version: str) -> None:
+        """As an accept starts its run — the kill check, signal-with-start, the mark — but writing nothing
+        when it cannot: a failure (or a kill in force) is logged and leaves the version to the next
+        repeat or the outbox relay, without a note on the receipt per attempt."""
+        try:
+            pending = await asyncio.to_thread(self._store.pending_admission, work_key, version)
+            if pending is None:  # started meanwhile (another process, the relay), or no longer accepted
+                return
+            admission = admission_from(pending)
+            if self._kills is not None and (killed := await self._kill_refusal(admission.envelope,
+                                                                             admission.candidate)):
+                log.info("not starting %s@%s, accepted and never started: %s", work_key, version,
+                         killed.message, extra={"work_key": work_key})
+                return
+            workflow_id, run_id = await self._admitter.admit(admission)
+            await self._marks.mark(admission.decision, workflow_id, run_id)
+        except Exception as exc:  # noqa: BLE001 - the next repeat or the outbox relay tries again
+            log.warning("could not start %s@%s, accepted and never started: %r; left to the outbox relay",
+                        work_key, version, exc, extra={"work_key": work_key})
+            return
+        finally:
+            self._starts.leave(work_key, version)
+        log.info("started %s@%s, accepted and never started, on a repeat of its delivery", work_key, version,
+                 extra={"work_key": work_key, "workflow_id": workflow_id, "run_id": run_id})
 
     async def _admit(self, admission: Admission) -> IntakeDecision:
         decision = admission.decision
@@ -369,6 +421,9 @@ class IntakeService:
 
 
 _REPEATS = frozenset({Reason.DUPLICATE_DELIVERY, Reason.REPLAYED_BODY})
+MAX_UNSTARTED_STARTS = 32
+"""At most this many starts of accepted-never-started versions in flight per process (each may wait
+out the 10 s start timeout while Temporal is down); a repeat beyond it leaves its version to the next."""
 
 
 def _log_level(decision: IntakeDecision) -> int:

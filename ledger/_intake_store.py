@@ -41,7 +41,7 @@ from datetime import timedelta
 from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from intake.admission_rules import (duplicate_work, leaves_delivery_unclaimed, newer_version_refusal,
                                    readmission_refusal, repeat_reason, stale_resume_reason)
@@ -63,7 +63,7 @@ from ledger._models import Delivery, Receipt, WorkItem, WorkVersion
 from ledger._plain_decide import CLAIM_DELIVERY, decide_plain, decide_plain_many, is_plain
 from ledger._engine import single_read
 from ledger._inline_read import InlineReader
-from ledger._repeats import RepeatRows, blocking_reason, find_repeat, original_answer, original_final
+from ledger._repeats import RepeatRows, blocking_reason, find_repeat, original_answer, original_final, unstarted
 from intake.repeats import Repeat
 from ledger._sql import as_utc, dialect_insert, new_id, utcnow
 from ledger._version_order_lock import lock_version_order
@@ -167,8 +167,9 @@ class SqlIntakeStore:
     def _repeat(self, rows: RepeatRows, draft: ReceiptDraft) -> Repeat:
         seen = original_answer(rows, draft) if draft.delivery_id is not None else None
         if seen is not None:
-            return Repeat(seen=seen, seen_final=original_final(rows, draft))
-        return Repeat(blocking=blocking_reason(rows, draft, done_blocks=not self._policy.rerun_done_on_change))
+            return Repeat(seen=seen, seen_final=original_final(rows, draft), unstarted=unstarted(rows, draft))
+        return Repeat(blocking=blocking_reason(rows, draft, done_blocks=not self._policy.rerun_done_on_change),
+                      unstarted=unstarted(rows, draft))
 
     def decide(self, draft: ReceiptDraft, capacity: CapacityContext | None = None) -> IntakeDecision:
         for attempt in range(_MAX_RACE_RETRIES):
@@ -428,6 +429,18 @@ class SqlIntakeStore:
             rows = conn.execute(query).mappings().all()
         return [PendingAdmission(row["id"], ReceiptDraft(**{k: row[k] for k in _DRAFT_FIELDS}),
                                  row["generation"]) for row in rows]
+
+    def pending_admission(self, work_key: str, input_version: str) -> PendingAdmission | None:
+        """The version's admission if it is still accepted and never started (no grace period: the
+        caller knows no request of its own is starting it), else None."""
+        query = (select(_RECEIPTS, WorkVersion.generation)
+                 .join(WorkVersion, WorkVersion.receipt_id == _RECEIPTS.c.id)
+                 .where(WorkVersion.work_key == work_key, WorkVersion.input_version == input_version,
+                        WorkVersion.status == "accepted", col(WorkVersion.workflow_id).is_(None)))
+        with self._engine.connect() as conn:
+            row = conn.execute(query).mappings().first()
+        return None if row is None else PendingAdmission(row["id"], ReceiptDraft(**{k: row[k] for k in _DRAFT_FIELDS}),
+                                                         row["generation"])
 
     def prune_deliveries(self, window_hours: float) -> int:
         """Forget delivery ids older than the dedupe window; returns how many were removed."""

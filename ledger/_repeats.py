@@ -40,7 +40,7 @@ from intake.receipts import ReceiptDraft
 from intake.seen_deliveries import final
 from ledger._raw_cursor import run_raw
 
-__all__ = ["RepeatRows", "find_repeat", "original_answer", "original_final", "blocking_reason"]
+__all__ = ["RepeatRows", "find_repeat", "original_answer", "original_final", "blocking_reason", "unstarted"]
 
 # deliveries by id, by body digest; the version's row; a waiting deferred item of the work key.
 # ``status``: the original receipt's outcome (delivery, body), the version's status, the item's block.
@@ -70,6 +70,7 @@ SELECT 'queued', q.id, q.blocked_on, q.work_key, q.input_version, NULL, NULL, NU
 # Version states that make another admission of the same version a duplicate without a read.
 # (``cancelled`` is left to the full path: whether it blocks depends on a reset and the trigger.)
 _IN_FLIGHT = ("accepted", "admitted")
+_ACCEPTED, _ACCEPT = "accepted", "accept"
 _DONE = "done"
 _SOURCE_BLOCK = "source-unavailable"
 
@@ -145,4 +146,22 @@ def blocking_reason(rows: RepeatRows, draft: ReceiptDraft, done_blocks: bool = T
     queued = rows.queued
     if queued is not None and queued["input_version"] == draft.input_version and queued["status"] != _SOURCE_BLOCK:
         return f"{what} is already queued (deferred item {queued['receipt_id']})"
+    return None
+
+
+def unstarted(rows: RepeatRows, draft: ReceiptDraft) -> tuple[str, str] | None:
+    """The (work key, version) this repeat shows accepted but never started — the version row
+    ``accepted`` with no workflow, or the original delivery's ``accept`` receipt naming no workflow
+    (and no waiting deferred item) — or None. Its accept committed and its start failed or its
+    process died before the mark (``intake/outbox.py``); the caller starts it again
+    (``IntakeService``, ``_start_unstarted``), since a sender repeating a delivery is often
+    repeating one whose first answer was lost to exactly that failure."""
+    version = rows.version
+    if (version is not None and version["status"] == _ACCEPTED and version["workflow_id"] is None
+            and draft.work_key is not None and draft.input_version is not None):
+        return draft.work_key, draft.input_version
+    row = rows.delivery if rows.delivery is not None else rows.body
+    if (row is not None and row["status"] == _ACCEPT and row["workflow_id"] is None and not row["queued"]
+            and row["work_key"] is not None and row["input_version"] is not None):
+        return str(row["work_key"]), str(row["input_version"])
     return None

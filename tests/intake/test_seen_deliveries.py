@@ -51,6 +51,15 @@ def _service(engine, seen: SeenDeliveries | None = None, **kw) -> IntakeService:
     return IntakeService(SqlIntakeStore(engine), guard, guard, scope=ScopeRules.everything(), seen=seen, **kw)
 
 
+def _seed_admitted(engine, ref: PullRequestRef) -> None:
+    """V1 of ``ref`` accepted and its run marked (a version accepted and never started would be
+    started by the next repeat: ``intake/starts_in_progress.py``)."""
+    store = SqlIntakeStore(engine)
+    accepted = store.decide(draft_for(*_delivery(ref, V1, "opened"), Outcome.ACCEPT, Reason.ADMITTED, "seed",
+                                      input_version=V1))
+    store.mark_admitted(accepted, f"agent/{accepted.work_key}", None)
+
+
 def _ref() -> PullRequestRef:
     return PullRequestRef("acme", f"seen-{uuid.uuid4().hex[:8]}", 1)
 
@@ -95,8 +104,7 @@ def test_entries_expire_and_a_zero_size_keeps_nothing():
 
 async def test_a_kept_answer_equals_the_ledgers_answer(engine):
     ref = _ref()
-    SqlIntakeStore(engine).decide(draft_for(*_delivery(ref, V1, "opened"), Outcome.ACCEPT, Reason.ADMITTED, "seed",
-                                            input_version=V1))
+    _seed_admitted(engine, ref)
     service = _service(engine)
     env, cand = _delivery(ref, V1)
     first = await service.submit(env, cand)  # duplicate-work: a final reject, kept once committed
@@ -150,8 +158,7 @@ async def test_a_repeat_is_counted_not_logged_at_info_and_its_original_is(engine
     """A repeat writes nothing (the original's line and receipt exist): DEBUG, so a storm of
     redeliveries does not cost a log line each; the decision that wrote a receipt stays INFO."""
     ref = _ref()
-    SqlIntakeStore(engine).decide(draft_for(*_delivery(ref, V1, "opened"), Outcome.ACCEPT, Reason.ADMITTED, "seed",
-                                            input_version=V1))
+    _seed_admitted(engine, ref)
     service, (env, cand) = _service(engine), _delivery(ref, V1)
     with caplog.at_level("DEBUG", logger="sluicegate.intake"):
         await service.submit(env, cand)  # duplicate-work: written, INFO

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -44,13 +45,15 @@ def ledger_url(sims, tmp_path):
 
 
 @asynccontextmanager
-async def service_for(sims, url: str, client: Client):
+async def service_for(sims, url: str, client: Client, admitter=None):
+    """``admitter(real)``: wraps the Temporal admitter (a test's own port implementation), or None."""
     settings = settings_for(sims, url)
     engine = ledger.make_engine(url)
     forge = ForgeClient(sims.forge.base_url, FORGE_TOKEN, timeout_seconds=2)
+    real = TemporalAdmitter(client, settings, search_attributes=False)
     try:
         yield IntakeService(ledger.SqlIntakeStore(engine), ForgeTargetReader(forge),
-                            TemporalAdmitter(client, settings, search_attributes=False),
+                            admitter(real) if admitter is not None else real,
                             capacity_gate(settings, engine), scope=scope_rules(settings), unread=UNREAD), engine
     finally:
         await forge.aclose()
@@ -157,6 +160,93 @@ async def test_failed_admission_keeps_the_accepted_receipt_for_the_outbox(sims, 
             [version] = s.exec(select(WorkVersion)).all()
             receipt = s.get(ledger.Receipt, decision.receipt_id)
         assert version.status == "accepted" and "admission pending" in receipt.message
+
+
+def _version(engine) -> WorkVersion:
+    with Session(engine) as s:
+        [version] = s.exec(select(WorkVersion)).all()
+        return version
+
+
+async def _version_when(engine, ready, seconds: float = 10.0) -> WorkVersion:
+    """The one version row once ``ready(row)`` holds (polled), or as it is after ``seconds``."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not ready(version := _version(engine)) and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.02)
+    return version
+
+
+@pytest.mark.parametrize("repeat", ["same delivery", "another delivery", "same versionless trigger"])
+async def test_a_repeat_starts_a_version_whose_start_failed(sims, ledger_url, temporal_env, repeat):
+    # The accept committed and the start failed (Temporal unreachable); the sender repeats the
+    # delivery (or another delivery of the version comes) once Temporal answers: the repeat starts it.
+    # A trigger naming no version finds it through its original's receipt (the version row is keyed
+    # by the version the forge gave).
+    broken = await Client.connect(f"127.0.0.1:{free_port()}", lazy=True)
+    env, cand = (_event(None, kind=TriggerKind.MANUAL) if repeat == "same versionless trigger"
+                 else _event(_head(sims)))
+    async with service_for(sims, ledger_url, broken) as (service, engine):
+        first = await service.submit(env, cand)
+        assert first.outcome == Outcome.ACCEPT and first.workflow_id is None
+        assert _version(engine).status == "accepted"
+    again_env = _event(cand.input_version)[0] if repeat == "another delivery" else env
+    held = []
+    async with service_for(sims, ledger_url, temporal_env.client,
+                           admitter=lambda real: held.append(_HeldAdmitter(real)) or held[0]) as (service, engine):
+        # answered while the start it set off is still held: the answer never waits for Temporal
+        again = await asyncio.wait_for(service.submit(again_env, cand), 5)
+        want = Reason.DUPLICATE_WORK if repeat == "another delivery" else Reason.DUPLICATE_DELIVERY
+        assert (again.outcome, again.reason) == (Outcome.REJECT, want)
+        while held[0].starts == 0:
+            await asyncio.sleep(0.01)
+        assert _version(engine).status == "accepted"
+        held[0].go.set()
+        version = await _version_when(engine, lambda v: v.status != "accepted")
+        assert version.status == "admitted" and version.workflow_id is not None
+        handle = temporal_env.client.get_workflow_handle(version.workflow_id)
+        assert (await handle.describe()).run_id == version.run_id
+        with Session(engine) as s:
+            receipt = s.get(ledger.Receipt, first.receipt_id)
+        assert (receipt.workflow_id, receipt.run_id) == (version.workflow_id, version.run_id)
+
+
+class _HeldAdmitter:
+    """The Temporal admitter, its first start held until the test lets it go; counts the starts."""
+
+    def __init__(self, real) -> None:
+        self.real, self.starts, self.go = real, 0, asyncio.Event()
+
+    async def admit(self, admission):
+        self.starts += 1
+        if self.starts == 1:
+            await self.go.wait()
+        return await self.real.admit(admission)
+
+
+async def test_a_duplicate_during_the_start_does_not_start_the_version_again(sims, ledger_url, temporal_env):
+    # Between the accept's commit and its mark the version is accepted with no run, as after a failed
+    # start; a duplicate then is no repeat of a failure: this process is starting it.
+    held = None
+
+    def wrap(real):
+        nonlocal held
+        held = _HeldAdmitter(real)
+        return held
+
+    async with service_for(sims, ledger_url, temporal_env.client, admitter=wrap) as (service, engine):
+        env, cand = _event(_head(sims))
+        first = asyncio.create_task(service.submit(env, cand))
+        while held.starts == 0:
+            await asyncio.sleep(0.01)
+        assert _version(engine).status == "accepted"
+        for again_env in (env, _event(cand.input_version)[0]):  # the same delivery, another one
+            again = await service.submit(again_env, cand)
+            assert again.outcome == Outcome.REJECT
+        await asyncio.sleep(0.5)  # room for a start the duplicates would have set off
+        held.go.set()
+        assert (await first).workflow_id is not None
+        assert held.starts == 1
+        assert _version(engine).status == "admitted"
 
 
 async def test_event_age_and_authoritative_reread_are_distinct_reasons(sims, ledger_url, temporal_env):
