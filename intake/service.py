@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import partial
 import logging
 import time
 from typing import TYPE_CHECKING, Any, Callable, Mapping
@@ -119,9 +120,8 @@ class IntakeService:
         self._marks = AdmittedMarks(store.mark_admitted_many)  # one transaction for concurrent marks
         self._in_flight = AdmissionsInFlight()
         self._starts = StartsInProgress()
-        """The versions this process is starting now, from the accept's commit to the mark."""
-        self._unstarted_starts: set[asyncio.Task[None]] = set()
-        """The starts of accepted-never-started versions that repeats set off (:meth:`_start_unstarted_soon`)."""
+        """The versions this service is starting now (from the accept's commit to the mark) and the
+        starts repeats set off (``intake/starts_in_progress.py``)."""
         """The versions this process is reading and deciding now (``intake/admissions_in_flight.py``)."""
 
     def _rules(self, candidate: WorkCandidate) -> TaskIntake:
@@ -225,8 +225,8 @@ class IntakeService:
         probe = draft_for(envelope, candidate, Outcome.REJECT, Reason.DUPLICATE_DELIVERY,
                           f"delivery {envelope.id} from {envelope.source} was already decided")
         repeat = await look_up(self._store, probe)  # one read-only statement: intake/repeats.py
-        if repeat.unstarted is not None:
-            self._start_unstarted_soon(*repeat.unstarted)
+        if repeat.unstarted is not None:  # its start failed or its process died: start it (its own task)
+            self._starts.start_soon(*repeat.unstarted, partial(self._start_unstarted, *repeat.unstarted))
         if repeat.seen is not None:
             return self._seen_answer(envelope, repeat)
         if candidate is None:
@@ -362,47 +362,34 @@ class IntakeService:
     def _out_of_scope(self, envelope: Envelope, candidate: WorkCandidate) -> ReceiptDraft | None:
         return scope_refusal(self._scope, envelope, candidate)
 
-    def _start_unstarted_soon(self, work_key: str, version: str) -> None:
-        """Start, in a task of its own, a version a repeat found accepted and never started: its first
-        start failed, or its process died before the mark. Not when this process is starting it now
-        (``intake/starts_in_progress.py``), nor beyond ``MAX_UNSTARTED_STARTS`` at once. The repeat's
-        answer never waits for it: during a Temporal outage a storm of repeats is answered as fast as
-        ever, each version tried by one start at a time."""
-        if self._starts.held(work_key, version) or len(self._unstarted_starts) >= MAX_UNSTARTED_STARTS:
-            return
-        self._starts.enter(work_key, version)  # now, not in the task: the next repeat must see it held
-        try:
-            task = asyncio.get_running_loop().create_task(self._start_unstarted(work_key, version))
-        except BaseException:
-            self._starts.leave(work_key, version)
-            raise
-        self._unstarted_starts.add(task)
-        task.add_done_callback(self._unstarted_starts.discard)
-
-    async def _start_unstarted(self, work_key: str, version: str) -> None:
-        """As an accept starts its run — the kill check, signal-with-start, the mark — but writing nothing
-        when it cannot: a failure (or a kill in force) is logged and leaves the version to the next
-        repeat or the outbox relay, without a note on the receipt per attempt."""
+    async def _start_unstarted(self, work_key: str, version: str) -> bool:
+        """Start a version a repeat found accepted and never started (``intake/starts_in_progress.py``,
+        which runs this in a task of its own) as an accept starts its run — the kill check,
+        signal-with-start, the mark — but writing nothing when it cannot: a failure or a kill in force
+        is logged and leaves the version to a later repeat or the outbox relay. True: started."""
         try:
             pending = await asyncio.to_thread(self._store.pending_admission, work_key, version)
             if pending is None:  # started meanwhile (another process, the relay), or no longer accepted
-                return
+                return False
             admission = admission_from(pending)
             if self._kills is not None and (killed := await self._kill_refusal(admission.envelope,
                                                                              admission.candidate)):
                 log.info("not starting %s@%s, accepted and never started: %s", work_key, version,
                          killed.message, extra={"work_key": work_key})
-                return
+                return False
             workflow_id, run_id = await self._admitter.admit(admission)
             await self._marks.mark(admission.decision, workflow_id, run_id)
-        except Exception as exc:  # noqa: BLE001 - the next repeat or the outbox relay tries again
-            log.warning("could not start %s@%s, accepted and never started: %r; left to the outbox relay",
-                        work_key, version, exc, extra={"work_key": work_key})
-            return
-        finally:
-            self._starts.leave(work_key, version)
+        except Exception as exc:  # noqa: BLE001 - a later repeat or the outbox relay tries again
+            log.warning("could not start %s@%s, accepted and never started: %r; left to a later repeat or "
+                        "the outbox relay", work_key, version, exc, extra={"work_key": work_key})
+            return False
         log.info("started %s@%s, accepted and never started, on a repeat of its delivery", work_key, version,
                  extra={"work_key": work_key, "workflow_id": workflow_id, "run_id": run_id})
+        return True
+
+    async def wait_for_starts(self, timeout: float) -> None:
+        """Let the starts that repeats set off end (at most ``timeout`` seconds): the API's shutdown."""
+        await self._starts.wait(timeout)
 
     async def _admit(self, admission: Admission) -> IntakeDecision:
         decision = admission.decision
@@ -421,9 +408,6 @@ class IntakeService:
 
 
 _REPEATS = frozenset({Reason.DUPLICATE_DELIVERY, Reason.REPLAYED_BODY})
-MAX_UNSTARTED_STARTS = 32
-"""At most this many starts of accepted-never-started versions in flight per process (each may wait
-out the 10 s start timeout while Temporal is down); a repeat beyond it leaves its version to the next."""
 
 
 def _log_level(decision: IntakeDecision) -> int:

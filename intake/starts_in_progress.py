@@ -1,4 +1,4 @@
-"""The versions this process is starting now: from its accept's commit to the mark of its run.
+"""The versions this process's intake is starting, and the starts that repeats set off.
 
 Intake commits an accept (version ``accepted``) and only then starts the run and marks it
 (``admitted``, with the workflow id). A start that fails, or a ledger that goes away between the
@@ -7,33 +7,59 @@ the version ``accepted`` with no run, and its delivery answered 5xx. The outbox 
 a version after its grace period (``intake/outbox.py``, every minute by default), but the sender
 usually comes first: it repeats the delivery that was answered 5xx. That repeat — or any other
 delivery of the version — finds the version accepted and never started (``Repeat.unstarted``),
-and :class:`~intake.service.IntakeService` starts it then, through the same start as an accept.
+and :class:`~intake.service.IntakeService` sets off its start (:meth:`StartsInProgress.start_soon`),
+in a task of its own: the repeat is answered at once, as before, whatever Temporal is doing.
 
-This registry tells such a repeat apart from a duplicate that merely arrived while this process
-is still starting the version (between the commit and the mark, a few milliseconds in a storm):
-that one must not start it a second time. Another process's start in progress is not seen here;
-starting it twice is harmless (signal-with-start by work key; the run ignores a generation it
-already holds, and the mark only moves ``accepted`` to ``admitted``), and costs one signal.
+The registry tells such a repeat apart from a duplicate that merely arrived while this intake
+service is still starting the version (between the commit and the mark, a few milliseconds in a
+storm): that one must not start it a second time. Another service's start in progress (another
+replica, or the worker's other intake service) is not seen here. Starting it twice is harmless —
+signal-with-start by work key; an open run ignores an order of a generation and receipt it holds,
+and a run that has ended is refused by the ledger's claim (the version ended) — and costs a signal.
 
-In memory, per process, and bounded by the admissions in progress: a key lives from just before
-its accept's commit until its mark is written or its start has failed (a ``with`` block).
+Bounded: a key lives from just before its accept's commit until its mark is written or its start
+failed; at most ``max_starts`` repeat-set-off starts at once (more are dropped, counted and logged:
+the next repeat or the relay starts them); a version whose set-off start did not start it (a
+failure, a kill in force, nothing left to start) waits ``cooldown_seconds`` before a repeat tries
+again, so a storm of repeats during an outage costs one attempt per version per cooldown, not one
+per repeat; at most ``max_cooling`` versions are remembered cooling (the oldest forgotten first).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 
-__all__ = ["StartsInProgress"]
+__all__ = ["StartsInProgress", "MAX_STARTS", "COOLDOWN_SECONDS"]
+
+log = logging.getLogger("sluicegate.intake")
+MAX_STARTS = 32
+"""Repeat-set-off starts in flight at once per intake service (each may wait out the 10 s start
+timeout while Temporal is down)."""
+COOLDOWN_SECONDS = 10.0
+"""How long a version whose set-off start did not start it is left alone by repeats."""
+MAX_COOLING = 4096
 
 
 class StartsInProgress:
-    """``with starts.hold(work_key, version):`` around a start (or :meth:`enter` / :meth:`leave` when the
-    start runs in a task of its own); :meth:`held` asks whether one is in progress."""
+    """``with starts.hold(work_key, version):`` around an accept's start; :meth:`start_soon` for a
+    repeat's; :meth:`held` asks whether one is in progress."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_starts: int = MAX_STARTS, cooldown_seconds: float = COOLDOWN_SECONDS,
+                 max_cooling: int = MAX_COOLING, clock: Callable[[], float] = time.monotonic) -> None:
         self._held: Counter[tuple[str, str]] = Counter()
+        self._max_starts, self._cooldown, self._max_cooling, self._clock = (max_starts, cooldown_seconds,
+                                                                             max_cooling, clock)
+        self._tasks: set[asyncio.Task[bool]] = set()
+        self._cooling: dict[tuple[str, str], float] = {}
+        self._next_drop_log = 0.0
+        self.set_off = self.dropped = 0
+        """Counters: starts set off by repeats; repeats that set none off because ``max_starts`` ran."""
 
     def __len__(self) -> int:
         return len(self._held)
@@ -61,3 +87,46 @@ class StartsInProgress:
             yield
         finally:
             self.leave(work_key, version)
+
+    def start_soon(self, work_key: str, version: str, start: Callable[[], Awaitable[bool]]) -> bool:
+        """Set off ``start()`` (True: it started the version) in a task of its own, unless the version
+        is held (being started), cooling, or ``max_starts`` are in flight. True when set off."""
+        key, now = (work_key, version), self._clock()
+        if key in self._held or self._cooling.get(key, now) > now:
+            return False
+        self._cooling.pop(key, None)
+        if len(self._tasks) >= self._max_starts:
+            self.dropped += 1
+            if now >= self._next_drop_log:  # at most one line per cooldown
+                self._next_drop_log = now + self._cooldown
+                log.warning("not starting %s@%s, accepted and never started: %d such starts in flight already "
+                            "(%d left so far); the next repeat or the outbox relay will", work_key, version,
+                            len(self._tasks), self.dropped, extra={"work_key": work_key})
+            return False
+        self.enter(work_key, version)  # now, not in the task: the next repeat must see it held
+        try:
+            task = asyncio.get_running_loop().create_task(self._run(start))
+        except BaseException:
+            self.leave(work_key, version)
+            raise
+        self.set_off += 1
+        self._tasks.add(task)
+        task.add_done_callback(partial(self._ended, key))  # also for a task cancelled before its first step
+        return True
+
+    @staticmethod
+    async def _run(start: Callable[[], Awaitable[bool]]) -> bool:
+        return await start()
+
+    def _ended(self, key: tuple[str, str], task: asyncio.Task[bool]) -> None:
+        self._tasks.discard(task)
+        self.leave(*key)
+        if task.cancelled() or task.exception() is not None or not task.result():
+            if len(self._cooling) >= self._max_cooling:
+                del self._cooling[next(iter(self._cooling))]  # the oldest
+            self._cooling[key] = self._clock() + self._cooldown
+
+    async def wait(self, timeout: float) -> None:
+        """Wait (at most ``timeout`` seconds) for the starts in flight: a process stopping lets them end."""
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=timeout)

@@ -42,7 +42,9 @@ MARK_VERSION = update(_VERSIONS).where(
     status=case((_VERSIONS.c.status == "accepted", "admitted"), else_=_VERSIONS.c.status),
     workflow_id=bindparam("wf"), run_id=func.coalesce(_VERSIONS.c.run_id, _RUN_ID), updated_at=bindparam("now"))
 MARK_RECEIPT = update(_RECEIPTS).where(_RECEIPTS.c.id == bindparam("rid")).values(
-    workflow_id=bindparam("wf"), run_id=bindparam("run"))
+    workflow_id=bindparam("wf"), run_id=func.coalesce(_RECEIPTS.c.run_id, bindparam("run", type_=_RECEIPTS.c.run_id.type)))
+"""The first run marked stays the receipt's, as the version's does: a later start of the same admission
+(a repeat's, the relay's) may open a run that its claim ends at once."""
 MARK_ITEM = update(_ITEMS).where(_ITEMS.c.work_key == bindparam("wk"), _ITEMS.c.generation == bindparam("gen")).values(
     status=case((_ITEMS.c.status == "accepted", "admitted"), else_=_ITEMS.c.status),
     workflow_id=bindparam("wf"), updated_at=bindparam("now"))

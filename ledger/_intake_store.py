@@ -433,14 +433,14 @@ class SqlIntakeStore:
     def pending_admission(self, work_key: str, input_version: str) -> PendingAdmission | None:
         """The version's admission if it is still accepted and never started (no grace period: the
         caller knows no request of its own is starting it), else None."""
-        query = (select(_RECEIPTS, WorkVersion.generation)
+        query = (select(_RECEIPTS, col(WorkVersion.generation).label("version_generation"))
                  .join(WorkVersion, WorkVersion.receipt_id == _RECEIPTS.c.id)
                  .where(WorkVersion.work_key == work_key, WorkVersion.input_version == input_version,
                         WorkVersion.status == "accepted", col(WorkVersion.workflow_id).is_(None)))
         with self._engine.connect() as conn:
             row = conn.execute(query).mappings().first()
         return None if row is None else PendingAdmission(row["id"], ReceiptDraft(**{k: row[k] for k in _DRAFT_FIELDS}),
-                                                         row["generation"])
+                                                         row["version_generation"])
 
     def prune_deliveries(self, window_hours: float) -> int:
         """Forget delivery ids older than the dedupe window; returns how many were removed."""

@@ -151,8 +151,11 @@ def blocking_reason(rows: RepeatRows, draft: ReceiptDraft, done_blocks: bool = T
 
 def unstarted(rows: RepeatRows, draft: ReceiptDraft) -> tuple[str, str] | None:
     """The (work key, version) this repeat shows accepted but never started — the version row
-    ``accepted`` with no workflow, or the original delivery's ``accept`` receipt naming no workflow
-    (and no waiting deferred item) — or None. Its accept committed and its start failed or its
+    ``accepted`` with no workflow, or, for a repeat that does not name that version itself (a trigger
+    naming no version: the version row is keyed by the one the forge gave), the original delivery's
+    ``accept`` receipt naming no workflow (and no waiting deferred item) — or None. The receipt can
+    keep no workflow id for good (a start whose mark failed, then the run ended), so it is only a
+    hint: the start reads the version row again (``pending_admission``). Its accept committed and its start failed or its
     process died before the mark (``intake/outbox.py``); the caller starts it again
     (``IntakeService``, ``_start_unstarted``), since a sender repeating a delivery is often
     repeating one whose first answer was lost to exactly that failure."""
@@ -161,7 +164,9 @@ def unstarted(rows: RepeatRows, draft: ReceiptDraft) -> tuple[str, str] | None:
             and draft.work_key is not None and draft.input_version is not None):
         return draft.work_key, draft.input_version
     row = rows.delivery if rows.delivery is not None else rows.body
-    if (row is not None and row["status"] == _ACCEPT and row["workflow_id"] is None and not row["queued"]
-            and row["work_key"] is not None and row["input_version"] is not None):
-        return str(row["work_key"]), str(row["input_version"])
-    return None
+    if (row is None or row["status"] != _ACCEPT or row["workflow_id"] is not None or row["queued"]
+            or row["work_key"] is None or row["input_version"] is None):
+        return None
+    if (row["work_key"], row["input_version"]) == (draft.work_key, draft.input_version):
+        return None  # the version row above is the authority (a receipt keeps no workflow id when only its mark failed)
+    return str(row["work_key"]), str(row["input_version"])

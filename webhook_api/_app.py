@@ -53,6 +53,9 @@ from webhook_api._sources import HEADER_AUTH_KINDS, authenticate, github_mappers
 
 tracer = trace.get_tracer("sluicegate.webhook_api")
 log = logging.getLogger("sluicegate.webhook_api")
+STARTS_GRACE_SECONDS = 5.0
+"""At shutdown, how long the starts that repeats set off (``intake/starts_in_progress.py``) may take
+to end; one cut short leaves its version ``accepted``, for the next repeat or the outbox relay."""
 
 
 def create_app(settings: Settings, client: Client | None = None, search_attributes: bool = True, *,
@@ -72,6 +75,8 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
             app.state.github_mappers = registry.github_mappers(app.state.tasks.values())
             app.state.intake = intake_service(settings, engine, forge,
                                               TemporalAdmitter(temporal, settings, search_attributes))
+            # on the way out, before the ledger closes: the starts repeats set off get a moment to end
+            stack.push_async_callback(app.state.intake.wait_for_starts, STARTS_GRACE_SECONDS)
             app.state.console = ConsolePorts(engine, temporal, partial(submit_manual, app.state, settings))
             if freeze_gc:
                 log.info("froze %d start-up objects out of full garbage collections", freeze_after_startup())

@@ -211,6 +211,40 @@ async def test_the_outbox_relay_leaves_killed_work_in_the_outbox_until_the_unkil
     assert starts.started == [accepted.work_key] and report.held == []
 
 
+async def test_a_repeat_starts_no_killed_version_and_starts_it_after_the_unkill(gate_parts, sims):
+    # accepted, its start failed; killed; a repeat of the delivery starts nothing while the kill is in
+    # force (the version stays accepted) and the next repeat after the unkill (and the cooldown) starts it
+    engine, forge = gate_parts
+    tenant = f"k{uuid.uuid4().hex[:6]}"
+    ref, kills, store = _pull(sims, tenant), KillSwitch(engine), SqlIntakeStore(engine)
+
+    class FailsToStart:
+        async def admit(self, admission):
+            raise RuntimeError("temporal unreachable")
+
+    gate = CapacityGate(CapacityPlanner(CapacityLimits()))
+    failing = IntakeService(store, ForgeTargetReader(forge), FailsToStart(), gate, scope=ScopeRules.everything(),
+                            kills=KillGate(kills))
+    delivery = _envelope(ref, tenant)
+    accepted = await failing.submit(delivery, review_candidate(tenant, ref, None))
+    assert accepted.outcome == "accept" and accepted.workflow_id is None
+    kills.kill("tenant", tenant, "alice", "stop")
+    starts = CountsStarts()
+    service = IntakeService(store, ForgeTargetReader(forge), starts, gate, scope=ScopeRules.everything(),
+                            kills=KillGate(kills))
+    repeat = await service.submit(delivery, review_candidate(tenant, ref, None))
+    assert repeat.reason == "duplicate-delivery"
+    await service.wait_for_starts(5)
+    assert starts.started == [] and store.pending_admission(accepted.work_key, accepted.input_version) is not None
+    kills.unkill("tenant", tenant, "carol", "over")
+    after = IntakeService(store, ForgeTargetReader(forge), starts, gate, scope=ScopeRules.everything(),
+                          kills=KillGate(kills))  # another replica: no cooldown of its own
+    await after.submit(delivery, review_candidate(tenant, ref, None))
+    await after.wait_for_starts(5)
+    assert starts.started == [accepted.work_key]
+    assert store.pending_admission(accepted.work_key, accepted.input_version) is None
+
+
 def test_the_refusal_names_who_which_scope_and_why():
     class K:
         id, scope, target, actor, reason = "k1", "all", "*", "alice", "incident 42"

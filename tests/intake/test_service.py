@@ -168,6 +168,14 @@ def _version(engine) -> WorkVersion:
         return version
 
 
+async def _until(condition, seconds: float = 10.0) -> None:
+    """Wait for ``condition()`` (polled); fail after ``seconds``."""
+    async def polled() -> None:
+        while not condition():
+            await asyncio.sleep(0.01)
+    await asyncio.wait_for(polled(), seconds)
+
+
 async def _version_when(engine, ready, seconds: float = 10.0) -> WorkVersion:
     """The one version row once ``ready(row)`` holds (polled), or as it is after ``seconds``."""
     deadline = asyncio.get_running_loop().time() + seconds
@@ -197,8 +205,7 @@ async def test_a_repeat_starts_a_version_whose_start_failed(sims, ledger_url, te
         again = await asyncio.wait_for(service.submit(again_env, cand), 5)
         want = Reason.DUPLICATE_WORK if repeat == "another delivery" else Reason.DUPLICATE_DELIVERY
         assert (again.outcome, again.reason) == (Outcome.REJECT, want)
-        while held[0].starts == 0:
-            await asyncio.sleep(0.01)
+        await _until(lambda: held[0].starts > 0)
         assert _version(engine).status == "accepted"
         held[0].go.set()
         version = await _version_when(engine, lambda v: v.status != "accepted")
@@ -236,8 +243,7 @@ async def test_a_duplicate_during_the_start_does_not_start_the_version_again(sim
     async with service_for(sims, ledger_url, temporal_env.client, admitter=wrap) as (service, engine):
         env, cand = _event(_head(sims))
         first = asyncio.create_task(service.submit(env, cand))
-        while held.starts == 0:
-            await asyncio.sleep(0.01)
+        await _until(lambda: held.starts > 0)
         assert _version(engine).status == "accepted"
         for again_env in (env, _event(cand.input_version)[0]):  # the same delivery, another one
             again = await service.submit(again_env, cand)

@@ -162,3 +162,16 @@ def test_a_batch_records_every_mark_whatever_its_order(engine, order):
         assert s.get(WorkVersion, (key, newer.input_version)).workflow_id == "agent/new"
         assert s.get(Receipt, older.receipt_id).run_id == "run-agent/old"
         assert s.get(WorkItem, key).workflow_id == "agent/new"  # the item is at the newer generation
+
+
+def test_a_second_mark_of_one_admission_keeps_the_first_run_on_the_receipt_and_version(engine):
+    """A repeat's or the relay's start of an admission already started (another replica's, a run that
+    has ended since) may open a run its claim ends at once: its mark must not point the receipt away
+    from the run that did the work, which the version keeps as well."""
+    store = SqlIntakeStore(engine)
+    decision = _accepted(store, _keys(1)[0], "c" * 40)
+    store.mark_admitted(decision, f"agent/{decision.work_key}", "run-first")
+    store.mark_admitted(decision, f"agent/{decision.work_key}", "run-second")
+    with Session(engine) as s:
+        assert s.get(Receipt, decision.receipt_id).run_id == "run-first"
+        assert s.get(WorkVersion, (decision.work_key, decision.input_version)).run_id == "run-first"
