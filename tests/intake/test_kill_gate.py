@@ -188,19 +188,23 @@ async def test_a_kill_committed_during_the_freshness_read_refuses_the_accept(gat
     assert admitted.outcome == "accept" and starts.started == [admitted.work_key]
 
 
+class FailsToStart:
+    async def admit(self, admission):
+        raise RuntimeError("temporal unreachable")
+
+
+def _killable(store, forge, admitter, kills) -> IntakeService:
+    """An intake service with the kill gate and no capacity limits, starting runs through ``admitter``."""
+    return IntakeService(store, ForgeTargetReader(forge), admitter, CapacityGate(CapacityPlanner(CapacityLimits())),
+                         scope=ScopeRules.everything(), kills=KillGate(kills))
+
+
 async def test_the_outbox_relay_leaves_killed_work_in_the_outbox_until_the_unkill(gate_parts, sims):
     engine, forge = gate_parts
     tenant = f"k{uuid.uuid4().hex[:6]}"
     ref, kills, store = _pull(sims, tenant), KillSwitch(engine), SqlIntakeStore(engine)
-
-    class FailsToStart:
-        async def admit(self, admission):
-            raise RuntimeError("temporal unreachable")
-
-    service = IntakeService(store, ForgeTargetReader(forge), FailsToStart(),
-                            CapacityGate(CapacityPlanner(CapacityLimits())), scope=ScopeRules.everything(),
-                            kills=KillGate(kills))
-    accepted = await service.submit(_envelope(ref, tenant), review_candidate(tenant, ref, None))
+    accepted = await _killable(store, forge, FailsToStart(), kills).submit(_envelope(ref, tenant),
+                                                                           review_candidate(tenant, ref, None))
     assert accepted.outcome == "accept" and "admission pending" in accepted.message
     kills.kill("tenant", tenant, "alice", "stop")
     starts = CountsStarts()
@@ -213,32 +217,23 @@ async def test_the_outbox_relay_leaves_killed_work_in_the_outbox_until_the_unkil
 
 async def test_a_repeat_starts_no_killed_version_and_starts_it_after_the_unkill(gate_parts, sims):
     # accepted, its start failed; killed; a repeat of the delivery starts nothing while the kill is in
-    # force (the version stays accepted) and the next repeat after the unkill (and the cooldown) starts it
+    # force (the version stays accepted, and cools 10 s in that service); after the unkill a repeat starts it
     engine, forge = gate_parts
     tenant = f"k{uuid.uuid4().hex[:6]}"
     ref, kills, store = _pull(sims, tenant), KillSwitch(engine), SqlIntakeStore(engine)
-
-    class FailsToStart:
-        async def admit(self, admission):
-            raise RuntimeError("temporal unreachable")
-
-    gate = CapacityGate(CapacityPlanner(CapacityLimits()))
-    failing = IntakeService(store, ForgeTargetReader(forge), FailsToStart(), gate, scope=ScopeRules.everything(),
-                            kills=KillGate(kills))
     delivery = _envelope(ref, tenant)
-    accepted = await failing.submit(delivery, review_candidate(tenant, ref, None))
+    accepted = await _killable(store, forge, FailsToStart(), kills).submit(delivery,
+                                                                           review_candidate(tenant, ref, None))
     assert accepted.outcome == "accept" and accepted.workflow_id is None
     kills.kill("tenant", tenant, "alice", "stop")
     starts = CountsStarts()
-    service = IntakeService(store, ForgeTargetReader(forge), starts, gate, scope=ScopeRules.everything(),
-                            kills=KillGate(kills))
+    service = _killable(store, forge, starts, kills)
     repeat = await service.submit(delivery, review_candidate(tenant, ref, None))
     assert repeat.reason == "duplicate-delivery"
     await service.wait_for_starts(5)
     assert starts.started == [] and store.pending_admission(accepted.work_key, accepted.input_version) is not None
     kills.unkill("tenant", tenant, "carol", "over")
-    after = IntakeService(store, ForgeTargetReader(forge), starts, gate, scope=ScopeRules.everything(),
-                          kills=KillGate(kills))  # another replica: no cooldown of its own
+    after = _killable(store, forge, starts, kills)  # another replica: no cooldown of its own
     await after.submit(delivery, review_candidate(tenant, ref, None))
     await after.wait_for_starts(5)
     assert starts.started == [accepted.work_key]
