@@ -119,10 +119,10 @@ class IntakeService:
         """Group commit of the decisions taken before any forge read (``intake/decide_batch.py``)."""
         self._marks = AdmittedMarks(store.mark_admitted_many)  # one transaction for concurrent marks
         self._in_flight = AdmissionsInFlight()
+        """The versions this process is reading and deciding now (``intake/admissions_in_flight.py``)."""
         self._starts = StartsInProgress()
         """The versions this service is starting now (from the accept's commit to the mark) and the
         starts repeats set off (``intake/starts_in_progress.py``)."""
-        """The versions this process is reading and deciding now (``intake/admissions_in_flight.py``)."""
 
     def _rules(self, candidate: WorkCandidate) -> TaskIntake:
         """The candidate's task's reader and rules (its task was checked: ``task_refusal``)."""
@@ -141,6 +141,11 @@ class IntakeService:
     def admissions_in_flight(self) -> AdmissionsInFlight:
         """The versions being read and decided now, which their duplicates wait for (counters)."""
         return self._in_flight
+
+    @property
+    def starts(self) -> StartsInProgress:
+        """The versions being started now and the starts repeats set off (counters)."""
+        return self._starts
 
     @property
     def capacity(self) -> CapacityGate | None:
@@ -387,9 +392,10 @@ class IntakeService:
                  extra={"work_key": work_key, "workflow_id": workflow_id, "run_id": run_id})
         return True
 
-    async def wait_for_starts(self, timeout: float) -> None:
-        """Let the starts that repeats set off end (at most ``timeout`` seconds): the API's shutdown."""
-        await self._starts.wait(timeout)
+    async def wait_for_starts(self, timeout: float) -> int:
+        """Let the starts that repeats set off end (at most ``timeout`` seconds, then they are cut off
+        and counted): the API's shutdown. Returns how many were cut off."""
+        return await self._starts.wait(timeout)
 
     async def _admit(self, admission: Admission) -> IntakeDecision:
         decision = admission.decision

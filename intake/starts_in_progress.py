@@ -28,6 +28,7 @@ per repeat; at most ``max_cooling`` versions are remembered cooling (the oldest 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import time
 from collections import Counter
@@ -105,7 +106,8 @@ class StartsInProgress:
             return False
         self.enter(work_key, version)  # now, not in the task: the next repeat must see it held
         try:
-            task = asyncio.get_running_loop().create_task(self._run(start))
+            # a context of its own: the repeat's request (and its trace span) ends before this does
+            task = asyncio.get_running_loop().create_task(self._run(start), context=contextvars.Context())
         except BaseException:
             self.leave(work_key, version)
             raise
@@ -122,11 +124,20 @@ class StartsInProgress:
         self._tasks.discard(task)
         self.leave(*key)
         if task.cancelled() or task.exception() is not None or not task.result():
-            if len(self._cooling) >= self._max_cooling:
+            if self._cooling and len(self._cooling) >= self._max_cooling:
                 del self._cooling[next(iter(self._cooling))]  # the oldest
             self._cooling[key] = self._clock() + self._cooldown
 
-    async def wait(self, timeout: float) -> None:
-        """Wait (at most ``timeout`` seconds) for the starts in flight: a process stopping lets them end."""
-        if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=timeout)
+    async def wait(self, timeout: float) -> int:
+        """Wait (at most ``timeout`` seconds) for the starts in flight, then cancel what is left and
+        say so: a process stopping lets them end before its ledger closes. Returns how many were cut off."""
+        if not self._tasks:
+            return 0
+        _, left = await asyncio.wait(set(self._tasks), timeout=timeout)
+        for task in left:
+            task.cancel()
+        if left:
+            await asyncio.gather(*left, return_exceptions=True)
+            log.warning("cut off %d start(s) of versions accepted and never started after %.0f s; they stay "
+                        "accepted, for a later repeat or the outbox relay", len(left), timeout)
+        return len(left)

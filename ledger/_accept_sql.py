@@ -41,10 +41,17 @@ MARK_VERSION = update(_VERSIONS).where(
     _VERSIONS.c.generation == bindparam("gen")).values(
     status=case((_VERSIONS.c.status == "accepted", "admitted"), else_=_VERSIONS.c.status),
     workflow_id=bindparam("wf"), run_id=func.coalesce(_VERSIONS.c.run_id, _RUN_ID), updated_at=bindparam("now"))
+_VERSION_RUN = select(_VERSIONS.c.run_id).where(
+    _VERSIONS.c.work_key == bindparam("wk"), _VERSIONS.c.input_version == bindparam("ver"),
+    _VERSIONS.c.receipt_id == _RECEIPTS.c.id).scalar_subquery()
 MARK_RECEIPT = update(_RECEIPTS).where(_RECEIPTS.c.id == bindparam("rid")).values(
-    workflow_id=bindparam("wf"), run_id=func.coalesce(_RECEIPTS.c.run_id, bindparam("run", type_=_RECEIPTS.c.run_id.type)))
-"""The first run marked stays the receipt's, as the version's does: a later start of the same admission
-(a repeat's, the relay's) may open a run that its claim ends at once."""
+    workflow_id=bindparam("wf"), run_id=func.coalesce(_RECEIPTS.c.run_id, _VERSION_RUN,
+                                                      bindparam("run", type_=_RECEIPTS.c.run_id.type)))
+"""The receipt's run is the version's (written just before, in the same transaction, kept if the run
+already recorded its end) when the version is still this receipt's; else the first run marked. A later
+start of the same admission (a repeat's, the relay's) may open a run that its claim ends at once, and
+must not take the receipt from the run that did the work — even when that run's own mark never
+committed and it recorded its end first."""
 MARK_ITEM = update(_ITEMS).where(_ITEMS.c.work_key == bindparam("wk"), _ITEMS.c.generation == bindparam("gen")).values(
     status=case((_ITEMS.c.status == "accepted", "admitted"), else_=_ITEMS.c.status),
     workflow_id=bindparam("wf"), updated_at=bindparam("now"))

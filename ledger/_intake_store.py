@@ -413,7 +413,8 @@ class SqlIntakeStore:
         with self._engine.begin() as conn:
             MARK_VERSIONS.run_many(conn, [{"wk": d.work_key, "ver": d.input_version, "gen": d.generation, "wf": wf,
                                            "run": run, "now": now} for d, wf, run in ordered])
-            MARK_RECEIPTS.run_many(conn, [{"rid": d.receipt_id, "wf": wf, "run": run} for d, wf, run in ordered])
+            MARK_RECEIPTS.run_many(conn, [{"rid": d.receipt_id, "wf": wf, "run": run, "wk": d.work_key,
+                                           "ver": d.input_version} for d, wf, run in ordered])
             MARK_ITEMS.run_many(conn, [{"wk": d.work_key, "gen": d.generation, "wf": wf, "now": now}
                                        for d, wf, run in ordered])
         return [replace(d, workflow_id=wf, run_id=run) for d, wf, run in marks]

@@ -230,12 +230,12 @@ async def test_a_repeat_starts_no_killed_version_and_starts_it_after_the_unkill(
     service = _killable(store, forge, starts, kills)
     repeat = await service.submit(delivery, review_candidate(tenant, ref, None))
     assert repeat.reason == "duplicate-delivery"
-    await service.wait_for_starts(5)
+    assert await service.wait_for_starts(5) == 0 and service.starts.set_off == 1  # set off, and refused
     assert starts.started == [] and store.pending_admission(accepted.work_key, accepted.input_version) is not None
     kills.unkill("tenant", tenant, "carol", "over")
     after = _killable(store, forge, starts, kills)  # another replica: no cooldown of its own
     await after.submit(delivery, review_candidate(tenant, ref, None))
-    await after.wait_for_starts(5)
+    assert await after.wait_for_starts(5) == 0
     assert starts.started == [accepted.work_key]
     assert store.pending_admission(accepted.work_key, accepted.input_version) is None
 

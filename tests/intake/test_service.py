@@ -206,7 +206,7 @@ async def test_a_repeat_starts_a_version_whose_start_failed(sims, ledger_url, te
         want = Reason.DUPLICATE_WORK if repeat == "another delivery" else Reason.DUPLICATE_DELIVERY
         assert (again.outcome, again.reason) == (Outcome.REJECT, want)
         await _until(lambda: held[0].starts > 0)
-        assert _version(engine).status == "accepted"
+        assert _version(engine).status == "accepted" and service.starts.set_off == 1
         held[0].go.set()
         version = await _version_when(engine, lambda v: v.status != "accepted")
         assert version.status == "admitted" and version.workflow_id is not None
@@ -248,7 +248,7 @@ async def test_a_duplicate_during_the_start_does_not_start_the_version_again(sim
         for again_env in (env, _event(cand.input_version)[0]):  # the same delivery, another one
             again = await service.submit(again_env, cand)
             assert again.outcome == Outcome.REJECT
-        await asyncio.sleep(0.5)  # room for a start the duplicates would have set off
+        assert service.starts.set_off == 0  # neither duplicate set off a start of its own
         held.go.set()
         assert (await first).workflow_id is not None
         assert held.starts == 1

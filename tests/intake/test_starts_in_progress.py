@@ -97,6 +97,25 @@ async def test_a_start_cancelled_before_its_first_step_releases_its_hold():
     assert not starts.held("k", "v") and len(starts) == 0
 
 
+async def test_a_stop_cuts_off_the_starts_still_running_and_says_so(caplog):
+    starts, cut = StartsInProgress(), []
+
+    async def start() -> bool:
+        try:
+            await asyncio.Event().wait()  # Temporal does not answer
+        except asyncio.CancelledError:
+            cut.append(1)
+            raise
+        return True
+
+    assert starts.start_soon("k", "v", start)
+    assert await starts.wait(0.1) == 1
+    await asyncio.sleep(0)
+    assert cut == [1] and not starts.held("k", "v")
+    assert any("cut off 1 start(s)" in r.getMessage() for r in caplog.records)
+    assert await starts.wait(0.1) == 0  # nothing left
+
+
 def _draft(version: str | None) -> ReceiptDraft:
     from datetime import UTC, datetime
 

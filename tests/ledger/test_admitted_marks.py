@@ -21,7 +21,7 @@ from intake.envelope import TriggerKind
 from intake.outbox import relay
 from intake.ports import Admission
 from intake.receipts import ReceiptDraft
-from ledger import Receipt, SqlIntakeStore, WorkItem, WorkVersion
+from ledger import Receipt, SqlIntakeStore, WorkItem, WorkStore, WorkVersion
 
 
 def _accepted(store: SqlIntakeStore, key: str, version: str) -> IntakeDecision:
@@ -175,3 +175,19 @@ def test_a_second_mark_of_one_admission_keeps_the_first_run_on_the_receipt_and_v
     with Session(engine) as s:
         assert s.get(Receipt, decision.receipt_id).run_id == "run-first"
         assert s.get(WorkVersion, (decision.work_key, decision.input_version)).run_id == "run-first"
+
+
+def test_a_second_start_marked_after_the_first_run_ended_unmarked_leaves_the_receipt_on_the_first(engine):
+    """The first run started, its mark never committed (the ledger restarted), and it recorded its end;
+    then a repeat's or the relay's start opened a second run (refused by its claim) and marked it: the
+    receipt names the run that did the work, as the version does."""
+    store = SqlIntakeStore(engine)
+    decision = _accepted(store, _keys(1)[0], "d" * 40)
+    WorkStore(engine).record_outcome(work_key=decision.work_key, input_version=decision.input_version,
+                                     generation=decision.generation, status="done", run_id="run-first",
+                                     result={"reason": "done"})
+    store.mark_admitted(decision, f"agent/{decision.work_key}", "run-second")
+    with Session(engine) as s:
+        version = s.get(WorkVersion, (decision.work_key, decision.input_version))
+        assert (version.status, version.run_id) == ("done", "run-first")
+        assert s.get(Receipt, decision.receipt_id).run_id == "run-first"
