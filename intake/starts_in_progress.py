@@ -32,9 +32,10 @@ import contextvars
 import logging
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from functools import partial
+from typing import Any
 
 __all__ = ["StartsInProgress", "MAX_STARTS", "COOLDOWN_SECONDS"]
 
@@ -89,7 +90,7 @@ class StartsInProgress:
         finally:
             self.leave(work_key, version)
 
-    def start_soon(self, work_key: str, version: str, start: Callable[[], Awaitable[bool]]) -> bool:
+    def start_soon(self, work_key: str, version: str, start: Callable[[], Coroutine[Any, Any, bool]]) -> bool:
         """Set off ``start()`` (True: it started the version) in a task of its own, unless the version
         is held (being started), cooling, or ``max_starts`` are in flight. True when set off."""
         key, now = (work_key, version), self._clock()
@@ -107,7 +108,7 @@ class StartsInProgress:
         self.enter(work_key, version)  # now, not in the task: the next repeat must see it held
         try:
             # a context of its own: the repeat's request (and its trace span) ends before this does
-            task = asyncio.get_running_loop().create_task(self._run(start), context=contextvars.Context())
+            task = asyncio.get_running_loop().create_task(start(), context=contextvars.Context())
         except BaseException:
             self.leave(work_key, version)
             raise
@@ -115,10 +116,6 @@ class StartsInProgress:
         self._tasks.add(task)
         task.add_done_callback(partial(self._ended, key))  # also for a task cancelled before its first step
         return True
-
-    @staticmethod
-    async def _run(start: Callable[[], Awaitable[bool]]) -> bool:
-        return await start()
 
     def _ended(self, key: tuple[str, str], task: asyncio.Task[bool]) -> None:
         self._tasks.discard(task)

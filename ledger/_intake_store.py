@@ -35,7 +35,7 @@ of two concurrent accepts of two versions the second reads after the first commi
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Sequence
+from typing import Any, Sequence
 from datetime import timedelta
 
 from sqlalchemy import insert, select, update
@@ -422,26 +422,19 @@ class SqlIntakeStore:
     def pending_admissions(self, older_than_seconds: float, limit: int = 100) -> list[PendingAdmission]:
         """Accepted work versions never admitted, whose receipt is older than the grace period."""
         cutoff = utcnow() - timedelta(seconds=older_than_seconds)
-        query = (select(_RECEIPTS, WorkVersion.generation)
-                 .join(WorkVersion, WorkVersion.receipt_id == _RECEIPTS.c.id)
-                 .where(WorkVersion.status == "accepted", _RECEIPTS.c.created_at < cutoff)
+        query = (_PENDING.where(WorkVersion.status == "accepted", _RECEIPTS.c.created_at < cutoff)
                  .order_by(_RECEIPTS.c.created_at).limit(limit))
         with self._engine.connect() as conn:
-            rows = conn.execute(query).mappings().all()
-        return [PendingAdmission(row["id"], ReceiptDraft(**{k: row[k] for k in _DRAFT_FIELDS}),
-                                 row["generation"]) for row in rows]
+            return [_pending(row) for row in conn.execute(query).mappings().all()]
 
     def pending_admission(self, work_key: str, input_version: str) -> PendingAdmission | None:
         """The version's admission if it is still accepted and never started (no grace period: the
         caller knows no request of its own is starting it), else None."""
-        query = (select(_RECEIPTS, col(WorkVersion.generation).label("version_generation"))
-                 .join(WorkVersion, WorkVersion.receipt_id == _RECEIPTS.c.id)
-                 .where(WorkVersion.work_key == work_key, WorkVersion.input_version == input_version,
-                        WorkVersion.status == "accepted", col(WorkVersion.workflow_id).is_(None)))
+        query = _PENDING.where(WorkVersion.work_key == work_key, WorkVersion.input_version == input_version,
+                               WorkVersion.status == "accepted", col(WorkVersion.workflow_id).is_(None))
         with self._engine.connect() as conn:
             row = conn.execute(query).mappings().first()
-        return None if row is None else PendingAdmission(row["id"], ReceiptDraft(**{k: row[k] for k in _DRAFT_FIELDS}),
-                                                         row["version_generation"])
+        return None if row is None else _pending(row)
 
     def prune_deliveries(self, window_hours: float) -> int:
         """Forget delivery ids older than the dedupe window; returns how many were removed."""
@@ -454,6 +447,15 @@ class SqlIntakeStore:
         with Session(self._engine) as s, s.begin():
             s.execute(update(Receipt).where(Receipt.id == decision.receipt_id).values(message=message))
         return replace(decision, message=message)
+
+
+_PENDING = (select(_RECEIPTS, col(WorkVersion.generation).label("version_generation"))
+            .join(WorkVersion, WorkVersion.receipt_id == _RECEIPTS.c.id))
+"""An accept receipt with its version's generation (the outbox relay's and a repeat's start read it)."""
+
+
+def _pending(row: Any) -> PendingAdmission:
+    return PendingAdmission(row["id"], ReceiptDraft(**{k: row[k] for k in _DRAFT_FIELDS}), row["version_generation"])
 
 
 def _locked_version(s: Session, draft: ReceiptDraft) -> WorkVersion | None:

@@ -150,15 +150,16 @@ def blocking_reason(rows: RepeatRows, draft: ReceiptDraft, done_blocks: bool = T
 
 
 def unstarted(rows: RepeatRows, draft: ReceiptDraft) -> tuple[str, str] | None:
-    """The (work key, version) this repeat shows accepted but never started — the version row
-    ``accepted`` with no workflow, or, for a repeat that does not name that version itself (a trigger
-    naming no version: the version row is keyed by the one the forge gave), the original delivery's
-    ``accept`` receipt naming no workflow (and no waiting deferred item) — or None. The receipt can
-    keep no workflow id for good (a start whose mark failed, then the run ended), so it is only a
-    hint: the start reads the version row again (``pending_admission``). Its accept committed and its start failed or its
-    process died before the mark (``intake/outbox.py``); the caller starts it again
-    (``IntakeService``, ``_start_unstarted``), since a sender repeating a delivery is often
-    repeating one whose first answer was lost to exactly that failure."""
+    """The (work key, version) this repeat shows accepted but never started, or None: its accept
+    committed, then its start failed or its process died before the mark (``intake/outbox.py``). The
+    caller starts it again (``IntakeService._start_unstarted``): a sender repeating a delivery is often
+    repeating one whose first answer was lost to exactly that failure.
+
+    Seen as the version row ``accepted`` with no workflow; or, for a repeat that does not name that
+    version itself (a trigger naming no version: the version row is keyed by the one the forge gave),
+    as the original delivery's ``accept`` receipt naming no workflow and no waiting deferred item. The
+    receipt can keep no workflow id for good (a start whose mark failed, then the run ended), so it is
+    only a hint: the start reads the version row again (``pending_admission``)."""
     version = rows.version
     if (version is not None and version["status"] == _ACCEPTED and version["workflow_id"] is None
             and draft.work_key is not None and draft.input_version is not None):
