@@ -10,12 +10,20 @@ timed out), and the SDK cancels the activity's task, so the awaited call inside 
 ``temporal.heartbeat_throttle_seconds``, which bounds how long a cancel takes to land. Cleanup
 after a cancel (the model call's budget reservation) runs in a thread that finishes even if the
 activity is cancelled again.
+
+``Progress`` folds beats closer together than ``beat_spacing`` (0.5 s, or a quarter of the
+heartbeat timeout) into one trailing beat with the newest details: a model call used to hand the SDK
+about nine beats (journal, reserve, waiting, one per body chunk, answered), each a task, a payload
+encode and a bridge call, for one that the server would see. A beat held back when the attempt ends
+is dropped by the SDK (the attempt is done); a beat held back when the work stalls is sent when the
+spacing has passed, so the retry still sees the last progress made.
 """
 
 from __future__ import annotations
 
 import asyncio
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import AsyncIterator, Callable
 
 from temporalio import activity
@@ -50,6 +58,21 @@ async def heartbeating(every_seconds: float = 1.0) -> AsyncIterator[None]:
         yield
 
 
+COALESCE_SECONDS = 0.5
+"""The longest a progress beat is held back, folded into the next one."""
+
+
+def beat_spacing(heartbeat_timeout: timedelta | None) -> float:
+    """How far apart :class:`Progress` sends beats: ``COALESCE_SECONDS``, or a quarter of the
+    heartbeat timeout when that is shorter, so a held-back beat always reaches the SDK well inside
+    the timeout. The SDK's core throttles what it sends to the server anyway (at most one per
+    0.8 x the heartbeat timeout, capped by ``temporal.heartbeat_throttle_seconds``), keeping the
+    newest details; folding here costs the server nothing it would have seen."""
+    if heartbeat_timeout is None:
+        return COALESCE_SECONDS
+    return min(COALESCE_SECONDS, heartbeat_timeout.total_seconds() / 4)
+
+
 class Progress:
     """Heartbeats that mean progress: each :meth:`beat` is sent by the work itself (a body chunk
     received, a page read, a step of the call done) and carries the progress so far as the
@@ -63,10 +86,38 @@ class Progress:
     ``limit_seconds``; past that the beats stop and the heartbeat timeout decides."""
 
     def __init__(self, **details: object) -> None:
-        self.details: dict[str, object] = {"attempt": activity.info().attempt, **details}
+        info = activity.info()
+        self.details: dict[str, object] = {"attempt": info.attempt, **details}
+        self._spacing = beat_spacing(info.heartbeat_timeout)
+        self._sent_at: float | None = None
+        self._trailing: asyncio.TimerHandle | None = None
 
     def beat(self, **details: object) -> None:
+        """Record progress. The first beat, and any beat ``beat_spacing`` after the last one sent, is
+        sent at once; beats closer together are folded into one trailing beat carrying the newest
+        details, sent when the spacing has passed (the SDK encodes every beat it is handed, and a
+        model call's streamed body alone makes several a millisecond apart)."""
         self.details.update(details)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not on an event loop (a thread): nothing to fold into
+            self._send()
+            return
+        now = loop.time()
+        if self._sent_at is None or now - self._sent_at >= self._spacing:
+            self._send(now)
+        elif self._trailing is None:
+            self._trailing = loop.call_at(self._sent_at + self._spacing, self._send_trailing)
+
+    def _send_trailing(self) -> None:
+        self._trailing = None
+        self._send(asyncio.get_running_loop().time())
+
+    def _send(self, now: float | None = None) -> None:
+        if self._trailing is not None:
+            self._trailing.cancel()
+            self._trailing = None
+        self._sent_at = now
         activity.heartbeat(dict(self.details))
 
     @asynccontextmanager
