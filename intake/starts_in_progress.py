@@ -60,8 +60,15 @@ class StartsInProgress:
         self._tasks: set[asyncio.Task[bool]] = set()
         self._cooling: dict[tuple[str, str], float] = {}
         self._next_drop_log = 0.0
-        self.set_off = self.dropped = 0
-        """Counters: starts set off by repeats; repeats that set none off because ``max_starts`` ran."""
+        self.set_off = self.dropped = self.started = self.not_started = self.cut_off = 0
+        """Counters: starts set off by repeats; repeats that set none off because ``max_starts`` ran;
+        set-off starts that started their version, that did not (failed, killed, nothing to start),
+        and that shutdown cut off (:meth:`counts`, exported as ``sluicegate.intake.repeat_starts``)."""
+
+    def counts(self) -> dict[str, int]:
+        """The counters by name (monotonic; the API exports them)."""
+        return {"set_off": self.set_off, "dropped": self.dropped, "started": self.started,
+                "not_started": self.not_started, "cut_off": self.cut_off}
 
     def __len__(self) -> int:
         return len(self._held)
@@ -120,7 +127,11 @@ class StartsInProgress:
     def _ended(self, key: tuple[str, str], task: asyncio.Task[bool]) -> None:
         self._tasks.discard(task)
         self.leave(*key)
-        if task.cancelled() or task.exception() is not None or not task.result():
+        if not task.cancelled() and task.exception() is None and task.result():
+            self.started += 1
+        else:
+            if not task.cancelled():  # cancelled: at shutdown, counted as cut off by wait()
+                self.not_started += 1
             if self._cooling and len(self._cooling) >= self._max_cooling:
                 del self._cooling[next(iter(self._cooling))]  # the oldest
             self._cooling[key] = self._clock() + self._cooldown
@@ -134,6 +145,7 @@ class StartsInProgress:
         for task in left:
             task.cancel()
         if left:
+            self.cut_off += len(left)
             await asyncio.gather(*left, return_exceptions=True)
             log.warning("cut off %d start(s) of versions accepted and never started after %.0f s; they stay "
                         "accepted, for a later repeat or the outbox relay", len(left), timeout)

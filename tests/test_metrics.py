@@ -60,3 +60,14 @@ def test_run_outcomes_record_cost_tokens_steps_and_dead_letters():
     assert dead == 1
     [cost] = [p for p in _points("sluicegate.run.cost") if p.attributes["tenant"] == "t-metrics"]
     assert cost.sum == 0.5 and cost.count == 2
+
+
+def test_starts_set_off_by_repeats_are_exported_by_outcome():
+    counts = {"set_off": 3, "started": 1, "not_started": 1, "dropped": 4, "cut_off": 1}
+    sg.observe_repeat_starts(lambda: dict(counts))
+    exported = {p.attributes["outcome"]: p.value for p in _points("sluicegate.intake.repeat_starts")}
+    assert exported == counts
+    later = {**counts, "set_off": 5, "started": 3}
+    sg.observe_repeat_starts(lambda: later)  # a second app in one process: the newer counts, one instrument
+    exported = {p.attributes["outcome"]: p.value for p in _points("sluicegate.intake.repeat_starts")}
+    assert exported == later

@@ -38,6 +38,7 @@ from sluicegate.temporal.admitter import TemporalAdmitter
 from ledger import SqlIntakeStore
 from sluicegate.web.bounded_body import declared_too_large, read_limited
 from sluicegate.services.intake import enabled_tasks, intake_service
+from sluicegate.observability.metrics import observe_repeat_starts
 from sluicegate.config.settings import Settings
 from sluicegate.services.resources import open_forge, open_ledger
 from sluicegate.services.startup_gc import freeze_after_startup
@@ -75,6 +76,7 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
             app.state.github_mappers = registry.github_mappers(app.state.tasks.values())
             app.state.intake = intake_service(settings, engine, forge,
                                               TemporalAdmitter(temporal, settings, search_attributes))
+            observe_repeat_starts(app.state.intake.starts.counts)
             # on the way out, before the ledger closes: the starts repeats set off get a moment to end
             stack.push_async_callback(app.state.intake.wait_for_starts, STARTS_GRACE_SECONDS)
             app.state.console = ConsolePorts(engine, temporal, partial(submit_manual, app.state, settings))

@@ -105,6 +105,28 @@ def observe_capacity(counters: Callable[[], dict[str, int]], deferred: Callable[
     _meter.create_observable_gauge("sluicegate.capacity.deferred", [waiting], description="items waiting per tenant")
 
 
+_repeat_starts: Callable[[], dict[str, int]] | None = None
+
+
+def observe_repeat_starts(counts: Callable[[], dict[str, int]]) -> None:
+    """Export the intake's starts set off by repeats (``IntakeService.starts.counts``) as the
+    monotonic counter ``sluicegate.intake.repeat_starts{outcome}``: ``set_off``, ``started``,
+    ``not_started`` (failed, a kill in force, nothing left to start), ``dropped`` (the bound on starts
+    in flight ran) and ``cut_off`` (at shutdown). The instrument is created once per process; a
+    later call (a second app in one test process) moves it to the newer counts."""
+    global _repeat_starts
+    first = _repeat_starts is None
+    _repeat_starts = counts
+
+    def observe(_: CallbackOptions) -> Iterable[Observation]:
+        return [] if _repeat_starts is None else [Observation(v, {"outcome": k}) for k, v in _repeat_starts().items()]
+
+    if first:
+        _meter.create_observable_counter(
+            "sluicegate.intake.repeat_starts", [observe],
+            description="starts of versions accepted and never started, set off by a repeat of a delivery")
+
+
 def _file_exporter(path) -> MetricExporter:
     path.parent.mkdir(parents=True, exist_ok=True)
     out = open(path, "a", encoding="utf-8")  # noqa: SIM115 - lives as long as the process

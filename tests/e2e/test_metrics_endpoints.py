@@ -47,6 +47,9 @@ def test_metrics_endpoints_after_one_run(stack_factory):
 
     api_series = _scrape(api)
     assert _total(api_series, "sluicegate_intake_decisions_total", outcome="accept", tenant="acme") == 1
+    # exported from the start, by outcome: this run's start went through, so no repeat set one off
+    repeat_starts = {s.labels["outcome"]: s.value for s in api_series["sluicegate_intake_repeat_starts_total"]}
+    assert repeat_starts == {"set_off": 0, "started": 0, "not_started": 0, "dropped": 0, "cut_off": 0}
 
     # the outcome's counters are recorded right after the ledger write: wait for the worker to get there
     assert wait_for(lambda: _total(_scrape(worker), "sluicegate_run_orders_total", status="done") == 1, timeout=30)

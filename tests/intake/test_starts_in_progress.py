@@ -43,6 +43,7 @@ async def test_one_start_per_version_while_it_runs_and_none_while_an_accept_hold
     assert (len(calls), len(starts), starts.set_off) == (1, 0, 1)
     assert starts.start_soon("k", "v1", start)  # it started: no cooldown; a later repeat may look again
     await _ended(starts)
+    assert starts.counts() == {"set_off": 2, "started": 2, "not_started": 0, "dropped": 0, "cut_off": 0}
 
 
 @pytest.mark.parametrize("outcome", ["not started", "raised"])
@@ -65,6 +66,7 @@ async def test_a_start_that_did_not_start_its_version_cools_it(outcome):
     assert starts.start_soon("k", "v", start)
     await _ended(starts)
     assert len(calls) == 3
+    assert starts.counts() == {"set_off": 3, "started": 0, "not_started": 3, "dropped": 0, "cut_off": 0}
 
 
 async def test_starts_beyond_the_bound_are_dropped_and_counted(caplog):
@@ -81,6 +83,7 @@ async def test_starts_beyond_the_bound_are_dropped_and_counted(caplog):
     await _ended(starts)
     assert starts.start_soon("k", "c", start)  # dropped is not cooling: the next repeat sets it off
     await _ended(starts)
+    assert starts.counts() == {"set_off": 3, "started": 3, "not_started": 0, "dropped": 2, "cut_off": 0}
 
 
 async def test_a_start_cancelled_before_its_first_step_releases_its_hold():
@@ -114,6 +117,7 @@ async def test_a_stop_cuts_off_the_starts_still_running_and_says_so(caplog):
     assert cut == [1] and not starts.held("k", "v")
     assert any("cut off 1 start(s)" in r.getMessage() for r in caplog.records)
     assert await starts.wait(0.1) == 0  # nothing left
+    assert starts.counts() == {"set_off": 1, "started": 0, "not_started": 0, "dropped": 0, "cut_off": 1}
 
 
 def _draft(version: str | None) -> ReceiptDraft:
