@@ -10,8 +10,9 @@ Checked: every delivery eventually decided, with a receipt the ledger holds; eve
 ended ``done`` with exactly one comment (a version whose start the restart cut off — accepted,
 then the ledger gone before the kill check — is started by the sender's repeat); no dead letter;
 the worker and API processes that were running before the restart are the ones that finished the
-job. Figures: the 5xx answers by status (and dropped connections), the versions a repeat started,
-deliveries per second, latency.
+job; the API's ``/metrics`` counts every start a repeat set off as started or not, none dropped.
+Figures: the 5xx answers by status (and dropped connections), the versions a repeat started (from
+the API's log, and its ``sluicegate_intake_repeat_starts_total``), deliveries per second, latency.
 """
 
 from __future__ import annotations
@@ -22,11 +23,14 @@ from dataclasses import dataclass
 
 from drills._harness import DrillReport, leftovers, run_drill, wait_until
 from drills._postgres import PrivateCluster
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
 from drills._stream import (
     NO_CAPACITY_LIMITS, Background, build_stream, check_answers, check_reviews, few, open_pulls, throughput,
     wait_finished,
 )
-from sluicegate.devstack import DevStack, StackHttp
+from sluicegate.devstack import DevStack, StackHttp, free_port
 
 REPO = "acme/pg"
 
@@ -51,7 +55,14 @@ def _processes(stack: DevStack) -> dict[str, int]:
     return {n: stack.processes[n].proc.pid for n in ("worker", "webhook-api")}
 
 
-def _drill(sizes: Sizes, cluster: PrivateCluster, stack: DevStack, report: DrillReport) -> None:
+def _repeat_starts(metrics_port: int) -> dict[str, int]:
+    """The API's ``sluicegate_intake_repeat_starts_total`` by outcome, scraped from its ``/metrics``."""
+    text = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).raise_for_status().text
+    return {sample.labels["outcome"]: int(sample.value) for family in text_string_to_metric_families(text)
+            for sample in family.samples if sample.name == "sluicegate_intake_repeat_starts_total"}
+
+
+def _drill(sizes: Sizes, cluster: PrivateCluster, stack: DevStack, report: DrillReport, metrics_port: int) -> None:
     web = StackHttp(stack)
     report.inject(f"ledger on a private PostgreSQL cluster at 127.0.0.1:{cluster.port} ({cluster.bin})")
     web.model_fault(delay_seconds=sizes.model_delay, times=None)
@@ -91,8 +102,13 @@ def _drill(sizes: Sizes, cluster: PrivateCluster, stack: DevStack, report: Drill
     api_log = (stack.log_dir / "webhook-api.log").read_text(errors="replace")
     restarted = sorted({line.split(" started ", 1)[1].split(",", 1)[0] for line in api_log.splitlines()
                         if "accepted and never started, on a repeat" in line and " started " in line})
+    counts = _repeat_starts(metrics_port)
     report.figure(f"versions whose start the restart cut off, started by a repeat of their delivery "
-                  f"(intake/starts_in_progress.py): {len(restarted)} {restarted}")
+                  f"(intake/starts_in_progress.py): {len(restarted)} {restarted}; the API's "
+                  f"sluicegate_intake_repeat_starts_total: {counts}")
+    report.check("the API exported its repeat-set-off starts, each started or not, none dropped",
+                 bool(counts) and counts["set_off"] == counts["started"] + counts["not_started"]
+                 and counts["dropped"] == 0 and counts["started"] >= len(restarted), str(counts))
     failures = Counter(f.split(" ")[0] for a in answers for f in a.failures)
     report.figure("answers at or above 500 during the restart, redelivered: "
                   + (", ".join(f"{k} x{n}" for k, n in sorted(failures.items())) or "none")
@@ -104,9 +120,12 @@ def run(keep: bool = False, sizes: Sizes | None = None) -> DrillReport:
     sizes = sizes or Sizes()
     cluster = PrivateCluster().create()
     report = None
+    metrics_port = free_port()
     try:
-        report = run_drill("postgres-restart", lambda stack, rep: _drill(sizes, cluster, stack, rep),
-                           overrides={**NO_CAPACITY_LIMITS, "SLUICEGATE_LEDGER_URL": cluster.url}, keep=keep)
+        report = run_drill("postgres-restart", lambda stack, rep: _drill(sizes, cluster, stack, rep, metrics_port),
+                           overrides={**NO_CAPACITY_LIMITS, "SLUICEGATE_LEDGER_URL": cluster.url,
+                                      "SLUICEGATE__TELEMETRY__PROMETHEUS__API_BIND": f"127.0.0.1:{metrics_port}"},
+                           keep=keep)
     finally:
         cluster.destroy(keep=report is None or not report.ok or keep)
     if report.kept is not None:
