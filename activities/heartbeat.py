@@ -14,19 +14,25 @@ activity is cancelled again.
 ``Progress`` folds beats closer together than ``beat_spacing`` (0.5 s, or a quarter of the
 heartbeat timeout) into one trailing beat with the newest details: a model call used to hand the SDK
 about nine beats (journal, reserve, waiting, one per body chunk, answered), each a task, a payload
-encode and a bridge call, for one that the server would see. A beat held back when the attempt ends
-is dropped by the SDK (the attempt is done); a beat held back when the work stalls is sent when the
-spacing has passed, so the retry still sees the last progress made.
+encode and a bridge call. Where a held beat goes:
+
+* the work stalls: it is sent when the spacing has passed (then the beats stop), so the heartbeat
+  timeout fires as before and the retry sees the last progress made;
+* the attempt raises (or is cancelled): :class:`HeldBeatsInterceptor` sends it before the failure
+  leaves the activity, so the retry sees the last progress made, as it did before folding;
+* the attempt returns: it is dropped (its details would reach no one).
 """
 
 from __future__ import annotations
 
 import asyncio
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from datetime import timedelta
-from typing import AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable
 
 from temporalio import activity
+from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
 
 @asynccontextmanager
@@ -58,6 +64,9 @@ async def heartbeating(every_seconds: float = 1.0) -> AsyncIterator[None]:
         yield
 
 
+_ATTEMPT_PROGRESS: ContextVar[list["Progress"] | None] = ContextVar("sluicegate_attempt_progress", default=None)
+"""The attempt's :class:`Progress` reporters (set by :class:`HeldBeatsInterceptor`)."""
+
 COALESCE_SECONDS = 0.5
 """The longest a progress beat is held back, folded into the next one."""
 
@@ -67,7 +76,7 @@ def beat_spacing(heartbeat_timeout: timedelta | None) -> float:
     heartbeat timeout when that is shorter, so a held-back beat always reaches the SDK well inside
     the timeout. The SDK's core throttles what it sends to the server anyway (at most one per
     0.8 x the heartbeat timeout, capped by ``temporal.heartbeat_throttle_seconds``), keeping the
-    newest details; folding here costs the server nothing it would have seen."""
+    newest details: folding here delays what the server sees by at most the spacing."""
     if heartbeat_timeout is None:
         return COALESCE_SECONDS
     return min(COALESCE_SECONDS, heartbeat_timeout.total_seconds() / 4)
@@ -83,7 +92,8 @@ class Progress:
 
     :meth:`waiting` is the one bounded exception: while a request is sent and its answer has not
     begun (the provider is working; nothing can arrive yet) it beats on a timer, for at most
-    ``limit_seconds``; past that the beats stop and the heartbeat timeout decides."""
+    ``limit_seconds`` (its last beat may be held back one spacing); past that the beats stop and the
+    heartbeat timeout decides."""
 
     def __init__(self, **details: object) -> None:
         info = activity.info()
@@ -91,6 +101,8 @@ class Progress:
         self._spacing = beat_spacing(info.heartbeat_timeout)
         self._sent_at: float | None = None
         self._trailing: asyncio.TimerHandle | None = None
+        if (attempt := _ATTEMPT_PROGRESS.get()) is not None:
+            attempt.append(self)
 
     def beat(self, **details: object) -> None:
         """Record progress. The first beat, and any beat ``beat_spacing`` after the last one sent, is
@@ -108,6 +120,17 @@ class Progress:
             self._send(now)
         elif self._trailing is None:
             self._trailing = loop.call_at(self._sent_at + self._spacing, self._send_trailing)
+
+    def flush(self) -> None:
+        """Send the beat held back, if any, now (the attempt is failing: the retry reads it)."""
+        if self._trailing is not None:
+            self._send(asyncio.get_running_loop().time())
+
+    def drop(self) -> None:
+        """Forget the beat held back, if any (the attempt returned: no one would read it)."""
+        if self._trailing is not None:
+            self._trailing.cancel()
+            self._trailing = None
 
     def _send_trailing(self) -> None:
         self._trailing = None
@@ -137,3 +160,28 @@ class Progress:
                 yield
         finally:
             self.details.pop("waited_seconds", None)
+
+
+class _HeldBeatsInbound(ActivityInboundInterceptor):
+    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        attempt: list[Progress] = []
+        token = _ATTEMPT_PROGRESS.set(attempt)
+        try:
+            result = await super().execute_activity(input)
+        except BaseException:
+            for progress in attempt:
+                progress.flush()
+            raise
+        finally:
+            _ATTEMPT_PROGRESS.reset(token)
+        for progress in attempt:
+            progress.drop()
+        return result
+
+
+class HeldBeatsInterceptor(Interceptor):
+    """Register on the worker: an attempt that raises sends its :class:`Progress` beats held back
+    (the retry's ``heartbeat_details`` are the last progress made); one that returns drops them."""
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        return _HeldBeatsInbound(next)

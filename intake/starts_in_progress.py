@@ -63,7 +63,8 @@ class StartsInProgress:
         self.set_off = self.dropped = self.started = self.not_started = self.cut_off = 0
         """Counters: starts set off by repeats; repeats that set none off because ``max_starts`` ran;
         set-off starts that started their version, that did not (failed, killed, nothing to start),
-        and that shutdown cut off (:meth:`counts`, exported as ``sluicegate.intake.repeat_starts``)."""
+        and that were cancelled (cut off at shutdown). ``set_off`` = started + not_started + cut_off
+        + those still running (:meth:`counts`, exported as ``sluicegate.intake.repeat_starts``)."""
 
     def counts(self) -> dict[str, int]:
         """The counters by name (monotonic; the API exports them)."""
@@ -130,7 +131,9 @@ class StartsInProgress:
         if not task.cancelled() and task.exception() is None and task.result():
             self.started += 1
         else:
-            if not task.cancelled():  # cancelled: at shutdown, counted as cut off by wait()
+            if task.cancelled():  # at shutdown (wait()), or by the event loop's own end
+                self.cut_off += 1
+            else:
                 self.not_started += 1
             if self._cooling and len(self._cooling) >= self._max_cooling:
                 del self._cooling[next(iter(self._cooling))]  # the oldest
@@ -145,7 +148,6 @@ class StartsInProgress:
         for task in left:
             task.cancel()
         if left:
-            self.cut_off += len(left)
             await asyncio.gather(*left, return_exceptions=True)
             log.warning("cut off %d start(s) of versions accepted and never started after %.0f s; they stay "
                         "accepted, for a later repeat or the outbox relay", len(left), timeout)

@@ -21,6 +21,7 @@ from temporalio.worker import Worker
 from activities.artifact_tools import ArtifactTools
 from activities.artifacts import ArtifactStore
 from activities.attempt_context import AttemptInterceptor
+from activities.heartbeat import HeldBeatsInterceptor
 from activities.local_activity_shutdown import LocalActivityShutdown
 from activities.capacity_activities import CapacityActivities
 from activities.egress import EgressPolicy
@@ -159,6 +160,7 @@ async def create_worker(client: Client, settings: Settings, stack: AsyncExitStac
         workflow_runner=workflow_runner(),  # the SDK's sandbox, each entry compiled once (sandbox_runner.py)
         interceptors=[telemetry or ActivityTelemetry(registry.tool_activity_names()),
                       AttemptInterceptor(),  # receipts written by an activity name its attempt
+                      HeldBeatsInterceptor(),  # a failing attempt sends its last progress (activities/heartbeat.py)
                       LocalActivityShutdown(graceful)],  # no sdk-core retry timer outlives the worker (module doc)
         graceful_shutdown_timeout=graceful,
         max_heartbeat_throttle_interval=timedelta(seconds=settings.temporal.heartbeat_throttle_seconds))

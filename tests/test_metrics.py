@@ -62,12 +62,13 @@ def test_run_outcomes_record_cost_tokens_steps_and_dead_letters():
     assert cost.sum == 0.5 and cost.count == 2
 
 
-def test_starts_set_off_by_repeats_are_exported_by_outcome():
-    counts = {"set_off": 3, "started": 1, "not_started": 1, "dropped": 4, "cut_off": 1}
-    sg.observe_repeat_starts(lambda: dict(counts))
+def test_starts_set_off_by_repeats_are_exported_by_outcome_summed_over_intake_services():
+    first = {"set_off": 3, "started": 1, "not_started": 1, "dropped": 4, "cut_off": 1}
+    before = {p.attributes["outcome"]: p.value for p in _points("sluicegate.intake.repeat_starts")}
+    sg.observe_repeat_starts(lambda: dict(first))
     exported = {p.attributes["outcome"]: p.value for p in _points("sluicegate.intake.repeat_starts")}
-    assert exported == counts
-    later = {**counts, "set_off": 5, "started": 3}
-    sg.observe_repeat_starts(lambda: later)  # a second app in one process: the newer counts, one instrument
+    assert {k: v - before.get(k, 0) for k, v in exported.items()} == first
+    second = {"set_off": 2, "started": 2, "not_started": 0, "dropped": 0, "cut_off": 0}
+    sg.observe_repeat_starts(lambda: second)  # a second app in one process: added, never a reset
     exported = {p.attributes["outcome"]: p.value for p in _points("sluicegate.intake.repeat_starts")}
-    assert exported == later
+    assert {k: v - before.get(k, 0) for k, v in exported.items()} == {k: first[k] + second[k] for k in first}

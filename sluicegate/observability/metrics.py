@@ -16,6 +16,7 @@ Instruments are created from the global meter provider, so code that records the
 | ``sluicegate.dead_letters`` | counter | tenant |
 | ``sluicegate.capacity.active`` | observable gauge | counter (global, tenant:…, key:…) — worker only |
 | ``sluicegate.capacity.deferred`` | observable gauge | tenant — worker only |
+| ``sluicegate.intake.repeat_starts`` | observable counter | outcome (set_off, started, not_started, dropped, cut_off) — API only |
 
 Prometheus ``/metrics`` (``telemetry.prometheus.api_bind`` / ``worker_bind``) serves the same
 instruments next to the exporter; the full list of series is in docs/observability.md.
@@ -105,21 +106,25 @@ def observe_capacity(counters: Callable[[], dict[str, int]], deferred: Callable[
     _meter.create_observable_gauge("sluicegate.capacity.deferred", [waiting], description="items waiting per tenant")
 
 
-_repeat_starts: Callable[[], dict[str, int]] | None = None
+_repeat_starts: list[Callable[[], dict[str, int]]] = []
 
 
 def observe_repeat_starts(counts: Callable[[], dict[str, int]]) -> None:
     """Export the intake's starts set off by repeats (``IntakeService.starts.counts``) as the
     monotonic counter ``sluicegate.intake.repeat_starts{outcome}``: ``set_off``, ``started``,
     ``not_started`` (failed, a kill in force, nothing left to start), ``dropped`` (the bound on starts
-    in flight ran) and ``cut_off`` (at shutdown). The instrument is created once per process; a
-    later call (a second app in one test process) moves it to the newer counts."""
-    global _repeat_starts
-    first = _repeat_starts is None
-    _repeat_starts = counts
+    in flight ran) and ``cut_off`` (at shutdown). One instrument per process, summing every intake
+    service registered in it (the API has one; a test process may make several apps), so the total
+    never goes down."""
+    first = not _repeat_starts
+    _repeat_starts.append(counts)
 
     def observe(_: CallbackOptions) -> Iterable[Observation]:
-        return [] if _repeat_starts is None else [Observation(v, {"outcome": k}) for k, v in _repeat_starts().items()]
+        total: dict[str, int] = {}
+        for source in _repeat_starts:
+            for outcome, n in source().items():
+                total[outcome] = total.get(outcome, 0) + n
+        return [Observation(n, {"outcome": outcome}) for outcome, n in total.items()]
 
     if first:
         _meter.create_observable_counter(

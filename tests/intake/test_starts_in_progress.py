@@ -98,6 +98,7 @@ async def test_a_start_cancelled_before_its_first_step_releases_its_hold():
     await asyncio.sleep(0)
     await asyncio.sleep(0)
     assert not starts.held("k", "v") and len(starts) == 0
+    assert starts.counts() == {"set_off": 1, "started": 0, "not_started": 0, "dropped": 0, "cut_off": 1}
 
 
 async def test_a_stop_cuts_off_the_starts_still_running_and_says_so(caplog):
