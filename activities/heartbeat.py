@@ -19,7 +19,8 @@ encode and a bridge call. Where a held beat goes:
 * the work stalls: it is sent when the spacing has passed (then the beats stop), so the heartbeat
   timeout fires as before and the retry sees the last progress made;
 * the attempt raises (or is cancelled): :class:`HeldBeatsInterceptor` sends it before the failure
-  leaves the activity, so the retry sees the last progress made, as it did before folding;
+  leaves the activity, so the retry sees the last progress made, as it did before folding (an
+  attempt the server already timed out keeps what the server last recorded, as before);
 * the attempt returns: it is dropped (its details would reach no one).
 """
 
