@@ -10,7 +10,8 @@ Checked: every delivery eventually decided, with a receipt the ledger holds; eve
 ended ``done`` with exactly one comment (a version whose start the restart cut off — accepted,
 then the ledger gone before the kill check — is started by the sender's repeat); no dead letter;
 the worker and API processes that were running before the restart are the ones that finished the
-job; the API's ``/metrics`` counts every start a repeat set off as started or not, none dropped.
+job; the API's ``/metrics`` counts every start a repeat set off as started or not, none dropped or
+cut off.
 Figures: the 5xx answers by status (and dropped connections), the versions a repeat started (from
 the API's log, and its ``sluicegate_intake_repeat_starts_total``), deliveries per second, latency.
 """
@@ -21,11 +22,11 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 
-from drills._harness import DrillReport, leftovers, run_drill, wait_until
-from drills._postgres import PrivateCluster
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from drills._harness import DrillReport, leftovers, run_drill, wait_until
+from drills._postgres import PrivateCluster
 from drills._stream import (
     NO_CAPACITY_LIMITS, Background, build_stream, check_answers, check_reviews, few, open_pulls, throughput,
     wait_finished,
