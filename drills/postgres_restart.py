@@ -103,15 +103,19 @@ def _drill(sizes: Sizes, cluster: PrivateCluster, stack: DevStack, report: Drill
     api_log = (stack.log_dir / "webhook-api.log").read_text(errors="replace")
     restarted = sorted({line.split(" started ", 1)[1].split(",", 1)[0] for line in api_log.splitlines()
                         if "accepted and never started, on a repeat" in line and " started " in line})
-    ended = lambda c: bool(c) and c["set_off"] == c["started"] + c["not_started"] + c["cut_off"]  # noqa: E731
-    wait_until(lambda: ended(_repeat_starts(metrics_port)), 10, interval=0.2)  # none still running
-    counts = _repeat_starts(metrics_port)
+    counts: dict[str, int] = {}
+
+    def settled() -> bool:  # every start set off has ended (none still running)
+        counts.clear()
+        counts.update(_repeat_starts(metrics_port))
+        return bool(counts) and counts["set_off"] == counts["started"] + counts["not_started"] + counts["cut_off"]
+
+    ended = wait_until(settled, 10, interval=0.2)
     report.figure(f"versions whose start the restart cut off, started by a repeat of their delivery "
                   f"(intake/starts_in_progress.py): {len(restarted)} {restarted}; the API's "
                   f"sluicegate_intake_repeat_starts_total: {counts}")
     report.check("the API exported its repeat-set-off starts, each started or not, none dropped or cut off",
-                 bool(counts) and counts["set_off"] == counts["started"] + counts["not_started"]
-                 and counts["dropped"] == counts["cut_off"] == 0 and counts["started"] >= len(restarted),
+                 ended and counts["dropped"] == counts["cut_off"] == 0 and counts["started"] >= len(restarted),
                  str(counts))
     failures = Counter(f.split(" ")[0] for a in answers for f in a.failures)
     report.figure("answers at or above 500 during the restart, redelivered: "
