@@ -14,10 +14,14 @@ Every mutation runs through the idempotency ledger under its operation key:
   there) and checked again right before the external call: a kill recorded meanwhile (during a
   slow reconcile, say) has revoked it, and the call is refused.
 * an older generation than the work item's (a newer admission superseded it) → refused
-  (``FencedOut``, non-retryable, recorded as ``fenced``): a stale holder never mutates.
+  (``FencedOut``, non-retryable, recorded as ``fenced``): a stale holder never mutates. Asked at
+  the claim and again right before the external call (an admission can commit in between, during a
+  slow reconcile say); only the newest generation's begin takes a fenced entry over.
 * an attempt that lost its claim — a newer attempt began on the same entry while this one
   stalled (lost heartbeat, paused or partitioned worker), or Temporal cancelled it — stops
-  before the external call (``LeaseLost``): only the newest attempt may mutate.
+  before the external call (``LeaseLost``): only the newest attempt may mutate. An outcome it
+  learns anyway (its call was already out) is not recorded: only the claim that holds the entry
+  finishes it, so a stale 422 cannot mark failed what the newer attempt did.
 * a transient failure → raised retryable; the entry stays ``in_flight`` so the next
   attempt reconciles first — a timeout on a write is never blindly retried.
 """
@@ -33,7 +37,8 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from ledger import (
-    AttemptIdentity, BeginResult, BeginState, CredentialBroker, CredentialProblem, Kill, KillSwitch, SideEffectLedger,
+    AttemptIdentity, BeginResult, BeginState, ClaimStanding, CredentialBroker, CredentialProblem, Kill, KillSwitch,
+    SideEffectLedger,
 )
 from sluicegate.errors import SluicegateError
 from workflows.kinds import FailureType
@@ -132,23 +137,26 @@ class ToolGateway:
             raise ApplicationError(f"{m.operation} failed earlier: {begin.error}", type=FailureType.SIDE_EFFECT_FAILED,
                                    non_retryable=True)
         if begin.state == BeginState.IN_FLIGHT:
-            found = await self._reconcile(m, reconcile)
+            found = await self._reconcile(m, reconcile, begin.attempts)
             if found is not None:
                 activity.logger.warning("%s was applied by an earlier attempt; reconciled", m.operation_key,
                                         extra=log_extra)
                 return found
-        await self._require_valid_claim(credential, m, begin.attempts)  # a kill during a slow reconcile revokes it
+        claim = begin.attempts
+        await self._require_valid_claim(credential, m, claim)  # a kill during a slow reconcile revokes it
         try:
             external_id, result = await perform()
         except PermanentToolError as exc:
-            await asyncio.to_thread(self._ledger.fail, m.operation_key, str(exc))
+            if not await asyncio.to_thread(self._ledger.fail, m.operation_key, str(exc), claim=claim):
+                _not_recorded(m, claim, "failed")
             raise ApplicationError(f"{m.operation} refused: {exc}", type=FailureType.TOOL_REQUEST_REJECTED,
                                    non_retryable=True) from None
         except TransientToolError as exc:
             if self._breakers is not None:
                 await asyncio.to_thread(self._breakers.record_failure, self._provider, f"{m.operation}: {exc}")
             raise exc.activity_error(f"{m.operation} may not have completed: {exc}") from None
-        await asyncio.to_thread(self._ledger.complete, m.operation_key, external_id, result)
+        if not await asyncio.to_thread(self._ledger.complete, m.operation_key, external_id, result, claim=claim):
+            _not_recorded(m, claim, "done")
         return MutationResult(external_id, result)
 
     def _open(self, m: Mutation, attempt: AttemptIdentity) -> tuple[Kill | None, str | None, BeginResult | None]:
@@ -168,35 +176,45 @@ class ToolGateway:
             m.operation_key, work_key=m.work_key, operation=m.operation, target_version=m.target_version,
             generation=m.generation, attempt=attempt)
 
-    def _standing(self, credential: str | None, m: Mutation, claim: int) -> tuple[CredentialProblem | None, bool]:
-        """In a worker thread: what is wrong with the credential (None: usable), and whether the claim holds."""
-        problem = None
+    def _standing(self, credential: str | None, m: Mutation,
+                  claim: int) -> tuple[CredentialProblem | None, ClaimStanding | None]:
+        """In a worker thread: what is wrong with the credential (None: usable), else where the claim stands."""
         if credential is not None and self._credentials is not None:  # only a broker issues a credential
             problem = self._credentials.problem(credential)
             if problem is not None:
-                return problem, False
-        return None, self._ledger.holds(m.operation_key, claim)
+                return problem, None
+        standing = self._ledger.standing(m.operation_key, claim)
+        if standing.newer_generation is not None:  # give the entry up: the newer generation's begin takes it over
+            self._ledger.fence(m.operation_key, _fenced_message(m, standing.newer_generation), claim=claim)
+        return None, standing
 
     async def _require_valid_claim(self, credential: str | None, m: Mutation, claim: int) -> None:
         """Right before the external call: the credential still valid (not revoked by a kill, not
         expired), the attempt not cancelled, and its claim not taken over by a newer attempt."""
         cancelled = activity.in_activity() and activity.is_cancelled()
-        problem, holds = await asyncio.to_thread(self._standing, credential, m, claim)
+        problem, standing = await asyncio.to_thread(self._standing, credential, m, claim)
         if problem is not None:
             activity.logger.warning("%s refused: %s", m.operation_key, problem.message, extra={"work_key": m.work_key})
             raise ApplicationError(f"{m.operation} refused: {problem.message}",
                                    type=FailureType.KILLED if problem.revoked else FailureType.CREDENTIAL_EXPIRED,
                                    non_retryable=problem.revoked)
+        assert standing is not None  # no credential problem: the claim was read
+        if standing.newer_generation is not None:  # admitted after this attempt's begin: a stale holder never mutates
+            error = _fenced_message(m, standing.newer_generation)
+            activity.logger.warning("%s refused: %s", m.operation_key, error, extra={"work_key": m.work_key})
+            raise ApplicationError(f"{m.operation} refused for a stale holder: {error}", type=FailureType.FENCED_OUT,
+                                   non_retryable=True)
         lost = None
         if cancelled or (activity.in_activity() and activity.is_cancelled()):
             lost = "the attempt was cancelled (heartbeat lost or timed out)"
-        elif not holds:
+        elif not standing.held:
             lost = f"claim {claim} on {m.operation_key} was taken over by a newer attempt"
         if lost is not None:
             activity.logger.warning("%s not performed: %s", m.operation_key, lost, extra={"work_key": m.work_key})
             raise ApplicationError(f"{m.operation} not performed: {lost}", type=FailureType.LEASE_LOST)
 
-    async def _reconcile(self, m: Mutation, reconcile: Callable[[], Awaitable[Effect | None]]) -> MutationResult | None:
+    async def _reconcile(self, m: Mutation, reconcile: Callable[[], Awaitable[Effect | None]],
+                         claim: int) -> MutationResult | None:
         try:
             found = await reconcile()
         except TransientToolError as exc:
@@ -207,5 +225,17 @@ class ToolGateway:
         if found is None:
             return None
         external_id, result = found
-        await asyncio.to_thread(self._ledger.complete, m.operation_key, external_id, result)
+        if not await asyncio.to_thread(self._ledger.complete, m.operation_key, external_id, result, claim=claim):
+            _not_recorded(m, claim, "done")
         return MutationResult(external_id, result, reconciled=True)
+
+
+def _fenced_message(m: Mutation, current: int) -> str:
+    return f"generation {m.generation} is older than the work item's current generation {current}"
+
+
+def _not_recorded(m: Mutation, claim: int, status: str) -> None:
+    """A stalled attempt's late outcome: a newer attempt took the entry over (its own outcome stands,
+    or it reconciles with the outside), or the entry finished already; nothing was written."""
+    activity.logger.warning("%s: claim %d no longer holds the entry; its outcome (%s) was not recorded",
+                            m.operation_key, claim, status, extra={"work_key": m.work_key})

@@ -3,7 +3,7 @@
 from ledger._engine import make_engine, normalize_url
 from ledger._intake_store import SqlIntakeStore
 from ledger._migrate import LedgerSchemaError, current_revision, downgrade, head_revision, require_current, upgrade
-from ledger._side_effects import AttemptIdentity, BeginResult, BeginState, SideEffectLedger
+from ledger._side_effects import AttemptIdentity, BeginResult, BeginState, ClaimStanding, SideEffectLedger
 from ledger._work_store import OpenVersion, WorkStore
 from ledger._models import Delivery, Receipt, SideEffect, WorkItem, WorkVersion
 from ledger._credentials import Credential, CredentialBroker, CredentialProblem
@@ -17,7 +17,7 @@ from ledger._kills import Kill, KillSwitch
 from ledger._watermarks import ScanWatermark, Watermark, WatermarkStore
 
 __all__ = [
-    "AttemptIdentity", "BeginResult", "BeginState", "SideEffectLedger", "WorkStore",
+    "AttemptIdentity", "BeginResult", "BeginState", "ClaimStanding", "SideEffectLedger", "WorkStore",
     "Delivery", "LedgerSchemaError", "Receipt", "SideEffect", "SqlIntakeStore", "WorkItem", "WorkVersion",
     "current_revision", "downgrade", "head_revision", "make_engine", "normalize_url", "require_current", "upgrade",
 ]

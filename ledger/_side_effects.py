@@ -23,7 +23,7 @@ from sqlmodel import Session, col
 
 from ledger._engine import single_read
 from ledger._models import Receipt, SideEffect, WorkItem
-from ledger._sql import dialect_insert, utcnow
+from ledger._sql import dialect_insert, rowcount, utcnow
 
 
 class BeginState(StrEnum):
@@ -46,6 +46,16 @@ class AttemptIdentity:
     workflow_id: str | None = None
     run_id: str | None = None
     activity_attempt: int | None = None
+
+
+@dataclass(frozen=True)
+class ClaimStanding:
+    """Where a claim stands right before the external call (:meth:`SideEffectLedger.standing`)."""
+
+    held: bool
+    """The claim still owns the in-flight entry, and no newer admission owns the work item."""
+    newer_generation: int | None = None
+    """The work item's generation, when a newer admission than the entry's own owns it."""
 
 
 @dataclass(frozen=True)
@@ -115,11 +125,20 @@ class SideEffectLedger:
         s.execute(stmt)
         return BeginResult(BeginState.FENCED, 1, error=error)
 
-    def complete(self, operation_key: str, external_id: str | None, result: dict[str, Any]) -> None:
-        self._finish(operation_key, status="done", external_id=external_id, result=result, error=None)
+    def complete(self, operation_key: str, external_id: str | None, result: dict[str, Any], *,
+                 claim: int | None = None) -> bool:
+        """Record the operation done; with ``claim`` (the ``attempts`` its begin returned), only while
+        that begin still holds the entry. False: nothing written (finished already, or taken over)."""
+        return self._finish(operation_key, claim, status="done", external_id=external_id, result=result, error=None)
 
-    def fail(self, operation_key: str, error: str) -> None:
-        self._finish(operation_key, status="failed", error=error[:2000])
+    def fail(self, operation_key: str, error: str, *, claim: int | None = None) -> bool:
+        """Record the operation failed for good; ``claim`` and the answer as for :meth:`complete`."""
+        return self._finish(operation_key, claim, status="failed", error=error[:2000])
+
+    def fence(self, operation_key: str, error: str, *, claim: int) -> bool:
+        """Give up an entry its claim still holds because a newer admission owns the work item: a
+        newer generation's begin takes a ``fenced`` entry over (and reconciles), as an in-flight one."""
+        return self._finish(operation_key, claim, status="fenced", error=error[:2000])
 
     def holds(self, operation_key: str, claim: int) -> bool:
         """Does the begin that returned ``attempts == claim`` still own the in-flight entry?
@@ -128,17 +147,32 @@ class SideEffectLedger:
         (lost heartbeat, paused worker) while a newer attempt began has lost its claim and
         must not perform the operation.
         """
+        return self.standing(operation_key, claim).held
+
+    def standing(self, operation_key: str, claim: int) -> ClaimStanding:
+        """:meth:`holds`, and whether a newer admission now owns the work item: ``begin`` fences an
+        older generation only when it claims, and an admission can commit after that (while a slow
+        reconcile runs, say) — so this is asked again right before the external call."""
         with single_read(self._engine) as conn:  # one statement: no write lock (asked before every mutation)
             row = conn.execute(_CLAIM_STANDING, {"p_key": operation_key}).first()
-        return row is not None and row.status == "in_flight" and row.attempts == claim
+        if row is None:
+            return ClaimStanding(False)
+        newer = row.current if row.current is not None and row.current > row.generation else None
+        return ClaimStanding(row.status == "in_flight" and row.attempts == claim and newer is None, newer)
 
     def get(self, operation_key: str) -> SideEffect | None:
         with Session(self._engine, expire_on_commit=False) as s:
             return s.get(SideEffect, operation_key)
 
-    def _finish(self, operation_key: str, **values: Any) -> None:
+    def _finish(self, operation_key: str, claim: int | None, **values: Any) -> bool:
+        """Only an in-flight entry finishes, and with ``claim`` only while that claim holds it: a
+        stalled attempt's late answer (a 422 "already exists" after a newer attempt performed the
+        operation, say) must not overwrite the newer attempt's outcome."""
         with self._engine.begin() as conn:  # one prebuilt Core statement; the SET clause is the parameters'
-            conn.execute(_FINISH, {"p_key": operation_key, "updated_at": utcnow(), **values})
+            params = {"p_key": operation_key, "updated_at": utcnow(), **values}
+            if claim is None:
+                return rowcount(conn.execute(_FINISH, params)) == 1
+            return rowcount(conn.execute(_FINISH_CLAIMED, {**params, "p_claim": claim})) == 1
 
 
 # The hot statements, built once (building one costs more CPU than running it on SQLite).
@@ -147,10 +181,13 @@ _ADMISSION_IDENTITY = (select(col(Receipt.concurrency_key), col(Receipt.policy_v
                        .where(col(Receipt.work_key) == bindparam("p_work_key"),
                               col(Receipt.generation) == bindparam("p_generation"), col(Receipt.outcome) == "accept")
                        .order_by(col(Receipt.created_at).desc()).limit(1))
-_CLAIM_STANDING = (select(col(SideEffect.status), col(SideEffect.attempts))
+_CLAIM_STANDING = (select(col(SideEffect.status), col(SideEffect.attempts), col(SideEffect.generation),
+                          select(col(WorkItem.generation)).where(col(WorkItem.work_key) == col(SideEffect.work_key))
+                          .scalar_subquery().label("current"))
                    .where(col(SideEffect.operation_key) == bindparam("p_key")))
 _FINISH = update(SideEffect).where(col(SideEffect.operation_key) == bindparam("p_key"),
                                    col(SideEffect.status) == "in_flight")
+_FINISH_CLAIMED = _FINISH.where(col(SideEffect.attempts) == bindparam("p_claim"))
 
 
 @functools.cache

@@ -82,7 +82,7 @@ class WorkStore:
                 s.execute(update(Receipt).where(col(Receipt.id) == receipt_id).values(**values))
             s.connection().execute(_END_ITEM, {"p_work_key": work_key, "p_generation": generation, "status": status,
                                                "updated_at": now})
-            if status in NEEDS_A_PERSON:
+            if status in NEEDS_A_PERSON and done == 1:  # a superseded generation's end pages nobody
                 workflow_id = s.execute(select(col(WorkVersion.workflow_id)).where(
                     col(WorkVersion.work_key) == work_key, col(WorkVersion.input_version) == input_version)).scalar()
                 owner = self._owner_for(result.get("tenant") or "", result.get("source") or "")

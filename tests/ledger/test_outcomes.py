@@ -125,3 +125,18 @@ def test_a_cancel_request_records_its_fate(engine):
     [stored] = [r for r in requests.for_work_key("acme/github:acme/api#7:review") if r.id == row.id]
     assert (stored.status, stored.error, len(stored.reason)) == ("no-run", "no workflow agent/acme/github:acme/api#7:review",
                                                                  500)
+
+
+def test_a_superseded_generations_failure_opens_no_dead_letter(engine):
+    """Generation 1 is killed, generation 2 re-admits the same version, then generation 1's late
+    ``failed`` arrives: it is not recorded (a newer generation owns the version), and nobody is paged."""
+    key, version, first = _admitted(engine)
+    assert _record(engine, key, version, first, RunStatus.KILLED, "killed by alice: oops", only_from=OPEN_STATUSES)
+    second = SqlIntakeStore(engine).decide(_draft(key, version))
+    assert second.outcome == Outcome.ACCEPT and second.generation > first.generation
+    assert not _record(engine, key, version, first, RunStatus.FAILED, "failed: late, superseded")
+    assert _letters(engine, key) == []
+    assert (_version(engine, key, version).generation, _version(engine, key, version).status) == (
+        second.generation, "accepted")
+    assert _record(engine, key, version, second, RunStatus.FAILED, "failed: its own")  # the owner's end still pages
+    assert [letter.generation for letter in _letters(engine, key)] == [second.generation]
