@@ -8,8 +8,10 @@ receipt holds the whole identity bundle — and admits it. Signal-with-start is 
 the work key and the workflow ignores a generation it has already seen, so relaying an
 item that was in fact admitted is harmless.
 
-A kill in force covering an item (``kills``) leaves it in the outbox, ``accepted``, unstarted:
-the relay that runs after the unkill starts it.
+A kill in force covering an item leaves it in the outbox, ``accepted``, unstarted: the store
+does not read it while the kill holds (nor counts it against the relay's window), and ``kills`` is
+asked again right before the start; the relay that runs after the unkill starts it. A version
+whose start fails goes behind the others (``note_relay_failure``): least recently tried first.
 
 The relay is the backstop, on a schedule. A repeat of the delivery (or another delivery of the
 version) usually comes first and starts the item at once (``intake/starts_in_progress.py``).
@@ -88,9 +90,20 @@ async def relay(store: IntakeStore, pending: list[PendingAdmission], admitter: A
         except Exception as exc:  # noqa: BLE001 - reported, retried on the next relay
             log.error("relay could not admit %s: %r", key, exc, extra={"work_key": item.draft.work_key})
             report.failed.append(key)
+            await _to_the_back(store, item, key)
             continue
         await asyncio.to_thread(store.mark_admitted, admission.decision, workflow_id, run_id)
         log.info("relayed %s into %s", key, workflow_id, extra={"work_key": item.draft.work_key,
                                                                  "workflow_id": workflow_id, "run_id": run_id})
         report.admitted.append(key)
     return report
+
+
+async def _to_the_back(store: IntakeStore, item: PendingAdmission, key: str) -> None:
+    """Move a version whose start failed behind the others, so that versions failing on every pass
+    (a configuration error, say) never fill the relay's window for good."""
+    try:
+        await asyncio.to_thread(store.note_relay_failure, item)
+    except Exception as exc:  # noqa: BLE001 - the ledger may be what failed; the version stays accepted
+        log.warning("relay could not note the failed start of %s: %r", key, exc,
+                    extra={"work_key": item.draft.work_key})

@@ -76,6 +76,10 @@ class IntakeStore(Protocol):
         """Note on the receipt that the run is not started yet (the item stays ``accepted``)."""
         ...
 
+    def note_relay_failure(self, pending: PendingAdmission) -> None:
+        """A relay attempt to start this version failed: the relay tries the others first next time."""
+        ...
+
     def pending_admission(self, work_key: str, input_version: str) -> PendingAdmission | None:
         """The version's admission (its accept receipt, generation) if it is ``accepted`` with no run, else None."""
         ...

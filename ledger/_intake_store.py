@@ -38,7 +38,7 @@ from dataclasses import replace
 from typing import Any, Sequence
 from datetime import timedelta
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import exists, insert, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col
@@ -58,6 +58,7 @@ from ledger._accept_sql import (INSERT_RECEIPT, INSERT_VERSION, LOCK_VERSION, MA
 from ledger._admission_capacity import apply_capacity, queue_unread
 from ledger._capacity import stamp_generation
 from ledger._capacity_models import DeferredItem
+from ledger._kill_rows import Kill
 from ledger._kills import kill_in_force
 from ledger._models import Delivery, Receipt, WorkItem, WorkVersion
 from ledger._plain_decide import CLAIM_DELIVERY, decide_plain, decide_plain_many, is_plain
@@ -420,12 +421,26 @@ class SqlIntakeStore:
         return [replace(d, workflow_id=wf, run_id=run) for d, wf, run in marks]
 
     def pending_admissions(self, older_than_seconds: float, limit: int = 100) -> list[PendingAdmission]:
-        """Accepted work versions never admitted, whose receipt is older than the grace period."""
+        """Accepted work versions never admitted, whose receipt is older than the grace period, that
+        no kill in force covers; the least recently tried first. A failed relay attempt moves its
+        version to the back (:meth:`note_relay_failure`), and kill-held ones are not read at all: a
+        window of ``limit`` is never filled for good by items that fail every time or that a kill
+        holds, while another tenant's accepted work waits behind them."""
         cutoff = utcnow() - timedelta(seconds=older_than_seconds)
-        query = (_PENDING.where(WorkVersion.status == "accepted", _RECEIPTS.c.created_at < cutoff)
-                 .order_by(_RECEIPTS.c.created_at).limit(limit))
+        query = (_PENDING.where(WorkVersion.status == "accepted", _RECEIPTS.c.created_at < cutoff,
+                                ~_KILL_COVERS_PENDING)
+                 .order_by(col(WorkVersion.updated_at), _RECEIPTS.c.created_at).limit(limit))
         with self._engine.connect() as conn:
             return [_pending(row) for row in conn.execute(query).mappings().all()]
+
+    def note_relay_failure(self, pending: PendingAdmission) -> None:
+        """A relay attempt failed for this version: stamp it so the next pass tries the others first."""
+        with self._engine.begin() as conn:
+            conn.execute(update(WorkVersion).where(
+                col(WorkVersion.work_key) == pending.draft.work_key,
+                col(WorkVersion.input_version) == pending.draft.input_version,
+                col(WorkVersion.generation) == pending.generation, col(WorkVersion.status) == "accepted")
+                .values(updated_at=utcnow()))
 
     def pending_admission(self, work_key: str, input_version: str) -> PendingAdmission | None:
         """The version's admission if it is still accepted and never started (no grace period: the
@@ -452,6 +467,12 @@ class SqlIntakeStore:
 _PENDING = (select(_RECEIPTS, col(WorkVersion.generation).label("version_generation"))
             .join(WorkVersion, WorkVersion.receipt_id == _RECEIPTS.c.id))
 """An accept receipt with its version's generation (the outbox relay's and a repeat's start read it)."""
+
+_KILL_COVERS_PENDING = exists().where(
+    col(Kill.lifted_at).is_(None),
+    or_(col(Kill.scope) == "all", (col(Kill.scope) == "work_key") & (col(Kill.target) == col(WorkVersion.work_key)),
+        (col(Kill.scope) == "tenant") & (col(Kill.target) == _RECEIPTS.c.tenant)))
+"""A kill in force covers the pending version (as :data:`ledger._kill_rows.COVERING` for one work key)."""
 
 
 def _pending(row: Any) -> PendingAdmission:

@@ -206,12 +206,15 @@ async def test_the_outbox_relay_leaves_killed_work_in_the_outbox_until_the_unkil
     accepted = await _killable(store, forge, FailsToStart(), kills).submit(_envelope(ref, tenant),
                                                                            review_candidate(tenant, ref, None))
     assert accepted.outcome == "accept" and "admission pending" in accepted.message
+    read_before_the_kill = [p for p in store.pending_admissions(0, limit=10**6) if p.receipt_id == accepted.receipt_id]
     kills.kill("tenant", tenant, "alice", "stop")
+    assert accepted.receipt_id not in {p.receipt_id for p in store.pending_admissions(0, limit=10**6)}  # not read while held
     starts = CountsStarts()
-    report = await relay(store, store.pending_admissions(0), starts, kills)
-    assert starts.started == [] and len(report.held) == 1 and store.pending_admissions(0) != []
+    report = await relay(store, read_before_the_kill, starts, kills)  # a kill committed after the relay's read
+    assert starts.started == [] and len(report.held) == 1
     kills.unkill("tenant", tenant, "carol", "over")
-    report = await relay(store, store.pending_admissions(0), starts, kills)
+    mine = [p for p in store.pending_admissions(0, limit=10**6) if p.receipt_id == accepted.receipt_id]
+    report = await relay(store, mine, starts, kills)
     assert starts.started == [accepted.work_key] and report.held == []
 
 
@@ -286,5 +289,7 @@ async def test_a_kill_committed_after_the_accept_holds_the_start(gate_parts, sim
                             scope=ScopeRules.everything(), kills=KillGate(lookup))
     held = await service.submit(_envelope(ref, tenant), review_candidate(tenant, ref, None))
     assert held.outcome == "accept" and "held: " in held.message and starts.started == []
-    assert [p.receipt_id for p in store.pending_admissions(0)] == [held.receipt_id]  # left for the outbox relay
+    assert store.pending_admissions(0) == []  # left for the outbox relay, which reads it once the kill is lifted
+    kills.unkill("tenant", tenant, "carol", "over")
+    assert [p.receipt_id for p in store.pending_admissions(0)] == [held.receipt_id]
     assert lookup.asked == 2 and lookup.inline == (2 if empty_ledger_url.startswith("sqlite") else 0)

@@ -74,3 +74,57 @@ def test_prune_forgets_only_deliveries_older_than_the_window(tmp_path):
         assert [r.delivery_id for r in s.exec(select(Receipt).order_by(Receipt.created_at)).all()] == [
             "old", "new"]
     engine.dispose()
+
+
+def _accepted(store: SqlIntakeStore, tenant: str, n: int):
+    return store.decide(ReceiptDraft(
+        outcome=Outcome.ACCEPT, reason=Reason.ADMITTED, message="admitting", trigger_kind=TriggerKind.EVENT,
+        source="github", received_at=datetime.now(UTC), delivery_id=f"{tenant}-{n}-{datetime.now(UTC).timestamp()}",
+        event_type="pull_request.opened", subject=f"{tenant}/api#{n}", tenant=tenant,
+        work_key=f"{tenant}/github:{tenant}/api#{n}:review", target_id=f"{tenant}/api#{n}", input_version="a" * 40))
+
+
+class _Admitter:
+    """Starts every work key but those in ``failing`` (a configuration error, say: it fails every time)."""
+
+    def __init__(self, failing: set[str]) -> None:
+        self.failing, self.started = failing, []
+
+    async def admit(self, admission):
+        key = admission.decision.work_key
+        if key in self.failing:
+            raise RuntimeError(f"no price configured for {key}")
+        self.started.append(key)
+        return f"agent/{key}", "run-1"
+
+
+async def test_items_a_kill_holds_or_that_fail_every_time_never_keep_other_work_out_of_the_window(engine):
+    """Found by an adversarial review (session 17): the relay read the oldest ``limit`` accepted
+    versions, so versions a kill held (a noisy tenant killed after a Temporal outage) or whose start
+    failed on every pass filled its window for good, and a quiet tenant's accepted work was never
+    started. Kill-held versions are now not read, and a failed start moves its version to the back."""
+    import uuid
+
+    from intake.outbox import relay
+    from ledger import KillSwitch
+
+    store, kills = SqlIntakeStore(engine), KillSwitch(engine)
+    noisy, broken, quiet = (f"{name}{uuid.uuid4().hex[:6]}" for name in ("noisy", "broken", "quiet"))
+    for n in range(3):
+        _accepted(store, noisy, n)
+    for n in range(3):
+        _accepted(store, broken, n)
+    _accepted(store, quiet, 1)
+    kills.kill("tenant", noisy, "oncall", "runaway tenant")
+    mine = {noisy, broken, quiet}
+
+    def pending():
+        return [p for p in store.pending_admissions(0, limit=10**6) if p.draft.tenant in mine]
+
+    assert {p.draft.tenant for p in pending()} == {broken, quiet}  # the kill holds the noisy ones
+    admitter = _Admitter({f"{broken}/github:{broken}/api#{n}:review" for n in range(3)})
+    for _ in range(3):  # a window of 3: the three broken ones are older than the quiet one
+        await relay(store, pending()[:3], admitter, kills)  # the relay's order, other tests' rows left out
+    assert admitter.started == [f"{quiet}/github:{quiet}/api#1:review"]
+    kills.unkill("tenant", noisy, "oncall", "resumed")
+    assert {p.draft.tenant for p in pending()} == {noisy, broken}
