@@ -7,7 +7,8 @@ check the CSRF token before anything is looked up or changed.
 
 Failure modes written against:
 
-* A body that is large, not a form, not UTF-8, has too many fields or repeats one: refused
+* A body that is large, not a form, not UTF-8, has too many fields or repeats one, that does not
+  arrive whole within :data:`FORM_READ_SECONDS`, or whose client goes away first: refused
   (:class:`FormRefused` with the status to answer) before any field is used.
 * A field that is too long or missing: refused naming the field and what was expected, never
   echoing the value.
@@ -24,10 +25,13 @@ from urllib.parse import parse_qsl
 
 from fastapi import Request
 
-from sluicegate.web.bounded_body import declared_too_large, read_limited
+from sluicegate.web.bounded_body import BodyNotReceived, declared_too_large, read_limited
 from sluicegate.errors import SluicegateError
 
 MAX_FORM_BYTES = 8 * 1024
+FORM_READ_SECONDS = 10.0
+"""The whole form must arrive within this (the webhook API's default deadline): a sender trickling a
+sign-in form, anonymous by nature, holds a connection no longer."""
 MAX_FIELDS = 16
 MAX_QUERY_VALUE = 512
 FORM_TYPE = "application/x-www-form-urlencoded"
@@ -50,7 +54,10 @@ async def read_form(request: Request) -> dict[str, str]:
     """The URL-encoded form body, bounded and parsed; raises :class:`FormRefused`."""
     if request.headers.get("content-type", "").split(";", 1)[0].strip().lower() != FORM_TYPE:
         raise FormRefused(415, f"expected a form ({FORM_TYPE})")
-    body = await read_limited(request, MAX_FORM_BYTES)
+    try:
+        body = await read_limited(request, MAX_FORM_BYTES, FORM_READ_SECONDS)
+    except BodyNotReceived as unread:
+        raise FormRefused(unread.status, str(unread)) from None
     if body is None:
         raise FormRefused(413, f"form over {MAX_FORM_BYTES} bytes")
     try:

@@ -43,7 +43,7 @@ from sluicegate.config.settings import Settings
 from sluicegate.services.resources import open_forge, open_ledger
 from sluicegate.services.startup_gc import freeze_after_startup
 from sluicegate.temporal.client import connect
-from webhook_api._body import BodyReadGate, BodyTooSlow, bounded_headers
+from webhook_api._body import BodyNotReceived, BodyReadGate, bounded_headers
 from webhook_api._manual import manual_trigger, submit_manual
 from webhook_api._replay import replay
 from webhook_api._refusals import NOT_AUTHENTICATED, UNKNOWN_SOURCE_LABEL, limit_refusal_log, refuse
@@ -101,8 +101,8 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
                                                              "read at once; retry shortly", 429))
             try:
                 body = await read_limited(request, limit, api.body_read_timeout_seconds)
-            except BodyTooSlow as slow:
-                return refuse(request, name, InvalidDelivery(Reason.BAD_INPUT, str(slow), 408))
+            except BodyNotReceived as unread:  # too slow, or the client went away: counted like any refusal
+                return refuse(request, name, InvalidDelivery(Reason.BAD_INPUT, str(unread), unread.status))
         if body is None:
             return refuse(request, name, InvalidDelivery(Reason.BAD_INPUT, f"body exceeds {limit} bytes", 413))
         return body

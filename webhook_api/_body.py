@@ -13,9 +13,9 @@ from typing import Iterator
 
 from fastapi import Request
 
-from sluicegate.web.bounded_body import BodyTooSlow, declared_too_large, read_limited
+from sluicegate.web.bounded_body import BodyNotReceived, BodyTooSlow, declared_too_large, read_limited
 
-__all__ = ["BodyReadGate", "BodyTooSlow", "bounded_headers", "declared_too_large", "read_limited"]
+__all__ = ["BodyNotReceived", "BodyReadGate", "BodyTooSlow", "bounded_headers", "declared_too_large", "read_limited"]
 
 MAX_HEADERS = 100
 MAX_HEADER_NAME_BYTES = 256

@@ -41,7 +41,7 @@ from sluicegate.config.settings import ActorConfig, Settings
 from sluicegate.config.tenancy import configured_tenants
 from tasks import registry
 from tasks.spec import TaskSpec
-from webhook_api._body import BodyTooSlow, bounded_headers, declared_too_large, read_limited
+from webhook_api._body import BodyNotReceived, bounded_headers, declared_too_large, read_limited
 from webhook_api._refusals import refuse
 from webhook_api._rejects import reject_with_receipt
 from webhook_api._responses import decision_response
@@ -87,9 +87,9 @@ async def manual_trigger(request: Request, settings: Settings) -> JSONResponse:
     fallback_id = f"manual-{uuid.uuid4()}"
     try:
         body = await read_limited(request, MAX_BODY_BYTES, settings.webhook_api.body_read_timeout_seconds)
-    except BodyTooSlow as slow:
+    except BodyNotReceived as unread:
         return await _reject(store, actor, received_at, InvalidDelivery(
-            Reason.BAD_INPUT, str(slow), 408, fallback_id, EVENT_TYPE), None)
+            Reason.BAD_INPUT, str(unread), unread.status, fallback_id, EVENT_TYPE), None)
     if body is None:
         return await _reject(store, actor, received_at, InvalidDelivery(
             Reason.BAD_INPUT, f"body exceeds {MAX_BODY_BYTES} bytes", 413, fallback_id, EVENT_TYPE), None)

@@ -44,7 +44,7 @@ from intake.sources import VerifiedDelivery
 from ledger import KeptDelivery
 from sluicegate.temporal.codec import PayloadKeyError
 from sluicegate.config.settings import Settings
-from webhook_api._body import BodyTooSlow, read_limited
+from webhook_api._body import BodyNotReceived, read_limited
 from webhook_api._kept import with_fields
 from webhook_api._manual import operator_gate
 from webhook_api._rejects import reject_with_receipt
@@ -63,8 +63,8 @@ async def replay(request: Request, settings: Settings) -> JSONResponse:
     state = request.app.state
     try:
         body = await read_limited(request, MAX_BODY_BYTES, settings.webhook_api.body_read_timeout_seconds)
-    except BodyTooSlow as slow:
-        return _answer(InvalidDelivery(Reason.BAD_INPUT, str(slow), 408))
+    except BodyNotReceived as unread:
+        return _answer(InvalidDelivery(Reason.BAD_INPUT, str(unread), unread.status))
     if body is None:
         return _answer(InvalidDelivery(Reason.BAD_INPUT, f"body exceeds {MAX_BODY_BYTES} bytes", 413))
     try:

@@ -21,7 +21,7 @@ body ``{"payloads": [...]}`` (protobuf JSON). It holds the payload keys, so:
   methods ``POST, GET, OPTIONS``, headers ``Content-Type, X-Namespace, Authorization``, as
   Temporal's codec-server guide asks. Other origins get no CORS headers.
 * **Bound, then authenticate, then parse**: the token is checked before the body is read; the
-  body is read up to ``codec_server.max_body_bytes`` (413 past it); a malformed body is 400
+  body is read up to ``codec_server.max_body_bytes`` (413 past it) within 30 s (408); a malformed body is 400
   without echoing it. Access logs are off (a UI endpoint carries the token in its path).
 * It decodes plaintext payloads as they are (a history may predate encryption); refusing
   plaintext is the workers' job (``sluicegate.temporal.codec``).
@@ -41,12 +41,14 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from temporalio.api.common.v1 import Payloads
 
-from sluicegate.web.bounded_body import read_limited
+from sluicegate.web.bounded_body import BodyNotReceived, read_limited
 from sluicegate.temporal.codec import EncryptionCodec, PayloadKeyError
 from sluicegate.config.settings import ConfigError, Settings, load_settings
 from sluicegate.temporal.client import payload_codec
 
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+BODY_READ_SECONDS = 30.0
+"""A whole body (up to 16 MB of payloads from the UI or CLI) must arrive within this."""
 
 
 def _message(status: int, text: str, **headers: str) -> JSONResponse:
@@ -72,7 +74,10 @@ def create_codec_app(codec: EncryptionCodec, token: str, ui_origins: list[str] |
     async def apply(request: Request, decode: bool, path_token: str | None = None) -> Response:
         if not authorized(request, path_token):
             return _message(401, "missing or wrong codec token", **{"WWW-Authenticate": "Bearer"})
-        body = await read_limited(request, max_body_bytes)
+        try:
+            body = await read_limited(request, max_body_bytes, BODY_READ_SECONDS)
+        except BodyNotReceived as unread:
+            return _message(unread.status, str(unread))
         if body is None:
             return _message(413, f"body over {max_body_bytes} bytes")
         try:

@@ -126,3 +126,34 @@ def test_a_flood_of_header_lines_is_refused_before_it_ends(api):
             status = None  # closed without an answer: refused all the same
         assert status in (400, 431, None) and status != 200
         assert grown(before, table_counts(url)) == {}
+
+
+@pytest.mark.parametrize("path", ["/webhooks/github", "/console/sign-in"])
+def test_a_client_that_goes_away_mid_body_is_a_counted_refusal_not_a_traceback(api, caplog, path):
+    """Found by an adversarial review (session 17): Starlette's ``ClientDisconnect`` went uncaught,
+    and uvicorn logged every such anonymous request as a traceback of some 65 lines, past the
+    refusal log's rate limit. Now it is refused like a body that came too slowly: counted, one
+    refusal line each, and no row."""
+    import logging
+    import time
+
+    start, url = api
+    with start() as (server, _):
+        before = table_counts(url)
+        caplog.set_level(logging.INFO)
+        headers = _forged_github() if path.startswith("/webhooks") else {
+            "content-type": "application/x-www-form-urlencoded", "content-length": "2000"}
+        for _ in range(3):
+            sock = _open(server, path, headers, b"token=abc")
+            sock.close()  # the rest of the body never comes: the client is gone
+        refused = []
+        for _ in range(100):  # the server notices each disconnect on its own time
+            refused = [r for r in caplog.records if "disconnected before its body was whole" in r.getMessage()]
+            if len(refused) >= 3:
+                break
+            time.sleep(0.05)
+        time.sleep(0.3)
+        tracebacks = [r for r in caplog.records if r.exc_info or "Exception in ASGI application" in r.getMessage()]
+        assert tracebacks == []
+        assert len(refused) == 3
+        assert grown(before, table_counts(url)) == {}
