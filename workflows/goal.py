@@ -8,7 +8,8 @@ deadline (``workflow.now()`` at start + ``deadline_seconds``) is reached; else s
 observe again. When a bound ends the watch, a ``no-work`` receipt with reason
 ``goal-bound-reached`` records it. Never unbounded: both bounds are required and checked
 before the first poll. An observation that fails after its retries counts as a poll whose
-condition did not hold.
+condition did not hold; a cancel of the goal ends it (patch ``goal-scan-honour-cancel``), even
+when it reaches an observation in flight.
 
 Deterministic: timers via ``workflow.sleep``, the clock via ``workflow.now()``.
 """
@@ -24,6 +25,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from intake.decision import IntakeDecision
+    from workflows.failures import cancel_requested
     from workflows.scan import delivery_id_for
     from workflows.kinds import FailureType
     from workflows.goal_contracts import GOAL_CONDITIONS, GoalRequest, GoalResult, Observation, ObserveRequest
@@ -92,6 +94,8 @@ class GoalWorkflow:
                 retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10),
                                          maximum_attempts=req.observe_max_attempts))
         except ActivityError as err:
+            if cancel_requested():  # the goal was cancelled: it ends, it does not poll again
+                raise
             return Observation(exists=False, detail=f"observation failed: {err.cause or err}")
 
     async def _intake(self, req: GoalRequest, obs: Observation) -> IntakeDecision:

@@ -17,7 +17,9 @@ scan's tenant), so a scan finding a version an event of the same tenant already 
 Deterministic: no clock, I/O or config here; everything arrives in :class:`ScanRequest`.
 A repository whose listing or intake keeps failing after retries fails the scan at the
 end (after the other repositories were scanned and their watermarks advanced), so a
-schedule with ``pause_on_failure`` stops.
+schedule with ``pause_on_failure`` stops. A cancel ends the scan cancelled, at once, even when it
+reaches an activity in flight (patch ``goal-scan-honour-cancel``): nothing more is listed or
+decided, and no watermark moves past what the cancel cut short.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from intake.decision import IntakeDecision, Outcome
-    from workflows.failures import failure_type
+    from workflows.failures import cancel_requested, failure_type
     from workflows.kinds import FailureType
     from workflows.scan_contracts import (
         INTAKE_SUBMIT_ACTIVITY, NOTHING_CHANGED, SCAN_ADVANCE_ACTIVITY, SCAN_EVENT_TYPE, SCAN_LIST_ACTIVITY,
@@ -89,6 +91,8 @@ class ScanWorkflow:
                 SCAN_LIST_ACTIVITY, ListCandidatesRequest(req.scan_id, repo, req.max_candidates, req.tenant),
                 result_type=CandidatePage, **opts)
         except ActivityError as err:
+            if cancel_requested():  # the scan was cancelled: no other repository is listed
+                raise
             return f"{repo}: cannot list pull requests ({failure_type(err)})"
         result.candidates += len(page.candidates)
         if page.truncated:
@@ -107,6 +111,8 @@ class ScanWorkflow:
                 decision = await workflow.execute_activity(INTAKE_SUBMIT_ACTIVITY, request,
                                                            result_type=IntakeDecision, **opts)
             except ActivityError as err:
+                if cancel_requested():  # nothing more is decided, and the watermark stays where it was
+                    raise
                 failure = f"{cand.target_id}: intake failed ({failure_type(err)})"
                 break
             result.decisions.append(decision)

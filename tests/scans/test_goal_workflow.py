@@ -166,3 +166,27 @@ async def test_a_goal_outside_its_tenants_scope_never_reads_the_forge(temporal_e
     assert sims.forge_ctl("GET", "/stats").json()["by_repository"].get(f"{outside}/api", 0) == 0
     [receipt] = ctx.receipts(source="goal")
     assert (receipt.reason, receipt.work_key) == (GOAL_BOUND_REACHED, f"acme/github:{outside}/api#44:review")
+
+
+async def _an_activity_in_flight(handle) -> bool:
+    return bool((await handle.describe()).raw_description.pending_activities)
+
+
+async def test_a_cancel_that_reaches_an_observation_in_flight_ends_the_goal(temporal_env, ctx, sims):
+    """Found by an adversarial review (session 17): the goal took a cancel reaching its observation
+    for a failed observation, slept, polled again and, the condition holding, admitted work.
+    Now (patch ``goal-scan-honour-cancel``) the goal ends cancelled: no intake, no model call."""
+    from temporalio.client import WorkflowExecutionStatus
+
+    client = temporal_env.client
+    sims.forge_ctl("POST", "/faults", json={"method": "GET", "path": f"{ctx.owner}/api/pulls/44$",
+                                            "hang_seconds": 30, "times": 1})  # the first observation hangs
+    async with running_worker(client, ctx, search_attributes=False):
+        handle = await _start(client, ctx, _goal(ctx, GoalCondition("ready"), poll_seconds=_unit(temporal_env)))
+        await eventually(lambda: _an_activity_in_flight(handle))
+        await handle.cancel()
+        with pytest.raises(WorkflowFailureError):
+            await handle.result()
+        assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
+        assert await _polls(handle) == 0
+    assert ctx.receipts(source="goal") == [] and sims.model_stats()["calls"] == 0

@@ -25,7 +25,7 @@ from ledger import DeferredQueue, SqlIntakeStore, WatermarkStore
 from sluicegate.forge.client import ForgeClient
 from sluicegate.forge.retry_after import JITTER_FRACTION
 from sluicegate.config.tenancy import scope_rules
-from tests.scans.conftest import agent_results, running_worker
+from tests.scans.conftest import agent_results, eventually, running_worker
 from tests.support.sims import FORGE_TOKEN
 from workflows.scan import delivery_id_for
 from workflows.scan_contracts import NOTHING_CHANGED, SCAN_WORKFLOW, IntakeRequest, ScanRequest, ScanResult, scan_source
@@ -235,3 +235,29 @@ async def test_a_scan_started_by_hand_never_reads_a_repository_outside_its_tenan
     assert [(r.work_key, r.outcome) for r in ctx.receipts(source=scan_source(req.scan_id))] == [
         (ctx.key("web", 7), "accept")]
     assert sims.forge_ctl("GET", "/stats").json()["by_repository"].get(outside, 0) == 0
+
+
+async def test_a_cancel_that_reaches_a_listing_in_flight_ends_the_scan(temporal_env, ctx, sims):
+    """Found by an adversarial review (session 17): a cancel reaching repository A's listing was
+    taken for "cannot list", and the scan went on to list and decide repository B, then failed
+    ``ScanIncomplete`` (so a schedule pausing on failure paused for a cancel). Now (patch
+    ``goal-scan-honour-cancel``) it ends cancelled: nothing else listed or decided, no watermark."""
+    from temporalio.client import WorkflowExecutionStatus
+
+    client, req = temporal_env.client, _request(ctx)
+    sims.forge_ctl("POST", "/faults", json={"method": "GET", "path": f"{ctx.owner}/api/pulls$",
+                                            "hang_seconds": 30, "times": 1})  # the first listing hangs
+    async with running_worker(client, ctx, search_attributes=False):
+        handle = await client.start_workflow(SCAN_WORKFLOW, req, id=f"scan/{req.scan_id}", task_queue=ctx.task_queue,
+                                             result_type=ScanResult)
+
+        async def listing_in_flight() -> bool:
+            return bool((await handle.describe()).raw_description.pending_activities)
+        await eventually(listing_in_flight)
+        await handle.cancel()
+        with pytest.raises(WorkflowFailureError):
+            await handle.result()
+        assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
+    assert ctx.receipts(source=scan_source(req.scan_id)) == []
+    assert WatermarkStore(ctx.engine).get(req.scan_id, ctx.repo("web")) is None
+    assert sims.model_stats()["calls"] == 0

@@ -1,4 +1,4 @@
-"""Recorded histories of the agent and maintenance workflows still replay on the current code.
+"""Recorded histories of the agent, maintenance, goal and scan workflows still replay on the current code.
 
 A workflow change that is not guarded by ``workflow.patched`` fails here with a
 non-determinism error instead of failing on running work after a deploy.
@@ -17,7 +17,11 @@ from temporalio.worker import Replayer
 from sluicegate.temporal.converter import PayloadConverter
 from sluicegate.temporal.sandbox_runner import workflow_runner
 from workflows.agent_loop import AgentLoopWorkflow
+from workflows.goal import GoalWorkflow
 from workflows.maintenance import PruneDeliveriesWorkflow
+from workflows.scan import ScanWorkflow
+
+WORKFLOWS = [AgentLoopWorkflow, PruneDeliveriesWorkflow, GoalWorkflow, ScanWorkflow]
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 
@@ -29,7 +33,7 @@ def test_there_are_histories_to_replay():
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
 async def test_history_replays(path: Path):
     history = WorkflowHistory.from_json(path.stem, path.read_text())
-    result = await Replayer(workflows=[AgentLoopWorkflow, PruneDeliveriesWorkflow]).replay_workflow(history, raise_on_replay_failure=True)
+    result = await Replayer(workflows=WORKFLOWS).replay_workflow(history, raise_on_replay_failure=True)
     assert result.replay_failure is None
 
 
@@ -40,7 +44,7 @@ async def test_history_replays_in_the_workers_sandbox(path: Path):
     sandbox and converter: a worker replays a run after a crash or an eviction with both."""
     history = WorkflowHistory.from_json(path.stem, path.read_text())
     converter = dataclasses.replace(DataConverter.default, payload_converter_class=PayloadConverter)
-    replayer = Replayer(workflows=[AgentLoopWorkflow, PruneDeliveriesWorkflow], workflow_runner=workflow_runner(),
+    replayer = Replayer(workflows=WORKFLOWS, workflow_runner=workflow_runner(),
                         data_converter=converter)
     result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
     assert result.replay_failure is None
