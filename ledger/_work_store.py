@@ -82,9 +82,12 @@ class WorkStore:
                 s.execute(update(Receipt).where(col(Receipt.id) == receipt_id).values(**values))
             s.connection().execute(_END_ITEM, {"p_work_key": work_key, "p_generation": generation, "status": status,
                                                "updated_at": now})
-            if status in NEEDS_A_PERSON and done == 1:  # a superseded generation's end pages nobody
-                workflow_id = s.execute(select(col(WorkVersion.workflow_id)).where(
-                    col(WorkVersion.work_key) == work_key, col(WorkVersion.input_version) == input_version)).scalar()
+            if status in NEEDS_A_PERSON:
+                row = s.execute(select(col(WorkVersion.workflow_id), col(WorkVersion.generation)).where(
+                    col(WorkVersion.work_key) == work_key, col(WorkVersion.input_version) == input_version)).first()
+                if done == 0 and row is not None and row.generation > generation:
+                    return False  # a superseded generation's end pages nobody: the newer one owns the version
+                workflow_id = row.workflow_id if row is not None else None
                 owner = self._owner_for(result.get("tenant") or "", result.get("source") or "")
                 identity = {"work_key": work_key, "input_version": input_version, "generation": generation,
                             "run_id": run_id}
