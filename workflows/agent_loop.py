@@ -52,7 +52,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.budget import cost_usd, exhausted
     from workflows.contracts import (
         AGENT_WORKFLOW, KILL_SIGNAL, PROGRESS_QUERY, STATE_SCHEMA_VERSION, WORK_ORDER_SIGNAL, AgentLoopResult,
-        AgentLoopState, KillNotice, AgentLoopStart, RunOutcome, RunStatus, ToolCall, ToolRequest, WorkOrder,
+        AgentLoopState, KillNotice, AgentLoopStart, order_ref, RunOutcome, RunStatus, ToolCall, ToolRequest, WorkOrder,
     )
     from workflows.review_task import assistant_message, tool_message
     from workflows.loop_plan import LoopPlan, plan_for
@@ -70,6 +70,7 @@ SUPERSEDE_PATCH = "supersede-at-step-boundary"
 CONTINUE_AS_NEW_PATCH = "continue-as-new-between-orders"
 RELEASE_CAPACITY_PATCH = "release-capacity-at-end"
 CANCEL_PATCH = "cancel-is-an-outcome"
+KILL_SCOPE_PATCH = "kill-notice-covers-its-orders"
 READ_ARTIFACT_PATCH = "read-artifact-tool"
 # The model is offered read_artifact and taught it; before the patch it was an unknown tool.
 # A cancel ends the open orders `cancelled` and closes the run CANCELED after an uncancellable cleanup.
@@ -120,9 +121,16 @@ class AgentLoopWorkflow:
 
     @workflow.signal(name=KILL_SIGNAL)
     def kill(self, notice: KillNotice) -> None:
-        """Stop before the next step; every pending order ends ``killed`` too."""
+        """Stop before the next step; every order pending now ends ``killed`` too. Under patch
+        ``kill-notice-covers-its-orders`` the notice ends only the orders the run holds when it arrives:
+        before, it stayed in force for the rest of the run (and was carried across continue-as-new),
+        so an order admitted after the unkill and signalled into this run ended ``killed`` too."""
         if self._kill is None:
-            self._kill = notice
+            covers = None
+            if workflow.patched(KILL_SCOPE_PATCH):
+                held = [self._current, *self._pending] if self._current is not None else self._pending
+                covers = [order_ref(o.generation, o.receipt_id) for o in held]
+            self._kill = KillNotice(notice.actor, notice.reason, covers)
 
     @workflow.query(name=PROGRESS_QUERY)
     def progress(self) -> dict[str, Any]:
@@ -362,6 +370,8 @@ class AgentLoopWorkflow:
 
     def _killed(self, outcome: RunOutcome) -> bool:
         if self._kill is None:
+            return False
+        if self._kill.covers is not None and order_ref(outcome.generation, outcome.receipt_id) not in self._kill.covers:
             return False
         outcome.status, outcome.reason = RunStatus.KILLED, f"killed by {self._kill.actor}: {self._kill.reason}"
         return True

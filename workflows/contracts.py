@@ -162,6 +162,16 @@ class KillNotice:
 
     actor: str
     reason: str
+    covers: list[str] | None = None
+    """Set by the run when the notice arrives (patch ``kill-notice-covers-its-orders``): the orders it
+    held then (``order_ref``), the ones the notice ends. None: every order (before the patch). An
+    order signalled later is stopped, while a kill is in force, by the ledger's kill checks of its
+    model and tool calls, and runs once the kill is lifted."""
+
+
+def order_ref(generation: int, receipt_id: str | None) -> str:
+    """How :attr:`KillNotice.covers` names an order: ``<generation>:<receipt id>``."""
+    return f"{generation}:{receipt_id or ''}"
 
 
 @dataclass

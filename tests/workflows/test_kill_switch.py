@@ -130,3 +130,35 @@ async def test_task_wall_time_stops_a_slow_run_before_its_next_step(temporal_env
     [outcome] = (await run_orders(temporal_env.client, settings, task_queue, order)).orders
     assert outcome.status == "budget_exhausted" and outcome.reason.startswith("max-wall-time")
     assert outcome.steps == 1 and sims.model_stats()["calls"] == 1
+
+
+async def test_an_order_admitted_after_the_unkill_runs_in_the_same_run(temporal_env, settings, sims, task_queue):
+    """Found by an adversarial review (session 17): the kill notice stayed in force for the rest of
+    the run, so a version admitted after the unkill and signalled into the run still open ended
+    ``killed by alice`` (its delivery lost: GitHub does not redeliver). Under patch
+    ``kill-notice-covers-its-orders`` the notice ends the orders the run held when it arrived."""
+    from dataclasses import replace as with_
+
+    from tests.support.agent_runs import admit_in_ledger, copy_of_pr42
+
+    owner, head = copy_of_pr42(sims)
+    fix = "c0ffee01" * 5
+    first = admit_in_ledger(settings, work_order(settings, owner=owner, version=head))
+    engine = ledger.make_engine(settings.ledger_url())
+    switch = KillSwitch(engine)
+    sims.hold_model_calls()  # v1's first model call is in flight through the kill and the unkill
+    async with AsyncExitStack() as stack:
+        async with await create_worker(temporal_env.client, settings, stack, task_queue):
+            handle = await start_order(temporal_env.client, task_queue, first, workflow_id=f"agent/{first.work_key}")
+            await sims.model_called()
+            switch.kill("work_key", first.work_key, "alice", "oops, wrong repository")
+            await handle.signal(KILL_SIGNAL, KillNotice("alice", "oops, wrong repository"))
+            switch.unkill("work_key", first.work_key, "alice", "it was the right one")
+            sims.forge_ctl("POST", f"/pulls/{owner}/api/42", json={"head_sha": fix})  # a push, admitted
+            second = admit_in_ledger(settings, with_(first, input_version=fix))
+            await start_order(temporal_env.client, task_queue, second, workflow_id=handle.id)
+            assert sims.release_model_calls() >= 1
+            orders = (await handle.result()).orders
+    engine.dispose()
+    assert [(o.input_version, o.status) for o in orders] == [(head, "killed"), (fix, "done")]
+    assert orders[0].reason == "killed by alice: oops, wrong repository"
