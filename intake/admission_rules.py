@@ -193,6 +193,15 @@ def redelivery_message(delivery_id: str | None, source: str) -> str:
     return f"delivery {delivery_id} from {source} was already decided"
 
 
+REPEAT_REASONS = frozenset({Reason.DUPLICATE_DELIVERY, Reason.REPLAYED_BODY})
+"""A delivery answered from its original: it writes no row."""
+
+
+def is_repeat(decision: IntakeDecision) -> bool:
+    """Was ``decision`` answered from an earlier delivery (its id, or its signed content), writing nothing?"""
+    return decision.reason in REPEAT_REASONS
+
+
 def repeat_reason(draft: ReceiptDraft, same_body: bool) -> tuple[Reason, str]:
     """A delivery already decided: by its id (``duplicate-delivery``) or, under another id, by its
     signed body's digest (``replayed-body``, a replay)."""

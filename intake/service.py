@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from intake.admissions_in_flight import AdmissionsInFlight
 from intake.admitted_marks import AdmittedMarks
 from intake.admission_rules import (age_refusal, future_refusal, lag_refusal, not_actionable, scope_refusal,
-                                   task_refusal)
+                                   is_repeat, task_refusal)
 from intake.capacity.plan import Block
 from intake.capacity.payload import from_payload
 from intake.decide_batch import DecideBatcher
@@ -413,16 +413,13 @@ class IntakeService:
         return await self._marks.mark(decision, workflow_id, run_id)  # waits for the commit holding it
 
 
-_REPEATS = frozenset({Reason.DUPLICATE_DELIVERY, Reason.REPLAYED_BODY})
-
-
 def _log_level(decision: IntakeDecision) -> int:
     """INFO for a decision (one line each, its receipt has the details); DEBUG for a repeat
     (``duplicate-delivery``, ``replayed-body``): it writes nothing and is answered from its original,
     whose line and receipt already exist, so, like the ledger, it costs a counter
     (``sluicegate.intake.decisions`` by reason), not a line per resend: a duplicate storm's
     redeliveries spent most of their answer's CPU formatting and writing this line (py-spy)."""
-    return logging.DEBUG if decision.reason in _REPEATS else logging.INFO
+    return logging.DEBUG if is_repeat(decision) else logging.INFO
 
 
 def _held_if_killed(decision: IntakeDecision, resume_item: str | None) -> IntakeDecision:

@@ -38,7 +38,7 @@ from dataclasses import replace
 from typing import Any, Sequence
 from datetime import timedelta
 
-from sqlalchemy import exists, insert, or_, select, update
+from sqlalchemy import bindparam, exists, insert, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col
@@ -93,7 +93,7 @@ def _receipt_row(draft: ReceiptDraft, receipt_id: str, generation: int | None = 
         row["activity_attempt"] = ACTIVITY_ATTEMPT.get()
     row.update(id=receipt_id, created_at=utcnow(), generation=generation, outcome=str(draft.outcome),
                trigger_kind=str(draft.trigger_kind), workflow_id=None, run_id=None, operation_keys=[],
-               external_ids=[])
+               external_ids=[], reject_digest=None)
     return row
 
 
@@ -131,6 +131,40 @@ class SqlIntakeStore:
         with self._engine.begin() as conn:
             conn.execute(insert(_RECEIPTS), row)
         return _decision_from_row(row)
+
+    def record_reject(self, draft: ReceiptDraft) -> IntakeDecision:
+        """A verified delivery rejected before intake (its normalize stage refused it): answered from
+        the earlier record when its delivery id or its content (``draft.body_digest``; None: compare
+        ids only) was seen already — decided by intake, or rejected here before — writing nothing
+        (``duplicate-delivery`` / ``replayed-body``); else its reject receipt, carrying the digest.
+
+        A signed body verifies whatever its unsigned headers say (GitHub signs the body only), so a
+        captured body resent under new delivery ids with another ``X-GitHub-Event`` or
+        ``Content-Type`` wrote a reject receipt each: a durable row per request for anyone holding
+        one captured delivery. Now that costs one row per content. The delivery id is still not
+        claimed: a genuine delivery of it (a redelivery once the source's settings are fixed) is
+        decided as usual."""
+        seen = self.reject_repeat(draft)
+        if seen is not None:
+            return seen
+        row = {**_receipt_row(draft, new_id(), policy_version=self._policy.version), "reject_digest": draft.body_digest}
+        with self._engine.begin() as conn:
+            conn.execute(insert(_RECEIPTS), row)
+        return _decision_from_row(row)
+
+    def reject_repeat(self, draft: ReceiptDraft) -> IntakeDecision | None:
+        """Read-only: the answer to a repeat of a delivery about to be rejected before intake (see
+        :meth:`record_reject`), or None when neither its id nor its content was seen."""
+        seen = self.find_repeat(draft).seen
+        if seen is not None:
+            return seen
+        with single_read(self._engine) as conn:
+            earlier = conn.execute(_EARLIER_REJECT, {"p_source": draft.source, "p_delivery_id": draft.delivery_id,
+                                                     "p_digest": draft.body_digest}).first()
+        if earlier is None:
+            return None
+        reason, message = repeat_reason(draft, same_body=earlier.delivery_id != draft.delivery_id)
+        return IntakeDecision(Outcome.REJECT, str(reason), message, receipt_id=earlier.id)
 
     def record_once(self, draft: ReceiptDraft, receipt_id: str, generation: int | None = None,
                     workflow_id: str | None = None, run_id: str | None = None) -> str:
@@ -467,6 +501,13 @@ class SqlIntakeStore:
 _PENDING = (select(_RECEIPTS, col(WorkVersion.generation).label("version_generation"))
             .join(WorkVersion, WorkVersion.receipt_id == _RECEIPTS.c.id))
 """An accept receipt with its version's generation (the outbox relay's and a repeat's start read it)."""
+
+_EARLIER_REJECT = (select(_RECEIPTS.c.id, _RECEIPTS.c.delivery_id)
+                   .where(_RECEIPTS.c.source == bindparam("p_source"), _RECEIPTS.c.outcome == str(Outcome.REJECT),
+                          or_(_RECEIPTS.c.delivery_id == bindparam("p_delivery_id"),
+                              _RECEIPTS.c.reject_digest == bindparam("p_digest")))
+                   .order_by(_RECEIPTS.c.created_at).limit(1))
+"""The first reject receipt of this delivery id or content from this source (``record_reject``)."""
 
 _KILL_COVERS_PENDING = exists().where(
     col(Kill.lifted_at).is_(None),

@@ -156,7 +156,8 @@ class KeptDeliveries:
             kept, why = self._keep(s, draft, receipt_id, meta, body)
             note = f" Body kept for replay ({self._kept_for()}): starter.py replay {draft.delivery_id}." if kept \
                 else f" Body not kept: {why}."
-            row = _receipt_row(_with_message(draft, draft.message + note), receipt_id)
+            row = {**_receipt_row(_with_message(draft, draft.message + note), receipt_id),
+                   "reject_digest": draft.body_digest}  # a repeat of this content writes nothing more
             s.execute(insert(_RECEIPTS), row)
         return _decision_from_row(row), kept
 

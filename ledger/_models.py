@@ -26,6 +26,7 @@ class Receipt(SQLModel, table=True):
         Index("ix_receipts_work_key", "work_key"),
         Index("ix_receipts_delivery", "source", "delivery_id"),
         Index("ix_receipts_created_at", "created_at"),
+        Index("ix_receipts_reject_digest", "source", "reject_digest"),
     )
 
     id: str = Field(primary_key=True, max_length=40)
@@ -62,6 +63,9 @@ class Receipt(SQLModel, table=True):
     external_ids: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     override: str | None = Field(default=None, max_length=256)
     """A check an authorized actor overrode, and why (e.g. ``rerun-done: flaky review``)."""
+    reject_digest: str | None = Field(default=None, max_length=64)
+    """The content digest of a verified body rejected before intake (migration 0018): a repeat of it
+    is answered from this receipt with no row (:meth:`ledger.SqlIntakeStore.record_reject`)."""
 
 
 class Delivery(SQLModel, table=True):

@@ -34,6 +34,7 @@ from console import ConsolePorts, create_console
 from intake.decision import Reason
 from intake.errors import InvalidDelivery
 from intake.request_rules import source_rule
+from intake.sources._common import content_digest
 from sluicegate.temporal.admitter import TemporalAdmitter
 from ledger import SqlIntakeStore
 from sluicegate.web.bounded_body import declared_too_large, read_limited
@@ -167,7 +168,8 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
                 span.set_attribute("sluicegate.reason", str(err.reason))
                 return await reject_or_keep(request.app.state, err, source=source, tenant=src.tenant,
                                             headers=headers, body=body, verified=verified, received_at=received_at,
-                                            schema_header=schema_header(src))
+                                            schema_header=schema_header(src),
+                                            digest=None if src.kind in HEADER_AUTH_KINDS else content_digest(body))
             decision = await request.app.state.intake.submit(parsed.envelope, parsed.candidate,
                                                              max_age_seconds=parsed.max_age_seconds)
             span.set_attribute("sluicegate.delivery_id", parsed.envelope.id)

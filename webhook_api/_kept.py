@@ -4,7 +4,9 @@ Reached only after the source's verify stage accepted the signature or token (bo
 authenticate, then parse), so only a sender that proved who it is can make Sluicegate keep a
 body. An ``unsupported-schema`` delivery's receipt and its kept copy (``ledger/_kept.py``) are
 written in one transaction; the answer is still 422, with ``kept`` saying whether a replay will
-be possible (a body over a cap is answered, but not kept).
+be possible (a body over a cap is answered, but not kept). A repeat — the same delivery id, or the
+same signed content under another id (a captured body resent with other unsigned headers) — is
+answered from the earlier record and writes nothing (``duplicate-delivery`` / ``replayed-body``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Mapping
 from fastapi.responses import JSONResponse
 from sqlalchemy.engine import Engine
 
+from intake.admission_rules import is_repeat
 from intake.decision import Outcome, Reason
 from intake.envelope import TriggerKind
 from intake.errors import InvalidDelivery
@@ -26,7 +29,7 @@ from ledger import KeptCaps, KeptDeliveries
 from sluicegate.config.settings import Settings
 from sluicegate.temporal.client import payload_keys
 from webhook_api._rejects import reject_with_receipt
-from webhook_api._responses import invalid_response
+from webhook_api._responses import decision_response, invalid_response
 
 
 def kept_deliveries(settings: Settings, engine: Engine) -> KeptDeliveries:
@@ -51,15 +54,26 @@ def with_fields(response: JSONResponse, **fields) -> JSONResponse:
 
 async def reject_or_keep(state, err: InvalidDelivery, *, source: str, tenant: str, headers: Mapping[str, str],
                          body: bytes, verified: VerifiedDelivery, received_at: datetime,
-                         schema_header: str | None = None) -> JSONResponse:
+                         schema_header: str | None = None, digest: str | None = None) -> JSONResponse:
     """Answer a verified delivery its normalize stage refused (``state``: the app's, with ``store``
     and ``kept``): every refusal gets its receipt; ``unsupported-schema`` also keeps the body, with
-    only the headers a replay reads (``schema_header``: the source's ``schema_versions.header``)."""
-    if err.reason != Reason.UNSUPPORTED_SCHEMA or err.delivery_id is None:
+    only the headers a replay reads (``schema_header``: the source's ``schema_versions.header``).
+    ``digest``: the content its signature vouches for (None: the source signs no body). A repeat
+    of the delivery id or of that content — a captured body resent with other unsigned headers —
+    is answered from the earlier record, with no row (``SqlIntakeStore.record_reject``)."""
+    if err.delivery_id is None:
         return await reject_with_receipt(state.store, err, source=source, tenant=tenant, received_at=received_at)
     draft = ReceiptDraft(outcome=Outcome.REJECT, reason=str(err.reason), message=err.message,
                          trigger_kind=TriggerKind.EVENT, source=source, received_at=received_at,
-                         delivery_id=err.delivery_id, event_type=err.event_type, tenant=tenant)
+                         delivery_id=err.delivery_id, event_type=err.event_type, tenant=tenant, body_digest=digest)
+    if err.reason != Reason.UNSUPPORTED_SCHEMA:
+        decision = await asyncio.to_thread(state.store.record_reject, draft)
+        if is_repeat(decision):
+            return decision_response(decision)
+        return invalid_response(err, decision.receipt_id)
+    if (repeat := await asyncio.to_thread(state.store.reject_repeat, draft)) is not None:
+        return decision_response(repeat)
     decision, kept = await asyncio.to_thread(state.kept.reject_and_keep, draft, dict(headers), body,
                                              verified.delivery_id, verified.event_type, schema_header)
     return with_fields(invalid_response(err, decision.receipt_id), kept=kept)
+

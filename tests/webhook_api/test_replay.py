@@ -66,3 +66,35 @@ def test_the_same_signed_content_under_a_new_delivery_id_is_a_replay(kind, sims,
         assert post(server, source, *replayed(replay_id)).json()["reason"] == "replayed-body"  # never claimed
         assert grown(before, table_counts(ledger_url)) == {}
         assert [x.id for x in receipts(ledger_url, first_id)] == [first["receipt_id"]]  # still queryable
+
+
+@pytest.mark.parametrize("swap", ["event", "content-type"])
+def test_a_captured_body_resent_with_other_unsigned_headers_costs_one_row_per_content(swap, sims, temporal_env,
+                                                                                     ledger_url):
+    """Found by an adversarial review (session 17): GitHub signs the body only, so a captured body
+    resent under new delivery ids with another ``X-GitHub-Event`` or ``Content-Type`` verified, was
+    rejected at normalize and wrote a reject receipt each time. Now the first such reject of a
+    content writes its receipt and every repeat (of the id, or of the content) is answered from
+    it, with no row; a body genuinely delivered before is answered ``replayed-body`` from its original."""
+    changed = {"event": {"x-github-event": "push"}, "content-type": {"content-type": "text/plain"}}[swap]
+    with running_api(sims, temporal_env, ledger_url) as (server, s):
+        pull = fresh_pull(sims)
+        headers, body, replayed = _github(s, pull, f"orig-{uuid.uuid4()}")
+        h, b = replayed(f"replay-{uuid.uuid4()}")
+        r = post(server, "github", h | changed, b)
+        first = r.json()
+        assert r.status_code in (415, 422) and first["receipt_id"]  # the first is a plain reject, with its receipt
+        before = table_counts(ledger_url)
+        again = []
+        for n in range(5):
+            h, b = replayed(f"replay-{uuid.uuid4()}")
+            again.append(post(server, "github", h | changed, b).json())
+        assert {(a["reason"], a["receipt_id"]) for a in again} == {("replayed-body", first["receipt_id"])}
+        assert grown(before, table_counts(ledger_url)) == {}
+        genuine = post(server, "github", headers, body).json()  # the genuine delivery is still decided
+        assert genuine["reason"] == "admitted"
+        after_genuine = table_counts(ledger_url)
+        h, b = replayed(f"replay-{uuid.uuid4()}")
+        late = post(server, "github", h | changed, b).json()
+        assert late["reason"] == "replayed-body"
+        assert grown(after_genuine, table_counts(ledger_url)) == {}
