@@ -91,12 +91,13 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
     limit_refusal_log(api.refusal_log_lines, api.refusal_log_interval_seconds)
     # One cap per source: slow or parallel unauthenticated bodies sent to one source's URL (anyone
     # can reach GitHub's) hold only that source's read slots, never another source's.
-    reads = {name: BodyReadGate(api.max_concurrent_body_reads) for name in settings.sources}
+    reads = {name: BodyReadGate(api.max_concurrent_body_reads, api.max_concurrent_body_reads_per_client)
+             for name in settings.sources}
 
     async def read_body(request: Request, name: str, limit: int) -> bytes | JSONResponse:
-        """The body under ``limit``, the read deadline and source ``name``'s cap on reads at once;
-        else the refusal (counted, no row) to answer."""
-        with reads[name].slot() as admitted:
+        """The body under ``limit``, the read deadline and source ``name``'s caps on reads at once
+        (all clients, and one client address); else the refusal (counted, no row) to answer."""
+        with reads[name].slot(request.client.host if request.client else "-") as admitted:
             if not admitted:
                 return refuse(request, name, InvalidDelivery(Reason.BAD_INPUT, "too many request bodies being "
                                                              "read at once; retry shortly", 429))

@@ -36,21 +36,35 @@ def bounded_headers(request: Request) -> dict[str, str] | None:
 
 
 class BodyReadGate:
-    """At most ``limit`` request bodies being read at once by this process; the next one is
-    refused at once (429) instead of queueing. With the read deadline this bounds what slow
-    senders can hold: ``limit`` connections for at most the deadline each."""
+    """At most ``limit`` request bodies being read at once by this process, and at most
+    ``per_client`` of them from one client address; the next one is refused at once (429) instead
+    of queueing. With the read deadline this bounds what slow senders can hold: ``limit``
+    connections for at most the deadline each — and one address (a slow-loris from one host) at
+    most ``per_client`` of them, so it cannot take every slot of a source whose genuine sender
+    (GitHub, which does not retry a refused delivery) then finds none. Many addresses at once can
+    still; the answer to that is a reverse proxy that buffers whole bodies (docs/security.md)."""
 
-    def __init__(self, limit: int) -> None:
-        self._free = limit  # one event loop, no await between test and take: a plain counter is enough
+    def __init__(self, limit: int, per_client: int | None = None) -> None:
+        self._free = limit  # one event loop, no await between test and take: plain counters are enough
+        self._per_client = per_client
+        self._held: dict[str, int] = {}
 
     @contextmanager
-    def slot(self) -> Iterator[bool]:
-        """Yields True with a slot held for the block, False when every slot is taken."""
-        if self._free <= 0:
+    def slot(self, client: str = "-") -> Iterator[bool]:
+        """Yields True with a slot held for the block, False when every slot (or every slot this
+        ``client`` may hold) is taken."""
+        held = self._held.get(client, 0)
+        if self._free <= 0 or (self._per_client is not None and held >= self._per_client):
             yield False
             return
         self._free -= 1
+        self._held[client] = held + 1
         try:
             yield True
         finally:
             self._free += 1
+            left = self._held[client] - 1
+            if left:
+                self._held[client] = left
+            else:
+                del self._held[client]

@@ -106,6 +106,12 @@ class WebhookApiConfig(_Section):
     max_concurrent_body_reads: int = Field(default=64, ge=1)
     """Request bodies read at once by one API process for one source; past it a request to that
     source is 429 at once (other sources keep their own slots)."""
+    max_concurrent_body_reads_per_client: int | None = Field(default=16, ge=1)
+    """Of those, how many one client address may hold (None: no per-address cap). A genuine sender's
+    body arrives in milliseconds, so it holds one or two at a time; a slow-loris from one host is
+    held to this many, and the source's other slots stay free. Behind a proxy every request has the
+    proxy's address (unless uvicorn trusts its forwarded headers): there the proxy should buffer
+    whole bodies, and this cap can be lifted (null) or left, the proxy sending each body at once."""
     keep_alive_seconds: int = Field(default=75, ge=1, le=3600)
     """How long an idle kept-alive connection stays open (uvicorn's ``timeout_keep_alive``). Longer
     than the idle timeout of whatever sends to the API (a load balancer: AWS ALB 60 s by default; set

@@ -25,10 +25,12 @@ def api(sims, temporal_env, tmp_path):
     return start, url
 
 
-def _open(server, path: str, headers: dict[str, str], first_bytes: bytes) -> socket.socket:
-    """A request whose headers (and ``first_bytes`` of its body) are sent; the rest never is."""
+def _open(server, path: str, headers: dict[str, str], first_bytes: bytes, source: str | None = None) -> socket.socket:
+    """A request whose headers (and ``first_bytes`` of its body) are sent; the rest never is.
+    ``source``: the client address to send from (any of 127.0.0.0/8 on loopback)."""
     parts = urlsplit(server.base_url)
-    sock = socket.create_connection((parts.hostname, parts.port), timeout=30)
+    sock = socket.create_connection((parts.hostname, parts.port), timeout=30,
+                                    source_address=(source, 0) if source else None)
     head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
     sock.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\n{head}\r\n".encode("latin-1") + first_bytes)
     return sock
@@ -156,4 +158,30 @@ def test_a_client_that_goes_away_mid_body_is_a_counted_refusal_not_a_traceback(a
         tracebacks = [r for r in caplog.records if r.exc_info or "Exception in ASGI application" in r.getMessage()]
         assert tracebacks == []
         assert len(refused) == 3
+        assert grown(before, table_counts(url)) == {}
+
+
+def test_one_client_address_cannot_take_every_read_slot_of_a_source(api):
+    """Found by an adversarial review (session 17): 64 slow anonymous connections from one host
+    held every read slot of the GitHub source, and a genuine signed delivery was refused 429 (GitHub
+    does not retry it). One address now holds at most ``max_concurrent_body_reads_per_client``."""
+    start, url = api
+    with start(SLUICEGATE__WEBHOOK_API__BODY_READ_TIMEOUT_SECONDS="20",
+               SLUICEGATE__WEBHOOK_API__MAX_CONCURRENT_BODY_READS="8",
+               SLUICEGATE__WEBHOOK_API__MAX_CONCURRENT_BODY_READS_PER_CLIENT="2") as (server, _):
+        before = table_counts(url)
+        slow = [_open(server, "/webhooks/github", _forged_github(), b"{", source="127.0.0.9") for _ in range(2)]
+        statuses = []
+        for _ in range(200):  # the slow two hold what their address may hold, until their deadline
+            probe = _open(server, "/webhooks/github", _forged_github(), b"", source="127.0.0.9")
+            probe.sendall(b"x" * 2000)
+            statuses.append(_status(probe))
+            if statuses[-1] == 429:
+                break
+        assert statuses[-1] == 429, statuses
+        other = _open(server, "/webhooks/github", _forged_github(), b"", source="127.0.0.10")
+        other.sendall(b"x" * 2000)
+        assert _status(other) == 401  # another address finds a slot: its body is read (and, forged, refused)
+        for sock in slow:
+            sock.close()
         assert grown(before, table_counts(url)) == {}
