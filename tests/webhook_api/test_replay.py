@@ -86,7 +86,7 @@ def test_a_captured_body_resent_with_other_unsigned_headers_costs_one_row_per_co
         assert r.status_code in (415, 422) and first["receipt_id"]  # the first is a plain reject, with its receipt
         before = table_counts(ledger_url)
         again = []
-        for n in range(5):
+        for _ in range(5):
             h, b = replayed(f"replay-{uuid.uuid4()}")
             again.append(post(server, "github", h | changed, b).json())
         assert {(a["reason"], a["receipt_id"]) for a in again} == {("replayed-body", first["receipt_id"])}
