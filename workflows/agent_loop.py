@@ -71,6 +71,7 @@ CONTINUE_AS_NEW_PATCH = "continue-as-new-between-orders"
 RELEASE_CAPACITY_PATCH = "release-capacity-at-end"
 CANCEL_PATCH = "cancel-is-an-outcome"
 KILL_SCOPE_PATCH = "kill-notice-covers-its-orders"
+CARRIED_STATE_PATCH = "carried-state-only-from-continue-as-new"
 READ_ARTIFACT_PATCH = "read-artifact-tool"
 # The model is offered read_artifact and taught it; before the patch it was an unknown tool.
 # A cancel ends the open orders `cancelled` and closes the run CANCELED after an uncancellable cleanup.
@@ -224,8 +225,17 @@ class AgentLoopWorkflow:
             raise ApplicationError(str(exc), type=FailureType.STATE_SCHEMA_UNSUPPORTED, non_retryable=True) from None
         self._pending = list(state.pending) + self._pending
         self._seen_generations |= set(state.seen_generations)
-        self._finished = list(state.recent)
-        self._kill = self._kill or state.kill
+        recent, kill = list(state.recent), state.kill
+        if (recent or kill) and workflow.info().continued_run_id is None and workflow.patched(CARRIED_STATE_PATCH):
+            # Only a continue-as-new hands a run its outcomes and kill notice; anyone who can start
+            # a workflow can write a state. Believed, a forged newer outcome made every genuine order
+            # look superseded, and a forged notice had them end "killed by" whoever it named.
+            # Carried orders stay: each is claimed against the ledger like any other.
+            workflow.logger.warning("a start that is not a continue-as-new carried %d outcome(s)%s; not believed",
+                                    len(recent), " and a kill notice" if kill else "")
+            recent, kill = [], None
+        self._finished = recent
+        self._kill = self._kill or kill
 
     async def _run_order(self, order: WorkOrder) -> None:
         self._policy_unchanged = False

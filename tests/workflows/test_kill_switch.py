@@ -162,3 +162,33 @@ async def test_an_order_admitted_after_the_unkill_runs_in_the_same_run(temporal_
     engine.dispose()
     assert [(o.input_version, o.status) for o in orders] == [(head, "killed"), (fix, "done")]
     assert orders[0].reason == "killed by alice: oops, wrong repository"
+
+
+@pytest.mark.parametrize("forged", ["newer-outcome", "kill-notice"])
+async def test_a_state_carried_by_a_start_that_is_not_a_continue_as_new_is_not_believed(
+        temporal_env, settings, sims, task_queue, forged):
+    """Found by an adversarial review (session 17): whoever can start a workflow can write its
+    carried state, and the run believed it. A forged outcome of a huge generation made the genuine,
+    admitted order end ``superseded`` (no model call); a forged kill notice had it end ``killed by``
+    whoever the notice named. Under patch ``carried-state-only-from-continue-as-new`` only a
+    continue-as-new hands a run its outcomes and kill notice."""
+    from workflows.contracts import AGENT_WORKFLOW, STATE_SCHEMA_VERSION, WORK_ORDER_SIGNAL, AgentLoopResult
+    from workflows.contracts import AgentLoopStart, AgentLoopState, RunOutcome
+
+    from tests.support.agent_runs import admit_in_ledger, copy_of_pr42
+
+    owner, head = copy_of_pr42(sims)
+    order = admit_in_ledger(settings, work_order(settings, owner=owner, version=head))
+    state = AgentLoopState(STATE_SCHEMA_VERSION)
+    if forged == "newer-outcome":
+        state.recent = [RunOutcome(order.work_key, "evil", 10**9, "done", "completed")]
+    else:
+        state.kill = KillNotice("security-team", "forged")
+    async with AsyncExitStack() as stack:
+        async with await create_worker(temporal_env.client, settings, stack, task_queue):
+            result = await temporal_env.client.execute_workflow(
+                AGENT_WORKFLOW, AgentLoopStart(order.work_key, order.tenant, state), id=f"agent/{order.work_key}",
+                task_queue=task_queue, start_signal=WORK_ORDER_SIGNAL, start_signal_args=[order],
+                result_type=AgentLoopResult)
+    assert [(o.input_version, o.status) for o in result.orders] == [(head, "done")]
+    assert len(sims.comments()) >= 1
