@@ -25,6 +25,7 @@ from urllib.parse import parse_qsl
 
 from fastapi import Request
 
+from intake.hygiene import has_control
 from sluicegate.web.bounded_body import BodyNotReceived, declared_too_large, read_limited
 from sluicegate.errors import SluicegateError
 
@@ -84,7 +85,7 @@ def text(values: Mapping[str, str], name: str, max_chars: int, *, required: bool
         if required:
             raise FormRefused(422, f"{name} is required")
         return None
-    if len(value) > max_chars or any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+    if len(value) > max_chars or has_control(value):  # ASCII controls, and bidi overrides, U+2028...
         raise FormRefused(422, f"{name}: at most {max_chars} characters, no control characters")
     return value
 

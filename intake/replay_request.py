@@ -12,7 +12,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from intake.hygiene import MAX_DELIVERY_ID, identity_text
+from intake.hygiene import MAX_DELIVERY_ID, free_text, identity_text
 from intake.manual_request import problems
 
 MAX_BODY_BYTES = 4 * 1024
@@ -26,6 +26,12 @@ def _identity(value: str) -> str:
     return value
 
 
+def _free_text(value: str) -> str:
+    if free_text(value, MAX_REASON) is None:
+        raise ValueError("not blank, no control characters")
+    return value
+
+
 class ReplayRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -33,8 +39,10 @@ class ReplayRequest(BaseModel):
     """The kept delivery's id (as its source sent it)."""
     source: Annotated[str, AfterValidator(_identity)] | None = None
     """The source that kept it; needed only when several kept one id."""
-    reason: str = Field(default="replay of a kept delivery", min_length=1, max_length=MAX_REASON)
-    """Why the operator replays it (recorded on the replay's receipt)."""
+    reason: Annotated[str, AfterValidator(_free_text)] = Field(default="replay of a kept delivery", min_length=1,
+                                                                max_length=MAX_REASON)
+    """Why the operator replays it (recorded on the replay's receipt): a person's text, no control,
+    format or line-separator characters (``intake.hygiene.free_text``), as every other reason."""
 
 
 def parse_replay_body(body: bytes) -> ReplayRequest:

@@ -7,7 +7,7 @@ import signal
 import uvicorn
 
 from sluicegate.config.settings import load_settings
-from sluicegate.config.dev_guard import refuse_published_secrets
+from sluicegate.config.dev_guard import refuse_insecure_cookie, refuse_published_secrets
 from sluicegate.observability.metrics import setup_metrics
 from sluicegate.observability.telemetry import setup_logging, setup_tracing
 from webhook_api import create_app
@@ -21,6 +21,7 @@ def _exit_after_shutdown(signum, frame) -> None:
 def main() -> None:
     settings = load_settings()
     refuse_published_secrets(settings, "api", settings.webhook_api.host)
+    refuse_insecure_cookie(settings, settings.webhook_api.host)
     setup_logging(settings, "api")
     setup_tracing(settings, "api")
     setup_metrics(settings, "api")

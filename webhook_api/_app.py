@@ -85,7 +85,9 @@ def create_app(settings: Settings, client: Client | None = None, search_attribut
                 log.info("froze %d start-up objects out of full garbage collections", freeze_after_startup())
             yield
 
-    app = FastAPI(title="Sluicegate webhook API", lifespan=lifespan)
+    # No /docs, /redoc, /openapi.json: the routes are documented in docs/webhooks.md, and a public
+    # endpoint serves nothing an anonymous caller does not need.
+    app = FastAPI(title="Sluicegate webhook API", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.mount("/console", create_console(settings, lambda: app.state.console))  # the operator console
     api = settings.webhook_api
     limit_refusal_log(api.refusal_log_lines, api.refusal_log_interval_seconds)

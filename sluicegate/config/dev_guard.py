@@ -97,3 +97,17 @@ def refuse_published_secrets(settings: Settings, role: str, bound_to: str,
         f"refusing to start the {role} ({why}): these settings still hold secrets published in "
         f"temporal-dev.yaml: {settings_list}. Set your own values (see docs/security.md, \"Rotating "
         f"secrets\"); for local development only, set SLUICEGATE_DEV_MODE=1 and bind to loopback.")
+
+
+def refuse_insecure_cookie(settings: Settings, bound_to: str) -> None:
+    """Raise :class:`ConfigError` when the console would send its session cookie without ``Secure``
+    (``console.secure_cookie: false``) outside dev mode on loopback: the setting exists for the dev
+    stack's plain HTTP, and a session cookie sent over plain HTTP is an actor's session for whoever
+    reads the wire. Behind a proxy that terminates TLS keep it on: the browser sees HTTPS."""
+    console = settings.console
+    if console.session_key is None or console.secure_cookie or (settings.dev_mode and is_loopback(bound_to)):
+        return
+    raise ConfigError(
+        "refusing to start the api: console.secure_cookie is false (SLUICEGATE__CONSOLE__SECURE_COOKIE) outside "
+        f"dev mode on loopback (webhook_api.host {bound_to!r}); serve the console over HTTPS and leave it true, "
+        "or turn the console off (no console.session_key).")

@@ -102,3 +102,45 @@ def test_kill_targets_and_retries_are_validated_before_anything_is_built():
     assert (trigger.tenant, trigger.repository, trigger.number, trigger.input_version) == (
         "beta", "shared/app", 5, "cd" * 20)
     assert trigger.reason.startswith("dlq retry L1 (first from beta): provider fixed") and not trigger.force
+
+
+@pytest.mark.parametrize("value", ["kill\u202eit", "line\u2028break", "tab\there", "nul\x00"])
+def test_a_form_field_with_a_control_format_or_separator_character_is_refused(value):
+    """Found by an adversarial review (session 17): the console refused ASCII controls only, so bidi
+    overrides and U+2028 reached kill reasons and dead-letter notes (and the log lines quoting them)."""
+    from console._forms import FormRefused, text
+
+    with pytest.raises(FormRefused):
+        text({"reason": value}, "reason", 200)
+    assert text({"reason": "plain reason, ünïcode ok"}, "reason", 200) == "plain reason, ünïcode ok"
+
+
+@pytest.mark.parametrize("value", ["a\x00b", "x\u202ey", "line\nbreak"])
+def test_a_replay_reason_is_held_to_the_rules_of_every_other_reason(value):
+    """Found by the same review: the replay endpoint's reason was a plain string (a NUL failed the
+    receipt insert on PostgreSQL after the decision, a 500)."""
+    import json
+
+    from intake.replay_request import parse_replay_body
+
+    with pytest.raises(ValueError, match="reason"):
+        parse_replay_body(json.dumps({"delivery_id": "d-1", "reason": value}).encode())
+    assert parse_replay_body(b'{"delivery_id": "d-1", "reason": "replaying after the fix"}').reason == \
+        "replaying after the fix"
+
+
+def test_a_cookie_without_secure_serves_only_dev_mode_on_loopback():
+    """Found by an adversarial review (session 17): ``console.secure_cookie: false`` was documented as
+    for plain HTTP on loopback only, but nothing held it there."""
+    from sluicegate.config.dev_guard import refuse_insecure_cookie
+
+    dev = _settings()  # the dev file: secure_cookie false, dev mode
+    assert dev.console.secure_cookie is False
+    refuse_insecure_cookie(dev, "127.0.0.1")  # the dev stack: allowed
+    with pytest.raises(ConfigError, match=r"console\.secure_cookie is false"):
+        refuse_insecure_cookie(dev, "0.0.0.0")
+    prod = load_settings(DEFAULT_CONFIG_FILE, env={})
+    with pytest.raises(ConfigError, match="outside dev mode on loopback"):
+        refuse_insecure_cookie(prod, "127.0.0.1")
+    secure = load_settings(DEFAULT_CONFIG_FILE, env={"SLUICEGATE__CONSOLE__SECURE_COOKIE": "true"})
+    refuse_insecure_cookie(secure, "0.0.0.0")  # Secure cookies: anywhere
