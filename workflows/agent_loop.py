@@ -72,6 +72,7 @@ RELEASE_CAPACITY_PATCH = "release-capacity-at-end"
 CANCEL_PATCH = "cancel-is-an-outcome"
 KILL_SCOPE_PATCH = "kill-notice-covers-its-orders"
 CARRIED_STATE_PATCH = "carried-state-only-from-continue-as-new"
+TOOL_CALL_CAP_PATCH = "tool-calls-per-step-cap"
 READ_ARTIFACT_PATCH = "read-artifact-tool"
 # The model is offered read_artifact and taught it; before the patch it was an unknown tool.
 # A cancel ends the open orders `cancelled` and closes the run CANCELED after an uncancellable cleanup.
@@ -338,8 +339,21 @@ class AgentLoopWorkflow:
 
     async def _run_tools(self, order: WorkOrder, plan: LoopPlan, calls: list[ToolCall],
                          messages: list[dict[str, Any]], outcome: RunOutcome) -> str | None:
-        """Run the step's tool calls in order; returns a failure reason or None."""
+        """Run the step's tool calls in order; returns a failure reason or None. Past
+        ``runtime.max_tool_calls_per_step`` (patch ``tool-calls-per-step-cap``) the rest are answered
+        ``not run`` without an activity: the model chooses how many it asks for, and every call is
+        history; the step cap alone did not bound one order's history."""
         rt = order.runtime
+        cap = rt.max_tool_calls_per_step
+        if len(calls) > cap and workflow.patched(TOOL_CALL_CAP_PATCH):
+            workflow.logger.warning("%s@%s: the model asked for %d tool calls in one step; running the first %d",
+                                    order.work_key, order.input_version, len(calls), cap,
+                                    extra={"work_key": order.work_key})
+            failed = await self._run_tools(order, plan, calls[:cap], messages, outcome)
+            if failed is None and outcome.status == RunStatus.DONE:
+                messages.extend(tool_message(call.id, f"error: not run: at most {cap} tool calls per step")
+                                for call in calls[cap:])
+            return failed
         for call in calls:
             self._check_cancel()
             if self._killed(outcome) or await self._superseded(order, outcome):

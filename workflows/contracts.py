@@ -76,6 +76,9 @@ class RuntimeOptions:
     """Least workflow time between a step's cost-so-far memo upsert and the run's previous memo upsert
     (patch ``lean-loop-steps-2``); the order's start and end always upsert. Its default decides replay for
     orders encoded without the field: never change it."""
+    max_tool_calls_per_step: int = 16
+    """Tool calls run for one model answer (patch ``tool-calls-per-step-cap``); the rest are answered
+    ``not run``. The default holds for orders encoded without the field."""
 
 
 @dataclass

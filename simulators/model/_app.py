@@ -115,6 +115,15 @@ def _completion(request: ChatRequest, state: ModelState, seq: int, created: int)
     }
 
 
+def _repeat_tool_calls(payload: dict, times: int) -> None:
+    """Each tool call of the answer, ``times`` times over (a model fanning out parallel calls)."""
+    message = payload["choices"][0]["message"]
+    calls = message.get("tool_calls") or []
+    message_calls = [{**call, "id": f"{call['id']}_{i}"} for call in calls for i in range(times)]
+    if message_calls:
+        message["tool_calls"] = message_calls
+
+
 def _stalling(payload: dict, after: int, seconds: float, state: ModelState) -> Response:
     """A 200 whose body stops after ``after`` bytes for ``seconds``, then ends: stuck mid-response."""
     body = json.dumps(payload).encode()
@@ -198,6 +207,8 @@ def create_model_app(
         except InvalidRequest as exc:
             return finish(openai_error(400, exc.message, param=exc.param, code=exc.code))
         payload = _completion(chat, state, seq, int(time.time()))
+        if fault is not None and fault.get("repeat_tool_calls"):
+            _repeat_tool_calls(payload, fault["repeat_tool_calls"])
         if stall is not None:
             return finish(_stalling(payload, int(stall["stall_after_bytes"]), stall["delay_seconds"], state),
                           payload["usage"])

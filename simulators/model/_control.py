@@ -9,7 +9,9 @@
   "retry_after": s|null, "retry_after_ms": ms|null, "delay_seconds": 0}``;
   needs ``status`` and/or a positive ``delay_seconds``. With ``stall_after_bytes: n`` (and no
   ``status``) the answer is a normal 200 whose body stops after ``n`` bytes for ``delay_seconds``
-  before the rest is sent: a provider stuck mid-response. Faults apply to
+  before the rest is sent: a provider stuck mid-response. With ``repeat_tool_calls: n`` (and no
+  ``status``) an answer that calls a tool calls it ``n`` times at once (ids ``<id>_<i>``): a model
+  asking for many parallel tool calls in one answer. Faults apply to
   ``/v1/chat/completions`` only, in order added, one per request.
 * ``GET /_sim/faults`` lists, ``DELETE /_sim/faults`` clears.
 * ``POST /_sim/faults/release`` -- ends every ``delay_seconds`` being waited out now (a delayed request
@@ -33,7 +35,8 @@ from simulators.model._state import ModelState
 
 __all__ = ["build_control_router", "parse_fault"]
 
-_FAULT_KEYS = {"status", "times", "retry_after", "retry_after_ms", "delay_seconds", "stall_after_bytes"}
+_FAULT_KEYS = {"status", "times", "retry_after", "retry_after_ms", "delay_seconds", "stall_after_bytes",
+               "repeat_tool_calls"}
 
 
 def parse_fault(spec: Any) -> dict[str, Any]:
@@ -52,8 +55,13 @@ def parse_fault(spec: Any) -> dict[str, Any]:
     }
     if fault["stall_after_bytes"] is not None and (fault["status"] is not None or not fault["delay_seconds"]):
         raise FaultSpecError("'stall_after_bytes' needs a positive 'delay_seconds' and no 'status'")
-    if fault["status"] is None and not fault["delay_seconds"]:
-        raise FaultSpecError("a fault needs 'status' and/or a positive 'delay_seconds'")
+    repeat = spec.get("repeat_tool_calls")
+    if repeat is not None and (isinstance(repeat, bool) or not isinstance(repeat, int) or not 2 <= repeat <= 1000
+                               or fault["status"] is not None):
+        raise FaultSpecError("'repeat_tool_calls' must be an integer 2..1000, with no 'status'")
+    fault["repeat_tool_calls"] = repeat
+    if fault["status"] is None and not fault["delay_seconds"] and repeat is None:
+        raise FaultSpecError("a fault needs 'status', a positive 'delay_seconds' or 'repeat_tool_calls'")
     return fault
 
 

@@ -199,6 +199,10 @@ class ActivitiesConfig(_Section):
     memo_cost_interval_seconds: float = Field(default=10, ge=0)
     """Least time between two memo upserts of a run's cost so far after its model steps (the Temporal
     UI's figure; every upsert is a history event and a visibility write). 0: after every step."""
+    max_tool_calls_per_step: int = Field(default=16, ge=1, le=128)
+    """Tool calls run for one model answer; the rest are answered ``not run`` to the model. The model
+    (and a prompt-injected diff) chooses how many it asks for, and each is an activity in the run's
+    history: without a cap one answer could push a run toward Temporal's history limit."""
 
 
 class SimulatorAddress(_Section):

@@ -236,3 +236,20 @@ async def test_a_state_from_a_newer_schema_is_refused_not_misread(temporal_env, 
                     AGENT_WORKFLOW, AgentLoopStart("acme/github:acme/api#42:review", "acme", AgentLoopState(99)),
                     id=f"agent/future-{task_queue}", task_queue=task_queue, result_type=AgentLoopResult)
     assert failed.value.cause.type == "StateSchemaUnsupported" and "newer" in str(failed.value.cause)
+
+
+async def test_a_model_answer_asking_for_too_many_tool_calls_runs_only_the_cap(temporal_env, sims, tmp_path, task_queue):
+    """Found by an adversarial review (session 17): the model (or a prompt-injected diff) chose how
+    many tool calls one answer held, and each was an activity in the run's history; the step cap did
+    not bound one order's history. Under patch ``tool-calls-per-step-cap`` the first
+    ``activities.max_tool_calls_per_step`` run and the rest are answered ``not run``."""
+    sims.reset()
+    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+    ledger.upgrade(url)
+    settings = settings_for(sims, url, SLUICEGATE__ACTIVITIES__MAX_TOOL_CALLS_PER_STEP="2")
+    sims.model_ctl("POST", "/faults", json={"repeat_tool_calls": 5, "times": 1})  # the first answer fans out
+    reads_before = sims.forge_ctl("GET", "/stats").json()["total"]
+    [outcome] = (await run_orders(temporal_env.client, settings, task_queue, work_order(settings))).orders
+    assert (outcome.status, outcome.reason) == ("done", "completed")
+    assert sims.forge_ctl("GET", "/stats").json()["total"] - reads_before == 2 + 1  # 2 diff reads, then the post
+    assert len(sims.comments()) == 1
