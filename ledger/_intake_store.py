@@ -158,9 +158,13 @@ class SqlIntakeStore:
         seen = self.find_repeat(draft).seen
         if seen is not None:
             return seen
-        with single_read(self._engine) as conn:
-            earlier = conn.execute(_EARLIER_REJECT, {"p_source": draft.source, "p_delivery_id": draft.delivery_id,
-                                                     "p_digest": draft.body_digest}).first()
+        with single_read(self._engine) as conn:  # two lookups, each on its index (an OR of both scans on SQLite)
+            found = [conn.execute(_EARLIER_REJECT_OF_ID, {"p_source": draft.source, "p_delivery_id": draft.delivery_id})
+                     .first()]
+            if draft.body_digest is not None:
+                found.append(conn.execute(_EARLIER_REJECT_OF_DIGEST, {"p_source": draft.source,
+                                                                      "p_digest": draft.body_digest}).first())
+        earlier = min((row for row in found if row is not None), key=lambda row: row.created_at, default=None)
         if earlier is None:
             return None
         reason, message = repeat_reason(draft, same_body=earlier.delivery_id != draft.delivery_id)
@@ -502,12 +506,18 @@ _PENDING = (select(_RECEIPTS, col(WorkVersion.generation).label("version_generat
             .join(WorkVersion, WorkVersion.receipt_id == _RECEIPTS.c.id))
 """An accept receipt with its version's generation (the outbox relay's and a repeat's start read it)."""
 
-_EARLIER_REJECT = (select(_RECEIPTS.c.id, _RECEIPTS.c.delivery_id)
-                   .where(_RECEIPTS.c.source == bindparam("p_source"), _RECEIPTS.c.outcome == str(Outcome.REJECT),
-                          or_(_RECEIPTS.c.delivery_id == bindparam("p_delivery_id"),
-                              _RECEIPTS.c.reject_digest == bindparam("p_digest")))
-                   .order_by(_RECEIPTS.c.created_at).limit(1))
-"""The first reject receipt of this delivery id or content from this source (``record_reject``)."""
+_EARLIER_REJECT_OF_ID = (select(_RECEIPTS.c.id, _RECEIPTS.c.delivery_id, _RECEIPTS.c.created_at)
+                         .where(_RECEIPTS.c.source == bindparam("p_source"),
+                                _RECEIPTS.c.delivery_id == bindparam("p_delivery_id"),
+                                _RECEIPTS.c.outcome == str(Outcome.REJECT))
+                         .order_by(_RECEIPTS.c.created_at).limit(1))
+"""The first reject receipt of this delivery id from this source (``ix_receipts_delivery``)."""
+_EARLIER_REJECT_OF_DIGEST = (select(_RECEIPTS.c.id, _RECEIPTS.c.delivery_id, _RECEIPTS.c.created_at)
+                             .where(_RECEIPTS.c.source == bindparam("p_source"),
+                                    _RECEIPTS.c.reject_digest == bindparam("p_digest"))
+                             .order_by(_RECEIPTS.c.created_at).limit(1))
+"""The first reject receipt of this content from this source (``ix_receipts_reject_digest``; only
+rejects carry a digest)."""
 
 _KILL_COVERS_PENDING = exists().where(
     col(Kill.lifted_at).is_(None),

@@ -161,6 +161,20 @@ class KeptDeliveries:
             s.execute(insert(_RECEIPTS), row)
         return _decision_from_row(row), kept
 
+    def keep_for(self, receipt_id: str, draft: ReceiptDraft, headers: dict[str, str], body: bytes,
+                 verified_id: str | None, verified_type: str | None, schema_header: str | None = None) -> bool:
+        """Keep a repeat of a delivery under the receipt that answered its original (no new receipt):
+        a first copy that was not kept — a cap full during the very rollout that causes these rejects,
+        or pruned since — is kept now, so a replay after the upgrade stays possible. True when it is
+        kept (now or by an earlier copy)."""
+        if draft.delivery_id is None or draft.tenant is None:
+            return False
+        meta = json.dumps({"headers": kept_headers(headers, schema_header),
+                           "verified_id": verified_id, "verified_type": verified_type}).encode()
+        with Session(self._engine) as s, s.begin():
+            kept, _ = self._keep(s, draft, receipt_id, meta, body)
+        return kept
+
     def _kept_for(self) -> str:
         days = self._caps.retention.total_seconds() / 86400 if self._caps.retention else None
         return f"{days:g} days" if days is not None else "until removed"

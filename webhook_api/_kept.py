@@ -72,7 +72,10 @@ async def reject_or_keep(state, err: InvalidDelivery, *, source: str, tenant: st
             return decision_response(decision)
         return invalid_response(err, decision.receipt_id)
     if (repeat := await asyncio.to_thread(state.store.reject_repeat, draft)) is not None:
-        return decision_response(repeat)
+        # No new receipt; but a first copy that was not kept (a cap full, or pruned since) is kept now.
+        kept = await asyncio.to_thread(state.kept.keep_for, repeat.receipt_id, draft, dict(headers), body,
+                                       verified.delivery_id, verified.event_type, schema_header)
+        return with_fields(decision_response(repeat), kept=kept)
     decision, kept = await asyncio.to_thread(state.kept.reject_and_keep, draft, dict(headers), body,
                                              verified.delivery_id, verified.event_type, schema_header)
     return with_fields(invalid_response(err, decision.receipt_id), kept=kept)

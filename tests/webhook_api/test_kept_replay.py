@@ -155,6 +155,24 @@ def test_the_caps_bound_what_is_kept(sims, temporal_env, fresh_ledger_url):
     assert kept_rows(fresh_ledger_url, full["delivery_id"]) == []
 
 
+def test_a_redelivery_keeps_a_body_its_first_delivery_could_not_and_writes_no_second_receipt(
+        sims, temporal_env, fresh_ledger_url):
+    """Found by an adversarial review of session 17's repeat answers: a repeat of an unsupported-schema
+    delivery is answered from its first receipt (no row), and when that first copy was not kept (a cap
+    full during the very rollout causing these rejects) the repeat keeps it, so a replay stays possible."""
+    with api(sims, temporal_env, fresh_ledger_url, ["1"], max_body_bytes=150) as (server, s):
+        headers, body = std_versioned(s, fresh_pull(sims), "2")
+        first = post(server, "stdhooks", headers, body).json()
+    assert (first["reason"], first["kept"]) == ("unsupported-schema", False)
+    before = table_counts(fresh_ledger_url)
+    with api(sims, temporal_env, fresh_ledger_url, ["1"]) as (server, s):  # the cap raised
+        again = post(server, "stdhooks", headers, body).json()  # the sender's redelivery (same id)
+    assert (again["reason"], again["receipt_id"], again["kept"]) == ("duplicate-delivery", first["receipt_id"], True)
+    assert grown(before, table_counts(fresh_ledger_url)) == {"kept_deliveries": 1}
+    [row] = kept_rows(fresh_ledger_url, headers["webhook-id"])
+    assert row.receipt_id == first["receipt_id"]
+
+
 def test_only_an_admin_replays(sims, temporal_env, fresh_ledger_url):
     with api(sims, temporal_env, fresh_ledger_url, ["1"]) as (server, s):
         delivery_id = post(server, "stdhooks", *std_versioned(s, fresh_pull(sims), "2")).json()["delivery_id"]
