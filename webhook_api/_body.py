@@ -8,6 +8,7 @@ buffered whole (a 60 MB body costs at most the cap in memory).
 
 from __future__ import annotations
 
+import ipaddress
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -52,7 +53,8 @@ class BodyReadGate:
     @contextmanager
     def slot(self, client: str = "-") -> Iterator[bool]:
         """Yields True with a slot held for the block, False when every slot (or every slot this
-        ``client`` may hold) is taken."""
+        ``client`` may hold) is taken. An IPv6 client counts by its /64: one host holds a whole /64."""
+        client = _client_key(client)
         held = self._held.get(client, 0)
         if self._free <= 0 or (self._per_client is not None and held >= self._per_client):
             yield False
@@ -68,3 +70,13 @@ class BodyReadGate:
                 self._held[client] = left
             else:
                 del self._held[client]
+
+
+def _client_key(host: str) -> str:
+    """The address the per-client cap counts: an IPv4 address as it is, an IPv6 one by its /64."""
+    if ":" not in host:
+        return host
+    try:
+        return str(ipaddress.IPv6Network(f"{host}/64", strict=False))
+    except ValueError:
+        return host
