@@ -73,6 +73,8 @@ CANCEL_PATCH = "cancel-is-an-outcome"
 KILL_SCOPE_PATCH = "kill-notice-covers-its-orders"
 CARRIED_STATE_PATCH = "carried-state-only-from-continue-as-new"
 TOOL_CALL_CAP_PATCH = "tool-calls-per-step-cap"
+LATE_ORDERS_PATCH = "orders-after-a-cancel-run-on"
+FENCED_TOOL_PATCH = "fenced-tool-call-is-superseded"
 READ_ARTIFACT_PATCH = "read-artifact-tool"
 # The model is offered read_artifact and taught it; before the patch it was an unknown tool.
 # A cancel ends the open orders `cancelled` and closes the run CANCELED after an uncancellable cleanup.
@@ -103,6 +105,9 @@ class AgentLoopWorkflow:
         """(generation, receipt id) of every order signalled into this run (patch ``claim-requires-admission``)."""
         self._proven: set[tuple[int, str]] = set()
         """Waiting orders the ledger confirmed as admitted (may supersede the running one)."""
+        self._late: list[WorkOrder] = []
+        """Orders signalled after a cancel request (patch ``orders-after-a-cancel-run-on``): they run in
+        the next run, not ``cancelled`` with the orders the cancel was for."""
 
     @workflow.signal(name=WORK_ORDER_SIGNAL)
     def work_order(self, order: WorkOrder) -> None:
@@ -119,6 +124,11 @@ class AgentLoopWorkflow:
                                  extra={"work_key": order.work_key})
             return
         self._seen_generations.add(order.generation)
+        if self._cancel_requested() and workflow.patched(LATE_ORDERS_PATCH):
+            # Admitted after the cancel (a push while the run winds down): not the cancel's to end.
+            # The run continues as new with it once the cancelled orders are recorded (``run``).
+            self._late.append(order)
+            return
         self._pending.append(order)
 
     @workflow.signal(name=KILL_SIGNAL)
@@ -130,9 +140,15 @@ class AgentLoopWorkflow:
         if self._kill is None:
             covers = None
             if workflow.patched(KILL_SCOPE_PATCH):
-                held = [self._current, *self._pending] if self._current is not None else self._pending
-                covers = [order_ref(o.generation, o.receipt_id) for o in held]
+                covers = self._held_refs()
             self._kill = KillNotice(notice.actor, notice.reason, covers)
+        elif self._kill.covers is not None:  # a later kill (after an unkill, say) covers what the run holds now
+            self._kill = KillNotice(notice.actor, notice.reason, sorted({*self._kill.covers, *self._held_refs()}))
+
+    def _held_refs(self) -> list[str]:
+        """The orders the run holds now (current and pending), as a kill notice names them."""
+        held = [self._current, *self._pending] if self._current is not None else self._pending
+        return [order_ref(o.generation, o.receipt_id) for o in held]
 
     @workflow.query(name=PROGRESS_QUERY)
     def progress(self) -> dict[str, Any]:
@@ -153,6 +169,11 @@ class AgentLoopWorkflow:
                 raise
             who = attribute(workflow.cancellation_reason())
             await uncancellable(self._wind_down(start.work_key, who))
+            if self._late:  # admitted after the cancel: they run, in a run of their own
+                workflow.logger.info("%d order(s) admitted after the cancel continue in a new run", len(self._late),
+                                     extra={"work_key": start.work_key})
+                workflow.continue_as_new(AgentLoopStart(start.work_key, start.tenant, self._snapshot(self._late),
+                                                        start.max_orders_per_run))
             raise CancelledError(who.outcome_reason) from None
 
     async def _serve(self, start: AgentLoopStart) -> AgentLoopResult:
@@ -192,7 +213,9 @@ class AgentLoopWorkflow:
     async def _wind_down(self, work_key: str, who: CancelAttribution) -> None:
         """Record every open order ``cancelled`` (the current one with its spend so far, pending ones
         with none; one already finished keeps its outcome), then give the capacity back. Orders
-        signalled during the cleanup are cancelled too: the run is closing."""
+        signalled during the cleanup were admitted after the cancel: under patch
+        ``orders-after-a-cancel-run-on`` they wait in ``_late`` and the run continues as new with them
+        (before, they were cancelled too, with the cancel's reason, and their version blocked)."""
         run_id = workflow.info().run_id
         if self._current is not None:
             outcome = self._outcome if self._outcome is not None else cancelled_before_start(
@@ -214,8 +237,8 @@ class AgentLoopWorkflow:
         due = orders_this_run >= start.max_orders_per_run or workflow.info().is_continue_as_new_suggested()
         return due and patched(CONTINUE_AS_NEW_PATCH)
 
-    def _snapshot(self) -> AgentLoopState:
-        return AgentLoopState(STATE_SCHEMA_VERSION, pending=list(self._pending),
+    def _snapshot(self, pending: list[WorkOrder] | None = None) -> AgentLoopState:
+        return AgentLoopState(STATE_SCHEMA_VERSION, pending=list(self._pending if pending is None else pending),
                               seen_generations=sorted(self._seen_generations),
                               recent=self._finished[-MAX_RECENT_OUTCOMES:], kill=self._kill)
 
@@ -236,7 +259,14 @@ class AgentLoopWorkflow:
                                     len(recent), " and a kill notice" if kill else "")
             recent, kill = [], None
         self._finished = recent
-        self._kill = self._kill or kill
+        mine = self._kill
+        if mine is not None and mine.covers is not None:  # a kill signalled in this run's first activation,
+            # before this restore: the carried orders were already the run's, and a carried notice still holds
+            theirs = [order_ref(o.generation, o.receipt_id) for o in state.pending] + (
+                (kill.covers or []) if kill is not None else [])
+            self._kill = KillNotice(mine.actor, mine.reason, sorted({*mine.covers, *theirs}))
+        else:
+            self._kill = mine or kill
 
     async def _run_order(self, order: WorkOrder) -> None:
         self._policy_unchanged = False
@@ -372,6 +402,12 @@ class AgentLoopWorkflow:
                 count_failure(err, rt.tool_max_attempts, outcome)
                 if failure_type(err) == FailureType.KILLED:
                     outcome.status, outcome.reason = RunStatus.KILLED, f"tool-error: {call.name}: Killed"
+                    return None
+                if failure_type(err) == FailureType.FENCED_OUT and workflow.patched(FENCED_TOOL_PATCH):
+                    # A newer admission of the work owns it now (the gateway's fence): superseded, as at
+                    # a step boundary, not a failure that pages someone.
+                    outcome.status = RunStatus.SUPERSEDED
+                    outcome.reason = f"superseded: {call.name} fenced out by a newer admission of the work"
                     return None
                 return f"tool-error: {call.name}: {failure_type(err)}"
             outcome.retries += result.attempt - 1

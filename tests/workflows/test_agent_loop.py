@@ -253,3 +253,38 @@ async def test_a_model_answer_asking_for_too_many_tool_calls_runs_only_the_cap(t
     assert (outcome.status, outcome.reason) == ("done", "completed")
     assert sims.forge_ctl("GET", "/stats").json()["total"] - reads_before == 2 + 1  # 2 diff reads, then the post
     assert len(sims.comments()) == 1
+
+
+async def test_a_tool_call_fenced_out_by_a_newer_admission_ends_the_order_superseded(temporal_env, sims, tmp_path,
+                                                                                     task_queue):
+    """Found by an adversarial review of session 17's fence: a newer admission committed while an
+    order ran (a push, not yet signalled into the run) made its comment post ``FencedOut``, and the
+    order ended ``failed`` with a dead letter for an obsolete version. Under patch
+    ``fenced-tool-call-is-superseded`` it ends ``superseded``, as at a step boundary: nobody is paged."""
+    from ledger import DeadLetters, make_engine
+    from tests.support.agent_runs import accept_versions, admit_in_ledger, copy_of_pr42
+
+    sims.reset()
+    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+    ledger.upgrade(url)
+    settings = settings_for(sims, url)
+    owner, head = copy_of_pr42(sims)
+    order = admit_in_ledger(settings, work_order(settings, owner=owner, version=head))
+    sims.hold_model_calls()  # the first model call waits while the push is admitted
+    from contextlib import AsyncExitStack
+
+    from tests.support.agent_runs import start_order
+    from worker import create_worker
+
+    async with AsyncExitStack() as stack:
+        async with await create_worker(temporal_env.client, settings, stack, task_queue):
+            handle = await start_order(temporal_env.client, task_queue, order)
+            await sims.model_called()
+            accept_versions(settings, order.work_key, "c0ffee03" * 5)  # a push: accepted, not signalled yet
+            assert sims.release_model_calls() >= 1
+            [outcome] = (await handle.result()).orders
+    assert outcome.status == "superseded" and "fenced out" in outcome.reason, outcome
+    engine = make_engine(url)
+    assert [d for d in DeadLetters(engine).list(status=None, limit=100) if d.work_key == order.work_key] == []
+    engine.dispose()
+    assert sims.comments() == []

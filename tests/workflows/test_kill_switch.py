@@ -192,3 +192,39 @@ async def test_a_state_carried_by_a_start_that_is_not_a_continue_as_new_is_not_b
                 result_type=AgentLoopResult)
     assert [(o.input_version, o.status) for o in result.orders] == [(head, "done")]
     assert len(sims.comments()) >= 1
+
+
+async def test_a_second_kill_after_an_unkill_ends_the_order_the_run_holds_then(temporal_env, settings, sims,
+                                                                               task_queue):
+    """Found by an adversarial review of the kill-notice scope: with covers, the first notice stayed in
+    ``_kill`` and a later kill signal in the same run was dropped; the order held then ended only
+    through the ledger's checks (``tool-error: …: Killed``), or ran on if the kill was lifted first.
+    A later notice now covers what the run holds when it arrives."""
+    from dataclasses import replace as with_
+
+    from tests.support.agent_runs import admit_in_ledger, copy_of_pr42
+
+    owner, head = copy_of_pr42(sims)
+    fix = "c0ffee02" * 5
+    first = admit_in_ledger(settings, work_order(settings, owner=owner, version=head))
+    engine = ledger.make_engine(settings.ledger_url())
+    switch = KillSwitch(engine)
+    sims.hold_model_calls(times=2)  # v1's first call, then v2's
+    async with AsyncExitStack() as stack:
+        async with await create_worker(temporal_env.client, settings, stack, task_queue):
+            handle = await start_order(temporal_env.client, task_queue, first, workflow_id=f"agent/{first.work_key}")
+            await sims.model_called()
+            switch.kill("work_key", first.work_key, "alice", "first kill")
+            await handle.signal(KILL_SIGNAL, KillNotice("alice", "first kill"))
+            switch.unkill("work_key", first.work_key, "alice", "lifted")
+            sims.forge_ctl("POST", f"/pulls/{owner}/api/42", json={"head_sha": fix})
+            second = admit_in_ledger(settings, with_(first, input_version=fix))
+            await start_order(temporal_env.client, task_queue, second, workflow_id=handle.id)
+            assert sims.release_model_calls() >= 1
+            await sims.model_called(2)  # v2's first model call is in flight
+            await handle.signal(KILL_SIGNAL, KillNotice("bob", "second kill"))  # the notice alone: no ledger kill
+            assert sims.release_model_calls() >= 1
+            orders = (await handle.result()).orders
+    engine.dispose()
+    assert [(o.input_version, o.status, o.reason) for o in orders] == [
+        (head, "killed", "killed by alice: first kill"), (fix, "killed", "killed by bob: second kill")]
