@@ -73,7 +73,6 @@ CANCEL_PATCH = "cancel-is-an-outcome"
 KILL_SCOPE_PATCH = "kill-notice-covers-its-orders"
 CARRIED_STATE_PATCH = "carried-state-only-from-continue-as-new"
 TOOL_CALL_CAP_PATCH = "tool-calls-per-step-cap"
-LATE_ORDERS_PATCH = "orders-after-a-cancel-run-on"
 FENCED_TOOL_PATCH = "fenced-tool-call-is-superseded"
 READ_ARTIFACT_PATCH = "read-artifact-tool"
 # The model is offered read_artifact and taught it; before the patch it was an unknown tool.
@@ -105,9 +104,6 @@ class AgentLoopWorkflow:
         """(generation, receipt id) of every order signalled into this run (patch ``claim-requires-admission``)."""
         self._proven: set[tuple[int, str]] = set()
         """Waiting orders the ledger confirmed as admitted (may supersede the running one)."""
-        self._late: list[WorkOrder] = []
-        """Orders signalled after a cancel request (patch ``orders-after-a-cancel-run-on``): they run in
-        the next run, not ``cancelled`` with the orders the cancel was for."""
 
     @workflow.signal(name=WORK_ORDER_SIGNAL)
     def work_order(self, order: WorkOrder) -> None:
@@ -124,11 +120,6 @@ class AgentLoopWorkflow:
                                  extra={"work_key": order.work_key})
             return
         self._seen_generations.add(order.generation)
-        if self._cancel_requested() and workflow.patched(LATE_ORDERS_PATCH):
-            # Admitted after the cancel (a push while the run winds down): not the cancel's to end.
-            # The run continues as new with it once the cancelled orders are recorded (``run``).
-            self._late.append(order)
-            return
         self._pending.append(order)
 
     @workflow.signal(name=KILL_SIGNAL)
@@ -169,11 +160,6 @@ class AgentLoopWorkflow:
                 raise
             who = attribute(workflow.cancellation_reason())
             await uncancellable(self._wind_down(start.work_key, who))
-            if self._late:  # admitted after the cancel: they run, in a run of their own
-                workflow.logger.info("%d order(s) admitted after the cancel continue in a new run", len(self._late),
-                                     extra={"work_key": start.work_key})
-                workflow.continue_as_new(AgentLoopStart(start.work_key, start.tenant, self._snapshot(self._late),
-                                                        start.max_orders_per_run))
             raise CancelledError(who.outcome_reason) from None
 
     async def _serve(self, start: AgentLoopStart) -> AgentLoopResult:
@@ -213,9 +199,8 @@ class AgentLoopWorkflow:
     async def _wind_down(self, work_key: str, who: CancelAttribution) -> None:
         """Record every open order ``cancelled`` (the current one with its spend so far, pending ones
         with none; one already finished keeps its outcome), then give the capacity back. Orders
-        signalled during the cleanup were admitted after the cancel: under patch
-        ``orders-after-a-cancel-run-on`` they wait in ``_late`` and the run continues as new with them
-        (before, they were cancelled too, with the cancel's reason, and their version blocked)."""
+        signalled during the cleanup are cancelled too: the run is closing (a known gap for a version
+        admitted in those seconds: docs/runbook.md, "Cancelling a run")."""
         run_id = workflow.info().run_id
         if self._current is not None:
             outcome = self._outcome if self._outcome is not None else cancelled_before_start(
@@ -237,8 +222,8 @@ class AgentLoopWorkflow:
         due = orders_this_run >= start.max_orders_per_run or workflow.info().is_continue_as_new_suggested()
         return due and patched(CONTINUE_AS_NEW_PATCH)
 
-    def _snapshot(self, pending: list[WorkOrder] | None = None) -> AgentLoopState:
-        return AgentLoopState(STATE_SCHEMA_VERSION, pending=list(self._pending if pending is None else pending),
+    def _snapshot(self) -> AgentLoopState:
+        return AgentLoopState(STATE_SCHEMA_VERSION, pending=list(self._pending),
                               seen_generations=sorted(self._seen_generations),
                               recent=self._finished[-MAX_RECENT_OUTCOMES:], kill=self._kill)
 

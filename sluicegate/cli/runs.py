@@ -119,9 +119,6 @@ def cancel_cmd(
     console.print(f"cancel sent to {workflow_id} run {run_id}" + (f"; the run closed {closed}" if closed else ""))
     if closed == "still RUNNING":
         console.print("[yellow]the run has not closed yet: is a worker polling? (runbook: A run is stuck)[/]")
-    elif closed == "CONTINUED_AS_NEW":
-        console.print("its orders ended cancelled; work admitted after the cancel (a push meanwhile) continues "
-                      "in a new run of the workflow (runbook: Cancelling a run)")
     elif closed not in (None, "CANCELED"):
         raise typer.Exit(1)
 

@@ -155,7 +155,9 @@ async def test_stale_generation_cannot_post(temporal_env, settings, sims, task_q
             accept_versions(settings, order.work_key, "newer-version")
             assert sims.release_model_calls() >= 1  # ours (and any a previous test left waiting on this session server)
             [outcome] = (await handle.result()).orders
-    assert (outcome.status, outcome.reason) == ("failed", "tool-error: post_review_comment: FencedOut")
+    # superseded, not failed (patch fenced-tool-call-is-superseded): a newer admission owns the work
+    assert (outcome.status, outcome.reason) == (
+        "superseded", "superseded: post_review_comment fenced out by a newer admission of the work")
     assert sims.comments() == []
 
 

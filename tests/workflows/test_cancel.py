@@ -162,36 +162,3 @@ async def test_cancel_during_the_comment_post_stops_the_tool_call(temporal_env, 
     engine.dispose()
     assert [e.status for e in effects] == ["in_flight"] and sims.comments() == []
 
-
-async def test_an_order_admitted_while_the_cancelled_run_winds_down_runs_in_a_new_run(temporal_env, settings, sims,
-                                                                                       task_queue):
-    """Found by an adversarial review (session 17): a version admitted while a cancelled run wound
-    down (a push in those seconds) was signalled into it and ended ``cancelled`` with the cancel's
-    reason, though nobody cancelled it, and its later deliveries were ``duplicate-work``. Under patch
-    ``orders-after-a-cancel-run-on`` the cancelled orders end ``cancelled`` and the run continues as
-    new with the later one, which runs."""
-    from sqlalchemy.engine import Engine
-
-    from tests.support.pause_at_statement import PauseAtStatement, not_in_this_thread
-
-    first = _order(settings)
-    later = admit_in_ledger(settings, work_order(settings, number=first.number, version=uuid.uuid4().hex + "2" * 8))
-    sims.model_ctl("POST", "/faults", json={"delay_seconds": 30, "times": 1})  # the first model call is slow
-    async with AsyncExitStack() as stack:
-        async with await create_worker(temporal_env.client, settings, stack, task_queue):
-            handle = await start_order(temporal_env.client, task_queue, first)
-            await _wait_model_call(sims, first.work_key)
-            # Hold the wind-down's first ledger write (the cancelled order's end) until the push is in.
-            with PauseAtStatement(Engine, lambda sql: sql.lstrip().upper().startswith("UPDATE WORK_VERSIONS"),
-                                  in_thread=not_in_this_thread()) as held:
-                await handle.cancel()
-                await asyncio.to_thread(held.wait_reached, "the cancelled run never recorded its order")
-                await start_order(temporal_env.client, task_queue, later, workflow_id=handle.id)
-                held.release()
-            result = await handle.result()  # follows the run it continued as
-            first_run = await temporal_env.client.get_workflow_handle(handle.id, run_id=handle.result_run_id).describe()
-    assert first_run.status == WorkflowExecutionStatus.CONTINUED_AS_NEW
-    assert [(o.input_version, o.status) for o in result.orders] == [(first.input_version, "cancelled"),
-                                                                   (later.input_version, "done")]
-    versions = _versions(settings, first.work_key)
-    assert (versions[first.input_version].status, versions[later.input_version].status) == ("cancelled", "done")
