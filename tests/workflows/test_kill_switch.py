@@ -137,8 +137,6 @@ async def test_an_order_admitted_after_the_unkill_runs_in_the_same_run(temporal_
     the run, so a version admitted after the unkill and signalled into the run still open ended
     ``killed by alice`` (its delivery lost: GitHub does not redeliver). Under patch
     ``kill-notice-covers-its-orders`` the notice ends the orders the run held when it arrived."""
-    from dataclasses import replace as with_
-
     from tests.support.agent_runs import admit_in_ledger, copy_of_pr42
 
     owner, head = copy_of_pr42(sims)
@@ -149,14 +147,8 @@ async def test_an_order_admitted_after_the_unkill_runs_in_the_same_run(temporal_
     sims.hold_model_calls()  # v1's first model call is in flight through the kill and the unkill
     async with AsyncExitStack() as stack:
         async with await create_worker(temporal_env.client, settings, stack, task_queue):
-            handle = await start_order(temporal_env.client, task_queue, first, workflow_id=f"agent/{first.work_key}")
-            await sims.model_called()
-            switch.kill("work_key", first.work_key, "alice", "oops, wrong repository")
-            await handle.signal(KILL_SIGNAL, KillNotice("alice", "oops, wrong repository"))
-            switch.unkill("work_key", first.work_key, "alice", "it was the right one")
-            sims.forge_ctl("POST", f"/pulls/{owner}/api/42", json={"head_sha": fix})  # a push, admitted
-            second = admit_in_ledger(settings, with_(first, input_version=fix))
-            await start_order(temporal_env.client, task_queue, second, workflow_id=handle.id)
+            handle = await _killed_lifted_then_pushed(temporal_env.client, task_queue, settings, sims, switch, owner,
+                                                      first, fix, "oops, wrong repository")
             assert sims.release_model_calls() >= 1
             orders = (await handle.result()).orders
     engine.dispose()
@@ -200,8 +192,6 @@ async def test_a_second_kill_after_an_unkill_ends_the_order_the_run_holds_then(t
     ``_kill`` and a later kill signal in the same run was dropped; the order held then ended only
     through the ledger's checks (``tool-error: …: Killed``), or ran on if the kill was lifted first.
     A later notice now covers what the run holds when it arrives."""
-    from dataclasses import replace as with_
-
     from tests.support.agent_runs import admit_in_ledger, copy_of_pr42
 
     owner, head = copy_of_pr42(sims)
@@ -212,14 +202,8 @@ async def test_a_second_kill_after_an_unkill_ends_the_order_the_run_holds_then(t
     sims.hold_model_calls(times=2)  # v1's first call, then v2's
     async with AsyncExitStack() as stack:
         async with await create_worker(temporal_env.client, settings, stack, task_queue):
-            handle = await start_order(temporal_env.client, task_queue, first, workflow_id=f"agent/{first.work_key}")
-            await sims.model_called()
-            switch.kill("work_key", first.work_key, "alice", "first kill")
-            await handle.signal(KILL_SIGNAL, KillNotice("alice", "first kill"))
-            switch.unkill("work_key", first.work_key, "alice", "lifted")
-            sims.forge_ctl("POST", f"/pulls/{owner}/api/42", json={"head_sha": fix})
-            second = admit_in_ledger(settings, with_(first, input_version=fix))
-            await start_order(temporal_env.client, task_queue, second, workflow_id=handle.id)
+            handle = await _killed_lifted_then_pushed(temporal_env.client, task_queue, settings, sims, switch, owner,
+                                                      first, fix, "first kill")
             assert sims.release_model_calls() >= 1
             await sims.model_called(2)  # v2's first model call is in flight
             await handle.signal(KILL_SIGNAL, KillNotice("bob", "second kill"))  # the notice alone: no ledger kill
@@ -228,3 +212,22 @@ async def test_a_second_kill_after_an_unkill_ends_the_order_the_run_holds_then(t
     engine.dispose()
     assert [(o.input_version, o.status, o.reason) for o in orders] == [
         (head, "killed", "killed by alice: first kill"), (fix, "killed", "killed by bob: second kill")]
+
+
+async def _killed_lifted_then_pushed(client, task_queue, settings, sims, switch, owner: str, first, fix: str,
+                                     reason: str):
+    """Start ``first``; with its first model call in flight, kill its work key (recorded and signalled,
+    by alice, for ``reason``), lift the kill, then admit a push to ``fix`` and signal it into the run."""
+    from dataclasses import replace as with_
+
+    from tests.support.agent_runs import admit_in_ledger
+
+    handle = await start_order(client, task_queue, first, workflow_id=f"agent/{first.work_key}")
+    await sims.model_called()
+    switch.kill("work_key", first.work_key, "alice", reason)
+    await handle.signal(KILL_SIGNAL, KillNotice("alice", reason))
+    switch.unkill("work_key", first.work_key, "alice", "lifted")
+    sims.forge_ctl("POST", f"/pulls/{owner}/api/42", json={"head_sha": fix})  # a push, admitted
+    second = admit_in_ledger(settings, with_(first, input_version=fix))
+    await start_order(client, task_queue, second, workflow_id=handle.id)
+    return handle
