@@ -173,7 +173,8 @@ class KeptDeliveries:
                            "verified_id": verified_id, "verified_type": verified_type}).encode()
         with Session(self._engine) as s, s.begin():
             kept, _ = self._keep(s, draft, receipt_id, meta, body)
-        return kept
+            # an identical body kept under its original delivery: a replay is possible (of that one)
+            return kept or s.get(KeptDelivery, body_row_id(draft.source, body)) is not None
 
     def _kept_for(self) -> str:
         days = self._caps.retention.total_seconds() / 86400 if self._caps.retention else None

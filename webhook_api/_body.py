@@ -73,10 +73,16 @@ class BodyReadGate:
 
 
 def _client_key(host: str) -> str:
-    """The address the per-client cap counts: an IPv4 address as it is, an IPv6 one by its /64."""
+    """The address the per-client cap counts: an IPv4 address as it is (an IPv4-mapped IPv6 one too),
+    another IPv6 one by its /64 (loopback as it is)."""
     if ":" not in host:
         return host
     try:
-        return str(ipaddress.IPv6Network(f"{host}/64", strict=False))
+        address = ipaddress.IPv6Address(host)
     except ValueError:
         return host
+    if address.ipv4_mapped is not None:
+        return str(address.ipv4_mapped)
+    if address.is_loopback:
+        return str(address)
+    return str(ipaddress.IPv6Network(f"{address}/64", strict=False))

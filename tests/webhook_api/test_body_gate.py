@@ -33,3 +33,12 @@ def test_the_source_cap_holds_whatever_the_addresses():
     gate = BodyReadGate(2, per_client=None)
     with gate.slot("192.0.2.1") as a, gate.slot("192.0.2.2") as b, gate.slot("192.0.2.3") as c:
         assert (a, b, c) == (True, True, False)
+
+
+def test_an_ipv4_mapped_client_counts_as_its_ipv4_address():
+    """Found by a review: an IPv4-mapped address fell into ``::/64``, one share for every IPv4 client
+    of a dual-stack listener."""
+    gate = BodyReadGate(8, per_client=1)
+    with gate.slot("::ffff:203.0.113.7") as a, gate.slot("::ffff:198.51.100.1") as b, \
+            gate.slot("203.0.113.7") as same, gate.slot("::1") as loop:
+        assert (a, b, same, loop) == (True, True, False, True)
