@@ -38,7 +38,7 @@ from dataclasses import replace
 from typing import Any, Sequence
 from datetime import timedelta
 
-from sqlalchemy import bindparam, exists, insert, or_, select, update
+from sqlalchemy import bindparam, exists, insert, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col
@@ -58,7 +58,7 @@ from ledger._accept_sql import (INSERT_RECEIPT, INSERT_VERSION, LOCK_VERSION, MA
 from ledger._admission_capacity import apply_capacity, queue_unread
 from ledger._capacity import stamp_generation
 from ledger._capacity_models import DeferredItem
-from ledger._kill_rows import Kill
+from ledger._kill_rows import in_force_covering
 from ledger._kills import kill_in_force
 from ledger._models import Delivery, Receipt, WorkItem, WorkVersion
 from ledger._plain_decide import CLAIM_DELIVERY, decide_plain, decide_plain_many, is_plain
@@ -519,11 +519,8 @@ _EARLIER_REJECT_OF_DIGEST = (select(_RECEIPTS.c.id, _RECEIPTS.c.delivery_id, _RE
 """The first reject receipt of this content from this source (``ix_receipts_reject_digest``; only
 rejects carry a digest)."""
 
-_KILL_COVERS_PENDING = exists().where(
-    col(Kill.lifted_at).is_(None),
-    or_(col(Kill.scope) == "all", (col(Kill.scope) == "work_key") & (col(Kill.target) == col(WorkVersion.work_key)),
-        (col(Kill.scope) == "tenant") & (col(Kill.target) == _RECEIPTS.c.tenant)))
-"""A kill in force covers the pending version (as :data:`ledger._kill_rows.COVERING` for one work key)."""
+_KILL_COVERS_PENDING = exists().where(in_force_covering(col(WorkVersion.work_key), _RECEIPTS.c.tenant))
+"""A kill in force covers the pending version (the condition of :data:`ledger._kill_rows.COVERING`)."""
 
 
 def _pending(row: Any) -> PendingAdmission:
